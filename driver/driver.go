@@ -421,4 +421,6 @@ type AccessError struct {
 	Text string
 }
 
-func (e *AccessError) Error() string { return fmt.Sprintf("the broker refused access: %d %s", e.Code, e.Text) }
+func (e *AccessError) Error() string {
+	return fmt.Sprintf("the broker refused access: %d %s", e.Code, e.Text)
+}
