@@ -90,6 +90,10 @@ type Message struct {
 	// Mandatory asks the broker to return the message when no queue is bound
 	// for it; Publish then fails with a *ReturnError.
 	Mandatory bool
+	// AlwaysConfirm waits for the broker's confirm even on a connection
+	// opened with Config.NoConfirms; the library sets it on every publish it
+	// makes for itself (retries, dead letters, replays).
+	AlwaysConfirm bool
 	// Transient publishes with delivery mode 1; the default is persistent (2).
 	Transient     bool
 	ContentType   string
