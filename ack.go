@@ -1,0 +1,170 @@
+package acemq
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Decision is what a handler asks for a delivery.
+type Decision int
+
+// The decisions a handler can return.
+const (
+	// DecisionAccept acknowledges the delivery.
+	DecisionAccept Decision = iota
+	// DecisionRetry asks for another attempt, through the retry policy.
+	DecisionRetry
+	// DecisionReject gives up at once: the message goes to {queue}.dlq.
+	DecisionReject
+	// DecisionPark sets the message aside in {queue}.parked.
+	DecisionPark
+	// DecisionInProgress puts the message back unchanged after a delay
+	// (the work is claimed elsewhere).
+	DecisionInProgress
+)
+
+func (d Decision) String() string {
+	switch d {
+	case DecisionAccept:
+		return "accept"
+	case DecisionRetry:
+		return "retry"
+	case DecisionReject:
+		return "reject"
+	case DecisionPark:
+		return "park"
+	case DecisionInProgress:
+		return "in_progress"
+	}
+	return fmt.Sprintf("Decision(%d)", int(d))
+}
+
+// Ack is a handler's decision about one delivery. The zero Ack accepts.
+// Build one with Accept, Retry, Reject, Park, InProgress or Result.
+type Ack struct {
+	decision Decision
+	err      error
+	delay    time.Duration
+}
+
+// Decision is what the handler asked for.
+func (a Ack) Decision() Decision { return a.decision }
+
+// Err is the reason given with Retry, Reject or Park.
+func (a Ack) Err() error { return a.err }
+
+// Delay is the in-progress delay.
+func (a Ack) Delay() time.Duration { return a.delay }
+
+func (a Ack) String() string {
+	if a.err != nil {
+		return a.decision.String() + ": " + a.err.Error()
+	}
+	return a.decision.String()
+}
+
+// Accept acknowledges the delivery: the work is done.
+func Accept() Ack { return Ack{} }
+
+// Retry asks for another attempt according to the consumer's retry policy.
+// When no attempts are left (the default policy allows one), the message is
+// dead-lettered to {queue}.dlq. An error marked Fatal is never retried.
+func Retry(err error) Ack {
+	if IsFatal(err) {
+		return Ack{decision: DecisionReject, err: err}
+	}
+	return Ack{decision: DecisionRetry, err: orUnknown(err)}
+}
+
+// Reject gives up on the message at once: it goes to {queue}.dlq with the
+// reason "the handler rejected it: …".
+func Reject(err error) Ack { return Ack{decision: DecisionReject, err: orUnknown(err)} }
+
+// Park sets the message aside in {queue}.parked with the reason
+// "the handler parked it: …".
+func Park(err error) Ack { return Ack{decision: DecisionPark, err: orUnknown(err)} }
+
+// InProgress puts the message back on its queue, unchanged (same attempt),
+// after delay: use it when the work is claimed by another consumer. A delay
+// of zero or less uses the default of 5 s.
+func InProgress(delay time.Duration) Ack {
+	if delay <= 0 {
+		delay = DefaultInProgressDelay
+	}
+	return Ack{decision: DecisionInProgress, delay: delay}
+}
+
+// DefaultInProgressDelay is the wait InProgress uses when given none.
+const DefaultInProgressDelay = 5 * time.Second
+
+// Result turns an error into a decision: nil accepts, an error marked Fatal
+// rejects, any other error retries.
+func Result(err error) Ack {
+	if err == nil {
+		return Accept()
+	}
+	return Retry(err)
+}
+
+func orUnknown(err error) error {
+	if err == nil {
+		return errors.New("no reason given")
+	}
+	return err
+}
+
+// Fatal marks err as one that retrying cannot fix: a handler returning it
+// (through Retry or Result) dead-letters the message at once with the reason
+// "the handler reported an unprocessable message: …". Fatal(nil) is nil.
+func Fatal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fatalError{err}
+}
+
+// IsFatal reports whether err, or an error it wraps, was marked with Fatal.
+func IsFatal(err error) bool {
+	var f *fatalError
+	return errors.As(err, &f)
+}
+
+type fatalError struct{ err error }
+
+func (f *fatalError) Error() string { return f.err.Error() }
+func (f *fatalError) Unwrap() error { return f.err }
+
+// describe renders an error as the family writes causes: "TypeName: message",
+// TypeName being the concrete type without pointer or package.
+func describe(err error) string {
+	if err == nil {
+		return ""
+	}
+	for {
+		f, ok := err.(*fatalError)
+		if !ok {
+			break
+		}
+		err = f.err
+	}
+	return TypeName(err) + ": " + err.Error()
+}
+
+// TypeName is the concrete type name of err without pointer or package
+// qualifier, as the family writes it in reasons (for example "errorString").
+func TypeName(err error) string {
+	if err == nil {
+		return ""
+	}
+	name := fmt.Sprintf("%T", err)
+	for len(name) > 0 && name[0] == '*' {
+		name = name[1:]
+	}
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] == '.' {
+			return name[i+1:]
+		}
+	}
+	return name
+}

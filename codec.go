@@ -1,0 +1,243 @@
+package acemq
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// Codec turns payloads into bodies and back. A publisher writes one format;
+// a consumer reads by content type, and a Composite reads several.
+type Codec interface {
+	// ContentType is written on every message the codec encodes.
+	ContentType() string
+	// Accepts reports whether the codec reads bodies of this content type
+	// (as received, possibly with parameters, possibly empty).
+	Accepts(contentType string) bool
+	// Encode turns v into a body.
+	Encode(v any) ([]byte, error)
+	// Decode reads body into the value v points to. A failure should be a
+	// *DecodeError saying whether retrying could help.
+	Decode(body []byte, contentType string, v any) error
+}
+
+// DecodeError reports a body a codec could not read.
+type DecodeError struct {
+	ContentType string
+	// Retryable is true when retrying could help (a claim-check store that
+	// is down, say); a malformed body is not retryable and is parked.
+	Retryable bool
+	Err       error
+}
+
+func (e *DecodeError) Error() string {
+	ct := e.ContentType
+	if ct == "" {
+		ct = "no content type"
+	}
+	return fmt.Sprintf("could not decode a body (%s): %v", ct, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// mediaType returns the lower-cased media type of a content type, without
+// parameters.
+func mediaType(ct string) string {
+	ct = strings.TrimSpace(ct)
+	if ct == "" {
+		return ""
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		return mt
+	}
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// JSON is the default codec: application/json, encoding/json semantics, no
+// trailing newline. It also reads text/json, application/*+json and a
+// missing content type. A malformed body is not retryable.
+var JSON Codec = jsonCodec{}
+
+type jsonCodec struct{}
+
+func (jsonCodec) ContentType() string { return "application/json" }
+
+func (jsonCodec) Accepts(ct string) bool {
+	mt := mediaType(ct)
+	return mt == "" || mt == "application/json" || mt == "text/json" ||
+		(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+func (jsonCodec) Encode(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("acemq: the JSON codec cannot encode a %T: %w", v, err)
+	}
+	b := buf.Bytes()
+	return b[:len(b)-1], nil // drop Encode's newline
+}
+
+func (jsonCodec) Decode(body []byte, ct string, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return &DecodeError{ContentType: ct, Err: err}
+	}
+	return nil
+}
+
+// Text is the text/plain; charset=utf-8 codec. It encodes strings, []byte
+// and fmt.Stringer values, decodes into *string or *[]byte, reads any text/*
+// content type and refuses invalid UTF-8 either way.
+var Text Codec = textCodec{}
+
+type textCodec struct{}
+
+func (textCodec) ContentType() string { return "text/plain; charset=utf-8" }
+
+func (textCodec) Accepts(ct string) bool { return strings.HasPrefix(mediaType(ct), "text/") }
+
+func (textCodec) Encode(v any) ([]byte, error) {
+	var b []byte
+	switch s := v.(type) {
+	case string:
+		b = []byte(s)
+	case []byte:
+		b = s
+	case fmt.Stringer:
+		b = []byte(s.String())
+	default:
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.String {
+			return nil, fmt.Errorf("acemq: the text codec encodes strings, not %T", v)
+		}
+		b = []byte(rv.String())
+	}
+	if !utf8.Valid(b) {
+		return nil, errors.New("acemq: the text codec refuses invalid UTF-8")
+	}
+	return b, nil
+}
+
+func (textCodec) Decode(body []byte, ct string, v any) error {
+	if !utf8.Valid(body) {
+		return &DecodeError{ContentType: ct, Err: errors.New("the body is not valid UTF-8")}
+	}
+	switch p := v.(type) {
+	case *string:
+		*p = string(body)
+	case *[]byte:
+		*p = append((*p)[:0], body...)
+	case *any:
+		*p = string(body)
+	default:
+		rv := reflect.ValueOf(v)
+		if rv.Kind() == reflect.Pointer && rv.Elem().Kind() == reflect.String {
+			rv.Elem().SetString(string(body))
+			return nil
+		}
+		return &DecodeError{ContentType: ct, Err: fmt.Errorf("the text codec decodes into *string, not %T", v)}
+	}
+	return nil
+}
+
+// Bytes is the application/octet-stream codec: the body is the payload. It
+// encodes []byte and string, decodes into *[]byte (or *string), and reads
+// every content type, so it must be chosen explicitly.
+var Bytes Codec = bytesCodec{}
+
+type bytesCodec struct{}
+
+func (bytesCodec) ContentType() string { return "application/octet-stream" }
+
+func (bytesCodec) Accepts(string) bool { return true }
+
+func (bytesCodec) Encode(v any) ([]byte, error) {
+	switch b := v.(type) {
+	case []byte:
+		return b, nil
+	case string:
+		return []byte(b), nil
+	case json.RawMessage:
+		return b, nil
+	}
+	return nil, fmt.Errorf("acemq: the bytes codec encodes []byte, not %T", v)
+}
+
+func (bytesCodec) Decode(body []byte, ct string, v any) error {
+	switch p := v.(type) {
+	case *[]byte:
+		*p = append([]byte(nil), body...)
+	case *string:
+		*p = string(body)
+	case *json.RawMessage:
+		*p = append((*p)[:0], body...)
+	case *any:
+		*p = append([]byte(nil), body...)
+	default:
+		return &DecodeError{ContentType: ct, Err: fmt.Errorf("the bytes codec decodes into *[]byte, not %T", v)}
+	}
+	return nil
+}
+
+// Composite returns a codec that writes with the first codec and reads with
+// the first codec that accepts a body's content type. A content type none
+// accepts is a non-retryable DecodeError.
+func Composite(codecs ...Codec) Codec {
+	if len(codecs) == 0 {
+		panic("acemq: Composite needs at least one codec")
+	}
+	return composite(codecs)
+}
+
+type composite []Codec
+
+func (c composite) ContentType() string { return c[0].ContentType() }
+
+func (c composite) Accepts(ct string) bool {
+	for _, x := range c {
+		if x.Accepts(ct) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c composite) Encode(v any) ([]byte, error) { return c[0].Encode(v) }
+
+func (c composite) Decode(body []byte, ct string, v any) error {
+	for _, x := range c {
+		if x.Accepts(ct) {
+			return x.Decode(body, ct, v)
+		}
+	}
+	return &DecodeError{ContentType: ct, Err: fmt.Errorf("no codec reads content type %q", ct)}
+}
+
+// decode runs codec.Decode, refusing a content type the codec does not
+// accept, and makes every failure a *DecodeError.
+func decode(c Codec, body []byte, ct string, v any) error {
+	if !c.Accepts(ct) {
+		return &DecodeError{ContentType: ct, Err: fmt.Errorf("the %s codec does not read content type %q", c.ContentType(), ct)}
+	}
+	err := c.Decode(body, ct, v)
+	if err == nil {
+		return nil
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return err
+	}
+	return &DecodeError{ContentType: ct, Err: err}
+}

@@ -1,0 +1,310 @@
+package acemq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+)
+
+// Outcome is what the engine did with a delivery, as the family's metrics
+// and spans name it.
+type Outcome string
+
+// The consume outcomes (WIRE.md §10.3).
+const (
+	OutcomeAcked        Outcome = "acked"
+	OutcomeRetried      Outcome = "retried"
+	OutcomeRejected     Outcome = "rejected"
+	OutcomeDeadLettered Outcome = "dead_lettered"
+	OutcomeParked       Outcome = "parked"
+	OutcomeInProgress   Outcome = "in_progress"
+	// OutcomeRequeued: the delivery was put back on its queue unchanged
+	// (a set-aside target or its own queue was missing, a republish was not
+	// confirmed). It is not a family outcome and is not counted in
+	// acemq.consume.total.
+	OutcomeRequeued Outcome = "requeued"
+)
+
+// Where a retry wait is held.
+const (
+	WhereConsumer = "consumer"
+	WhereBroker   = "broker"
+	WhereRequeued = "requeued"
+)
+
+// Settlement records what happened to one delivery. The engine emits one per
+// settled delivery; metrics, spans and OnSettle listeners all read it.
+type Settlement struct {
+	Queue    string
+	Envelope Envelope
+	// Decision is what the handler asked (DecisionReject for a panic or an
+	// undecodable body it never saw).
+	Decision Decision
+	// Outcome is what the engine did: a retry on the last attempt is
+	// OutcomeDeadLettered.
+	Outcome Outcome
+	// Where is set for retries: WhereConsumer, WhereBroker or WhereRequeued.
+	Where string
+	// Target is the queue the message was republished to, if any.
+	Target string
+	// Delay is the wait chosen for a retry or in-progress put-back.
+	Delay time.Duration
+	// Reason is the x-acemq-error written on a set-aside copy, or the
+	// retry's cause.
+	Reason string
+	// Err is the handler's (or decoder's) error.
+	Err error
+	// Duration is the time spent decoding and in the handler.
+	Duration time.Duration
+	// RungMissing names the rung found missing, whose wait moved to the
+	// consumer.
+	RungMissing string
+	// SetAsideFailed names the set-aside target that was missing; the
+	// message was put back.
+	SetAsideFailed string
+	// Redelivered is the broker's flag on the delivery.
+	Redelivered bool
+}
+
+// The family's x-acemq-error prefixes (WIRE.md §6.2).
+const (
+	reasonExhausted   = "exhausted %d attempts: "
+	reasonTooOld      = "exceeded the maximum message age of %s: "
+	reasonFatal       = "the handler reported an unprocessable message: "
+	reasonRejected    = "the handler rejected it: "
+	reasonParked      = "the handler parked it: "
+	reasonUndecodable = "could not be decoded: "
+)
+
+// process runs one delivery through decode, handler and settlement.
+func (k *consumerCore) process(d *driver.Delivery) {
+	k.inflight.Add(1)
+	defer k.inflight.Add(-1)
+	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+	start := time.Now()
+	ack, decodeErr, panicked := k.run(d, env)
+	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered}
+	switch {
+	case panicked != nil:
+		s.Decision = DecisionReject
+		s.Err = panicked
+		k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+describe(panicked), OutcomeRejected)
+	case decodeErr != nil:
+		var de *DecodeError
+		if errors.As(decodeErr, &de) && de.Retryable {
+			s.Decision = DecisionRetry
+			s.Err = decodeErr
+			if k.retry(d, env, &s) {
+				return
+			}
+			break
+		}
+		s.Decision = DecisionPark
+		s.Err = decodeErr
+		k.setAside(d, env, &s, ParkedQueue(k.queue), reasonUndecodable+describe(decodeErr), OutcomeParked)
+	default:
+		s.Decision = ack.decision
+		s.Err = ack.err
+		switch ack.decision {
+		case DecisionAccept:
+			if err := d.Ack(); err != nil {
+				s.Outcome = OutcomeRequeued
+			} else {
+				s.Outcome = OutcomeAcked
+			}
+		case DecisionRetry:
+			if k.retry(d, env, &s) {
+				return
+			}
+		case DecisionReject:
+			if IsFatal(ack.err) {
+				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+describe(ack.err), OutcomeRejected)
+			} else {
+				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+describe(ack.err), OutcomeRejected)
+			}
+		case DecisionPark:
+			k.setAside(d, env, &s, ParkedQueue(k.queue), reasonParked+describe(ack.err), OutcomeParked)
+		case DecisionInProgress:
+			s.Delay = ack.delay
+			k.later(ack.delay, s, func(s *Settlement) {
+				k.republish(d, env, k.queue, s, OutcomeInProgress)
+			})
+			return
+		default:
+			k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+fmt.Sprintf("unknown decision %d", ack.decision), OutcomeRejected)
+		}
+	}
+	k.conn.emitSettlement(s)
+}
+
+// PanicError is the error recorded for a handler that panicked.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
+
+func (k *consumerCore) run(d *driver.Delivery, env Envelope) (ack Ack, decodeErr error, panicked error) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	ack, decodeErr = k.handle(k.hctx, d, env)
+	return ack, decodeErr, nil
+}
+
+// retry applies the retry policy to a failed delivery. It reports whether
+// the settlement was deferred to a wait in the consumer (which then emits it).
+func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (deferred bool) {
+	p := k.cfg.retry
+	age, known := env.Age()
+	if !p.ShouldRetry(env.attempt, age, known) {
+		var reason string
+		if env.attempt >= p.MaxAttempts() {
+			reason = fmt.Sprintf(reasonExhausted, p.MaxAttempts())
+		} else {
+			reason = fmt.Sprintf(reasonTooOld, p.MaxMessageAge())
+		}
+		k.setAside(d, env, s, DeadLetterQueue(k.queue), reason+describe(s.Err), OutcomeDeadLettered)
+		return false
+	}
+	s.Reason = describe(s.Err)
+	delay := p.DelayAfter(env.attempt)
+	s.Delay = delay
+	next := env.Next()
+	if p.WaitsInBroker(delay) {
+		rung := RungQueue(k.queue, delay)
+		s.Where = WhereBroker
+		err := k.publishCopy(d, next, rung)
+		var ue *driver.ReturnError
+		switch {
+		case err == nil:
+			k.settleAck(d, s, rung, OutcomeRetried)
+			return false
+		case errors.As(err, &ue):
+			s.RungMissing = rung
+			// fall through to a wait in the consumer
+		default:
+			k.requeue(d, s)
+			return false
+		}
+	}
+	s.Where = WhereConsumer
+	wait := p.Jittered(delay)
+	s.Delay = wait
+	k.later(wait, *s, func(s *Settlement) { k.republish(d, next, k.queue, s, OutcomeRetried) })
+	return true
+}
+
+// later waits without holding a worker (the delivery stays unacknowledged,
+// holding its prefetch slot), then runs settle and emits the settlement. A
+// consumer that closes meanwhile cuts the wait short, so every delivery is
+// settled before the drain ends.
+func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Settlement)) {
+	k.waits.Add(1)
+	go func() {
+		defer k.waits.Done()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-k.stopping:
+			t.Stop()
+		}
+		settle(&s)
+		k.conn.emitSettlement(s)
+	}()
+}
+
+// republish sends a copy of the delivery (same body, content type and id;
+// env's headers) to target through the default exchange and acks the
+// original once the copy is confirmed and routed.
+func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string, s *Settlement, outcome Outcome) {
+	err := k.publishCopy(d, env, target)
+	if err != nil {
+		if s.Where == WhereConsumer || s.Where == "" {
+			s.Where = WhereRequeued
+		}
+		k.requeue(d, s)
+		return
+	}
+	k.settleAck(d, s, target, outcome)
+}
+
+func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement, target, reason string, outcome Outcome) {
+	s.Reason = reason
+	err := k.publishCopy(d, env.WithError(reason), target)
+	var ue *driver.ReturnError
+	switch {
+	case err == nil:
+		k.settleAck(d, s, target, outcome)
+	case errors.As(err, &ue):
+		s.SetAsideFailed = target
+		k.requeue(d, s)
+	default:
+		k.requeue(d, s)
+	}
+}
+
+func (k *consumerCore) settleAck(d *driver.Delivery, s *Settlement, target string, outcome Outcome) {
+	s.Target = target
+	if err := d.Ack(); err != nil {
+		// The channel went away after the copy was confirmed: the broker
+		// redelivers the original, so the copy may be duplicated. Record it.
+		s.Outcome = outcome
+		s.Err = errors.Join(s.Err, err)
+		return
+	}
+	s.Outcome = outcome
+}
+
+func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement) {
+	s.Outcome = OutcomeRequeued
+	_ = d.Nack(true)
+}
+
+// publishCopy republishes the original delivery's bytes with env's headers
+// to queue through the default exchange: persistent, mandatory, confirmed,
+// within the detached settlement deadline.
+func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultSettlementDeadline)
+	defer cancel()
+	m := driver.Message{
+		Exchange:      "",
+		RoutingKey:    queue,
+		Mandatory:     true,
+		AlwaysConfirm: true,
+		ContentType:   d.ContentType,
+		MessageID:     d.MessageID,
+		CorrelationID: d.CorrelationID,
+		ReplyTo:       d.ReplyTo,
+		Headers:       env.AppendHeaders(nil, d.RoutingKey),
+		Body:          d.Body,
+	}
+	if m.MessageID == "" {
+		m.MessageID = env.id
+	}
+	pctx, done := k.conn.obs.publishStart(ctx, &m, env)
+	start := time.Now()
+	err := k.conn.t.Publish(pctx, m)
+	done(err, time.Since(start))
+	return err
+}
+
+// declareDeadLetterHalf declares what starting a consumer of q declares
+// (WIRE.md §5.4): acemq.dlx, {q}.dlq, {q}.parked and their bindings, and
+// when the policy has broker waits, acemq.retry, the rungs and the return
+// binding. Never q itself.
+func declareDeadLetterHalf(ctx context.Context, t driver.Conn, q string, p RetryPolicy) error {
+	for _, step := range consumerDeclarations(q, p) {
+		if err := step.apply(ctx, t); err != nil {
+			return fmt.Errorf("acemq: the consumer of %q could not declare its dead-letter half: %w", q, err)
+		}
+	}
+	return nil
+}
