@@ -215,6 +215,9 @@ func (c *Conn) OnSettle(f func(Settlement)) (remove func()) {
 }
 
 func (c *Conn) emitSettlement(s Settlement) {
+	if s.end != nil {
+		s.end(s)
+	}
 	c.obs.settled(s)
 	c.mu.Lock()
 	if len(c.hooks) == 0 {

@@ -68,6 +68,8 @@ type Settlement struct {
 	SetAsideFailed string
 	// Redelivered is the broker's flag on the delivery.
 	Redelivered bool
+
+	end func(Settlement) // ends the delivery's span
 }
 
 // The family's x-acemq-error prefixes (WIRE.md §6.2).
@@ -85,9 +87,10 @@ func (k *consumerCore) process(d *driver.Delivery) {
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
 	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+	ctx, end := k.conn.obs.processStart(k.hctx, k.queue, d, env)
 	start := time.Now()
-	ack, decodeErr, panicked := k.run(d, env)
-	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered}
+	ack, decodeErr, panicked := k.run(ctx, d, env)
+	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered, end: end}
 	switch {
 	case panicked != nil:
 		s.Decision = DecisionReject
@@ -149,13 +152,13 @@ type PanicError struct {
 
 func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
 
-func (k *consumerCore) run(d *driver.Delivery, env Envelope) (ack Ack, decodeErr error, panicked error) {
+func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope) (ack Ack, decodeErr error, panicked error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	ack, decodeErr = k.handle(k.hctx, d, env)
+	ack, decodeErr = k.handle(ctx, d, env)
 	return ack, decodeErr, nil
 }
 
