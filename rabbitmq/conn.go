@@ -1,0 +1,661 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Product is the client product name the driver announces to the broker,
+// and the connection name when driver.Config.Name is empty.
+const Product = "AceMQ for Go"
+
+// Defaults applied to zero values of driver.Config.
+const (
+	DefaultMaxOutstanding = 1000
+	DefaultConfirmTimeout = 10 * time.Second
+	DefaultDialTimeout    = 30 * time.Second
+)
+
+// Reconnection backoff: the first retry waits about backoffBase, each
+// further one twice as long, up to backoffCap. Variables so that tests can
+// shorten them.
+var (
+	backoffBase = time.Second
+	backoffCap  = 30 * time.Second
+)
+
+// publishChannels is the number of confirm-mode publishing channels per
+// connection; publishes are spread over them round robin.
+var publishChannels = 1
+
+// closeTimeout bounds the connection.close handshake in Close.
+const closeTimeout = 5 * time.Second
+
+func init() {
+	driver.Register("amqp", Driver{})
+	driver.Register("amqps", Driver{})
+}
+
+// Driver is the RabbitMQ driver. It is registered for the "amqp" and
+// "amqps" schemes; applications normally reach it through the acemq package
+// rather than directly.
+type Driver struct{}
+
+// Open implements driver.Driver; it is Open.
+func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	return Open(ctx, cfg)
+}
+
+// Open connects to the broker, trying cfg.URLs in turn, and returns the
+// connection. Zero values in cfg mean the documented defaults. The first
+// connection is made within ctx; if every URL fails, Open returns an error
+// (with passwords removed) and does not retry. Once open, a lost connection
+// is recovered in the background until Close.
+func Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
+	}
+	c := &conn{
+		cfg:     cfg,
+		sem:     make(chan struct{}, cfg.MaxOutstanding),
+		closing: make(chan struct{}),
+		up:      make(chan struct{}),
+		subs:    map[*subscription]struct{}{},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.topo.init()
+	stop := context.AfterFunc(ctx, c.cancel)
+	s, err := c.connect(c.ctx, false)
+	stop()
+	if err != nil {
+		c.cancel()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return nil, fmt.Errorf("acemq: cannot connect to the broker: %w", err)
+	}
+	c.markUp(s)
+	c.wg.Add(1)
+	go c.supervise(s)
+	return c, nil
+}
+
+func checkConfig(cfg *driver.Config) error {
+	if len(cfg.URLs) == 0 {
+		return errors.New("acemq: no broker URL is configured")
+	}
+	urls := make([]string, len(cfg.URLs))
+	copy(urls, cfg.URLs)
+	cfg.URLs = urls
+	for _, raw := range cfg.URLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("acemq: the broker URL cannot be parsed: %w", driver.Redact(err))
+		}
+		switch u.Scheme {
+		case "amqp":
+			if cfg.TLS != nil {
+				return fmt.Errorf("acemq: a TLS configuration is set but the URL %s is not encrypted; use an amqps:// URL to connect over TLS", driver.RedactURL(raw))
+			}
+		case "amqps":
+		default:
+			return fmt.Errorf("acemq: the URL %s is not an amqp:// or amqps:// URL", driver.RedactURL(raw))
+		}
+		if _, err := amqp.ParseURI(raw); err != nil {
+			return fmt.Errorf("acemq: the broker URL %s is invalid: %w", driver.RedactURL(raw), scrub(driver.Redact(err), u))
+		}
+	}
+	if cfg.MaxOutstanding <= 0 {
+		cfg.MaxOutstanding = DefaultMaxOutstanding
+	}
+	if cfg.ConfirmTimeout <= 0 {
+		cfg.ConfirmTimeout = DefaultConfirmTimeout
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	return nil
+}
+
+// conn implements driver.Conn.
+type conn struct {
+	cfg     driver.Config
+	sem     chan struct{} // publish permits: one per publish awaiting a confirm
+	closing chan struct{} // closed by Close
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // every goroutine of the driver's
+
+	// cur is the current session: nil while reconnecting. It may be dead
+	// for a moment before the supervisor notices (s.ac.IsClosed()).
+	cur     atomic.Pointer[session]
+	blocked atomic.Pointer[string] // the broker's reason while blocked
+	caps    atomic.Pointer[driver.Capabilities]
+	tagSeq  atomic.Uint64
+
+	mu     sync.Mutex
+	closed bool          // set by Close, under mu
+	up     chan struct{} // closed when cur is set
+	subs   map[*subscription]struct{}
+
+	topo topology
+}
+
+// session is one AMQP connection and the channels the driver keeps on it.
+type session struct {
+	c       *conn
+	ac      *amqp.Connection
+	dead    chan struct{} // closed once the supervisor has noticed the loss
+	closeCh chan *amqp.Error
+	blockCh chan amqp.Blocking
+
+	confirmSlots []*slot
+	rawSlot      *slot // confirms off (cfg.NoConfirms), nil otherwise
+	rr           atomic.Uint32
+
+	getMu sync.Mutex
+	getCh *amqp.Channel
+	getAk *acker
+}
+
+func (c *conn) String() string {
+	name := c.cfg.Name
+	if name == "" {
+		name = Product
+	}
+	return fmt.Sprintf("rabbitmq connection %q to %s", name, driver.RedactURL(c.cfg.URLs[0]))
+}
+
+func (c *conn) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// spawn runs fn on a tracked goroutine, unless the connection is closed.
+func (c *conn) spawn(fn func()) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// do runs fn on a tracked goroutine and waits for it within ctx. amqp091
+// calls take no context; when ctx ends first, do returns ctx's error and,
+// once fn has finished successfully, runs undo (if not nil) to release what
+// fn acquired.
+func (c *conn) do(ctx context.Context, fn func() error, undo func()) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	var mu sync.Mutex
+	abandoned := false
+	if !c.spawn(func() {
+		err := fn()
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned {
+			if err == nil && undo != nil {
+				undo()
+			}
+			return
+		}
+		done <- err
+	}) {
+		return driver.ErrClosed
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case err := <-done:
+			return err
+		default:
+			abandoned = true
+			return ctx.Err()
+		}
+	}
+}
+
+// waitSession returns a live session, waiting for recovery within ctx (and
+// until stop closes, when stop is not nil).
+func (c *conn) waitSession(ctx context.Context, stop <-chan struct{}) (*session, error) {
+	for {
+		if s := c.cur.Load(); s != nil {
+			if !s.ac.IsClosed() {
+				return s, nil
+			}
+			// Lost, but the supervisor has not noticed yet.
+			select {
+			case <-s.dead:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("waiting for the connection to recover: %w", ctx.Err())
+			case <-c.closing:
+				return nil, driver.ErrClosed
+			case <-stop:
+				return nil, errStopped
+			}
+			continue
+		}
+		c.mu.Lock()
+		up := c.up
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return nil, driver.ErrClosed
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the connection to recover: %w", ctx.Err())
+		case <-c.closing:
+			return nil, driver.ErrClosed
+		case <-stop:
+			return nil, errStopped
+		}
+	}
+}
+
+var errStopped = errors.New("stopped")
+
+func (c *conn) markUp(s *session) {
+	c.blocked.Store(nil)
+	c.caps.Store(capabilitiesOf(s.ac))
+	c.mu.Lock()
+	c.cur.Store(s)
+	close(c.up)
+	c.mu.Unlock()
+}
+
+func (c *conn) markDown(s *session) {
+	c.mu.Lock()
+	if c.cur.Load() == s {
+		c.cur.Store(nil)
+		c.up = make(chan struct{})
+	}
+	c.mu.Unlock()
+	c.blocked.Store(nil)
+	close(s.dead)
+}
+
+func (c *conn) emit(e driver.Event) {
+	if c.cfg.OnEvent != nil {
+		c.cfg.OnEvent(e)
+	}
+}
+
+// supervise watches the current session: it reports blocking and, when the
+// session is lost, reconnects until it succeeds or the connection closes.
+func (c *conn) supervise(s *session) {
+	defer c.wg.Done()
+	for {
+		cause := c.watch(s)
+		if cause == nil {
+			_ = s.close()
+			return
+		}
+		c.markDown(s)
+		c.emit(driver.Event{Kind: driver.EventLost, Err: cause})
+		s = c.reconnect(cause)
+		if s == nil {
+			return
+		}
+	}
+}
+
+// watch returns the cause of the loss of s, or nil when the connection is
+// being closed.
+func (c *conn) watch(s *session) error {
+	blocks := s.blockCh
+	for {
+		select {
+		case <-c.closing:
+			return nil
+		case e, ok := <-s.closeCh:
+			if c.isClosing() {
+				return nil
+			}
+			if !ok || e == nil {
+				return errors.New("the connection was closed")
+			}
+			return fmt.Errorf("the connection was closed: %w", e)
+		case b, ok := <-blocks:
+			if !ok {
+				blocks = nil
+				continue
+			}
+			if b.Active {
+				reason := b.Reason
+				c.blocked.Store(&reason)
+				c.emit(driver.Event{Kind: driver.EventBlocked, Reason: reason})
+			} else if c.blocked.Swap(nil) != nil {
+				c.emit(driver.Event{Kind: driver.EventUnblocked})
+			}
+		}
+	}
+}
+
+func (c *conn) reconnect(cause error) *session {
+	last := cause
+	for attempt := 1; ; attempt++ {
+		d := backoff(attempt)
+		c.emit(driver.Event{Kind: driver.EventRetrying, Attempt: attempt, Delay: d, Err: last})
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.closing:
+			t.Stop()
+			return nil
+		}
+		s, err := c.connect(c.ctx, true)
+		if err != nil {
+			last = err
+			continue
+		}
+		if c.isClosing() {
+			_ = s.close()
+			return nil
+		}
+		c.markUp(s)
+		c.emit(driver.Event{Kind: driver.EventRecovered, Attempt: attempt})
+		return s
+	}
+}
+
+// backoff is the wait before reconnection attempt n (from 1): backoffBase
+// doubling up to backoffCap, each with ±20 % jitter, never above the cap.
+func backoff(n int) time.Duration {
+	d := backoffBase
+	for i := 1; i < n && d < backoffCap; i++ {
+		d *= 2
+	}
+	d = min(d, backoffCap)
+	j := time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
+	return min(d+j, backoffCap)
+}
+
+// connect dials a session and prepares its channels. With redeclare, the
+// recorded topology is declared again first.
+func (c *conn) connect(ctx context.Context, redeclare bool) (*session, error) {
+	ac, err := c.dialAny(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Abort the set-up if the connection is closed meanwhile.
+	stop := context.AfterFunc(ctx, func() { _ = ac.CloseDeadline(time.Now().Add(time.Second)) })
+	defer stop()
+	s := &session{
+		c:       c,
+		ac:      ac,
+		dead:    make(chan struct{}),
+		closeCh: ac.NotifyClose(make(chan *amqp.Error, 1)),
+		blockCh: ac.NotifyBlocked(make(chan amqp.Blocking, 8)),
+	}
+	fail := func(err error) (*session, error) {
+		_ = s.close()
+		return nil, err
+	}
+	if redeclare {
+		if err := c.topo.redeclare(ac); err != nil {
+			return fail(err)
+		}
+	}
+	for range publishChannels {
+		sl := &slot{confirm: true}
+		if err := s.openPubChan(sl); err != nil {
+			return fail(fmt.Errorf("opening a publishing channel: %w", err))
+		}
+		s.confirmSlots = append(s.confirmSlots, sl)
+	}
+	if c.cfg.NoConfirms {
+		sl := &slot{}
+		if err := s.openPubChan(sl); err != nil {
+			return fail(fmt.Errorf("opening a publishing channel: %w", err))
+		}
+		s.rawSlot = sl
+	}
+	return s, nil
+}
+
+func (s *session) close() error {
+	err := s.ac.CloseDeadline(time.Now().Add(closeTimeout))
+	if errors.Is(err, amqp.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, error) {
+	var errs []error
+	for _, raw := range c.cfg.URLs {
+		ac, err := c.dial(ctx, raw)
+		if err == nil {
+			return ac, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", driver.RedactURL(raw), err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, errors.Join(errs...)
+}
+
+// dial makes one connection attempt to rawURL within DialTimeout and ctx.
+// The returned error never contains a password.
+func (c *conn) dial(ctx context.Context, rawURL string) (*amqp.Connection, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, driver.Redact(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	defer cancel()
+
+	props := amqp.Table{
+		"product":  Product,
+		"version":  "1",
+		"platform": "Go",
+	}
+	if c.cfg.Name != "" {
+		props["connection_name"] = c.cfg.Name
+	} else {
+		props["connection_name"] = Product
+	}
+	acfg := amqp.Config{Properties: props, Locale: "en_US"}
+	var secret string // the provider's password, scrubbed from errors too
+	if c.cfg.Credentials != nil {
+		cr, err := c.cfg.Credentials(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the credentials provider failed: %w", err)
+		}
+		acfg.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: cr.Username, Password: cr.Password}}
+		secret = cr.Password
+	}
+	if u.Scheme == "amqps" {
+		acfg.TLSClientConfig = clientTLS(c.cfg.TLS, u.Hostname())
+	}
+	var (
+		nc   net.Conn
+		stop func() bool
+	)
+	acfg.Dial = func(network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(dl)
+		}
+		nc = conn
+		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		return conn, nil
+	}
+	ac, err := amqp.DialConfig(rawURL, acfg)
+	if stop != nil && !stop() && err == nil {
+		// ctx ended during or just after the handshake.
+		_ = ac.CloseDeadline(time.Now())
+		ac, err = nil, ctx.Err()
+	}
+	if err != nil {
+		if nc != nil {
+			_ = nc.Close()
+		}
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return nil, scrubSecret(scrub(driver.Redact(err), u), secret)
+	}
+	return ac, nil
+}
+
+// scrub removes the password of u from err's text.
+func scrub(err error, u *url.URL) error {
+	if err == nil || u == nil || u.User == nil {
+		return err
+	}
+	p, ok := u.User.Password()
+	if !ok {
+		return err
+	}
+	return scrubSecret(err, p)
+}
+
+// scrubSecret removes secret from err's text, keeping err in the chain for
+// errors.Is and errors.As.
+func scrubSecret(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
+}
+
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+func capabilitiesOf(ac *amqp.Connection) *driver.Capabilities {
+	major, minor := 0, 0
+	if v, ok := ac.Properties["version"].(string); ok {
+		parts := strings.SplitN(v, ".", 3)
+		if len(parts) >= 2 {
+			major, _ = strconv.Atoi(parts[0])
+			minor, _ = strconv.Atoi(parts[1])
+		}
+	}
+	atLeast := func(ma, mi int) bool { return major > ma || (major == ma && minor >= mi) }
+	return &driver.Capabilities{
+		PublisherConfirms: true,
+		DeadLettering:     true,
+		QuorumQueues:      atLeast(3, 8),
+		Streams:           atLeast(3, 9),
+		Recovery:          true,
+	}
+}
+
+// Capabilities reports what the broker of the most recent connection
+// supports, from its version in the server properties.
+func (c *conn) Capabilities() driver.Capabilities {
+	if p := c.caps.Load(); p != nil {
+		return *p
+	}
+	return driver.Capabilities{PublisherConfirms: true, DeadLettering: true, Recovery: true}
+}
+
+// Blocked reports whether the broker has blocked the connection, and why.
+func (c *conn) Blocked() (bool, string) {
+	if r := c.blocked.Load(); r != nil {
+		return true, *r
+	}
+	return false, ""
+}
+
+func blockedError(reason string) error {
+	return fmt.Errorf("%w: %s", driver.ErrBlocked, reason)
+}
+
+// Ping opens and closes a channel within ctx. While the broker blocks the
+// connection it returns nil without a round trip (a blocked broker stops
+// reading); while the connection is down it fails at once.
+func (c *conn) Ping(ctx context.Context) error {
+	if c.isClosing() {
+		return driver.ErrClosed
+	}
+	if r := c.blocked.Load(); r != nil {
+		return nil
+	}
+	s := c.cur.Load()
+	if s == nil || s.ac.IsClosed() {
+		return errors.New("acemq: the connection to the broker is down; reconnecting")
+	}
+	err := c.do(ctx, func() error {
+		ch, err := s.ac.Channel()
+		if err != nil {
+			return err
+		}
+		return ch.Close()
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("acemq: the broker did not answer: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection: reconnection stops, every subscription ends
+// and its Deliveries channel closes, and publishes still awaiting a confirm
+// fail with an error wrapping driver.ErrLost. It waits for the driver's
+// goroutines to finish. Closing twice is harmless.
+func (c *conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	subs := make([]*subscription, 0, len(c.subs))
+	for s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	for _, s := range subs {
+		s.abort()
+	}
+	// The supervisor closes the current session when it sees closing.
+	c.wg.Wait()
+	return nil
+}

@@ -1,0 +1,379 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// acker settles deliveries of one amqp091 channel. Once that channel is
+// gone its deliveries cannot be settled any more (the broker redelivers
+// them) and the methods fail with an error wrapping ErrChannelClosed.
+type acker struct{ ch *amqp.Channel }
+
+// Ack acknowledges the delivery with the tag.
+func (a *acker) Ack(tag uint64) error {
+	if err := a.ch.Ack(tag, false); err != nil {
+		return settleError(tag, err)
+	}
+	return nil
+}
+
+// Nack rejects the delivery with the tag.
+func (a *acker) Nack(tag uint64, requeue bool) error {
+	if err := a.ch.Nack(tag, false, requeue); err != nil {
+		return settleError(tag, err)
+	}
+	return nil
+}
+
+func settleError(tag uint64, err error) error {
+	return fmt.Errorf("acemq: delivery %d cannot be settled, the broker will redeliver it (%v): %w", tag, err, driver.ErrChannelClosed)
+}
+
+func toDelivery(d *amqp.Delivery, a *acker) driver.Delivery {
+	return driver.Delivery{
+		Exchange:      d.Exchange,
+		RoutingKey:    d.RoutingKey,
+		ContentType:   d.ContentType,
+		MessageID:     d.MessageId,
+		CorrelationID: d.CorrelationId,
+		ReplyTo:       d.ReplyTo,
+		Persistent:    d.DeliveryMode == amqp.Persistent,
+		Redelivered:   d.Redelivered,
+		Headers:       fromAMQPTable(d.Headers),
+		Body:          d.Body,
+		ConsumerTag:   d.ConsumerTag,
+		DeliveryTag:   d.DeliveryTag,
+		Acknowledger:  a,
+	}
+}
+
+// subscription implements driver.Subscription. One goroutine (run) owns
+// the Deliveries channel: it hands up deliveries from the current
+// attachment (an amqp091 channel and consumer) and, when that channel dies,
+// subscribes again on a new one.
+type subscription struct {
+	c    *conn
+	spec driver.ConsumeSpec
+	args amqp.Table
+	out  chan driver.Delivery
+
+	stop     chan struct{} // Cancel or Close: no more (re)subscribing
+	quit     chan struct{} // Close or Conn.Close: stop handing up at once
+	stopOnce sync.Once
+	quitOnce sync.Once
+	done     chan struct{} // run has returned
+
+	mu  sync.Mutex
+	att *attachment
+}
+
+type attachment struct {
+	s    *session
+	ch   *amqp.Channel
+	dels <-chan amqp.Delivery
+	ack  *acker
+}
+
+func (a *attachment) close() {
+	if a != nil && !a.ch.IsClosed() {
+		_ = a.ch.Close()
+	}
+}
+
+// Consume starts a subscription on its own channel, with the spec's
+// prefetch. It waits for recovery within ctx if the connection is down.
+func (c *conn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Subscription, error) {
+	args, err := toAMQPTable(spec.Args)
+	if err != nil {
+		return nil, fmt.Errorf("acemq: consume from queue %q: %w", spec.Queue, err)
+	}
+	if spec.Tag == "" {
+		spec.Tag = "acemq-" + spec.Queue + "-" + strconv.FormatUint(c.tagSeq.Add(1), 10)
+	}
+	sub := &subscription{
+		c:    c,
+		spec: spec,
+		args: args,
+		out:  make(chan driver.Delivery),
+		stop: make(chan struct{}),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	var att *attachment
+	for {
+		s, err := c.waitSession(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		err = c.do(ctx, func() error {
+			var err error
+			att, err = sub.attach(s)
+			return err
+		}, func() { att.close() })
+		if err == nil {
+			break
+		}
+		if connectionLost(s, err) && !c.isClosing() && ctx.Err() == nil {
+			continue
+		}
+		return nil, mapErr("consume from", "queue", spec.Queue, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		att.close()
+		return nil, driver.ErrClosed
+	}
+	sub.att = att
+	c.subs[sub] = struct{}{}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go sub.run(att)
+	return sub, nil
+}
+
+// attach opens a channel on s and subscribes on it.
+func (sub *subscription) attach(s *session) (*attachment, error) {
+	ch, err := s.ac.Channel()
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*attachment, error) {
+		if !ch.IsClosed() {
+			_ = ch.Close()
+		}
+		return nil, err
+	}
+	if sub.spec.Prefetch > 0 {
+		if err := ch.Qos(sub.spec.Prefetch, 0, false); err != nil {
+			return fail(err)
+		}
+	}
+	dels, err := ch.Consume(sub.spec.Queue, sub.spec.Tag, false, sub.spec.Exclusive, false, false, sub.args)
+	if err != nil {
+		return fail(err)
+	}
+	return &attachment{s: s, ch: ch, dels: dels, ack: &acker{ch: ch}}, nil
+}
+
+func (sub *subscription) stopped() bool {
+	select {
+	case <-sub.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (sub *subscription) run(att *attachment) {
+	c := sub.c
+	defer c.wg.Done()
+	defer close(sub.done)
+	defer close(sub.out)
+	defer func() {
+		c.mu.Lock()
+		delete(c.subs, sub)
+		c.mu.Unlock()
+	}()
+	for {
+		if !sub.pump(att) {
+			// Close: unsettled deliveries go back to the queue when the
+			// channel closes (Conn.Close closes the whole connection).
+			if !c.isClosing() {
+				att.close()
+			}
+			return
+		}
+		if sub.stopped() {
+			// Cancel: the channel stays open so that deliveries already
+			// handed up can still be settled; Close closes it.
+			return
+		}
+		if !att.ch.IsClosed() {
+			// The broker cancelled the consumer (its queue was deleted,
+			// say): the subscription ends.
+			att.close()
+			return
+		}
+		if att = sub.reattach(att.s); att == nil {
+			return
+		}
+	}
+}
+
+// pump hands up deliveries until the attachment's delivery channel closes
+// (true) or the subscription is closed (false).
+func (sub *subscription) pump(att *attachment) bool {
+	for {
+		select {
+		case d, ok := <-att.dels:
+			if !ok {
+				return true
+			}
+			select {
+			case sub.out <- toDelivery(&d, att.ack):
+			case <-sub.quit:
+				return false
+			}
+		case <-sub.quit:
+			return false
+		}
+	}
+}
+
+// reattach subscribes again after the channel of prev died: on prev itself
+// if only the channel failed, else on the recovered connection. It returns
+// nil when the subscription is stopped, the connection closed, or the
+// broker refuses the subscription (its queue is gone, say).
+func (sub *subscription) reattach(prev *session) *attachment {
+	c := sub.c
+	refusals := 0
+	for {
+		s, err := c.waitSession(context.Background(), sub.stop)
+		if err != nil {
+			return nil
+		}
+		att, err := sub.attach(s)
+		if err == nil {
+			sub.mu.Lock()
+			if sub.stopped() {
+				sub.mu.Unlock()
+				att.close()
+				return nil
+			}
+			sub.att = att
+			sub.mu.Unlock()
+			return att
+		}
+		if s.ac.IsClosed() {
+			prev = s
+			continue
+		}
+		// The connection is up but the broker refused. An exclusive
+		// consumer or queue of the lost connection may linger for a
+		// moment: retry a few times, except when the queue is gone.
+		var ae *amqp.Error
+		if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+			return nil
+		}
+		if refusals++; refusals > 5 {
+			return nil
+		}
+		t := time.NewTimer(time.Duration(refusals) * 200 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-sub.stop:
+			t.Stop()
+			return nil
+		case <-s.dead:
+			t.Stop()
+		}
+		_ = prev
+	}
+}
+
+// Deliveries returns the channel deliveries arrive on.
+func (sub *subscription) Deliveries() <-chan driver.Delivery { return sub.out }
+
+// Tag returns the consumer tag.
+func (sub *subscription) Tag() string { return sub.spec.Tag }
+
+// Cancel stops new deliveries with basic.cancel; Deliveries closes once
+// what the broker had already sent has been handed up. The channel stays
+// open so that those deliveries can still be settled; Close releases it.
+func (sub *subscription) Cancel(ctx context.Context) error {
+	sub.mu.Lock()
+	sub.stopOnce.Do(func() { close(sub.stop) })
+	att := sub.att
+	sub.mu.Unlock()
+	if att == nil || att.ch.IsClosed() {
+		return nil
+	}
+	err := sub.c.do(ctx, func() error { return att.ch.Cancel(sub.spec.Tag, false) }, nil)
+	if err != nil && !att.ch.IsClosed() && !errors.Is(err, driver.ErrClosed) {
+		return fmt.Errorf("acemq: cancelling consumer %q: %w", sub.spec.Tag, err)
+	}
+	return nil
+}
+
+// Close cancels the subscription and closes its channel: deliveries not yet
+// settled go back to the queue, marked redelivered. Deliveries closes.
+func (sub *subscription) Close() error {
+	sub.mu.Lock()
+	sub.stopOnce.Do(func() { close(sub.stop) })
+	sub.mu.Unlock()
+	sub.quitOnce.Do(func() { close(sub.quit) })
+	<-sub.done
+	sub.mu.Lock()
+	att := sub.att
+	sub.mu.Unlock()
+	if !sub.c.isClosing() {
+		att.close()
+	}
+	return nil
+}
+
+// abort ends the subscription because the connection is closing.
+func (sub *subscription) abort() {
+	sub.mu.Lock()
+	sub.stopOnce.Do(func() { close(sub.stop) })
+	sub.mu.Unlock()
+	sub.quitOnce.Do(func() { close(sub.quit) })
+}
+
+// Get fetches one message with basic.get on the session's Get channel. The
+// delivery stays settleable while that channel lives; a Get error that
+// closes the channel (a missing queue) makes earlier unsettled Get
+// deliveries unsettleable, and the broker redelivers them.
+func (c *conn) Get(ctx context.Context, queue string) (driver.Delivery, bool, error) {
+	for {
+		s, err := c.waitSession(ctx, nil)
+		if err != nil {
+			return driver.Delivery{}, false, err
+		}
+		var (
+			d   amqp.Delivery
+			ok  bool
+			ack *acker
+		)
+		err = c.do(ctx, func() error {
+			s.getMu.Lock()
+			defer s.getMu.Unlock()
+			if s.getCh == nil || s.getCh.IsClosed() {
+				ch, err := s.ac.Channel()
+				if err != nil {
+					return err
+				}
+				s.getCh, s.getAk = ch, &acker{ch: ch}
+			}
+			ack = s.getAk
+			var err error
+			d, ok, err = s.getCh.Get(queue, false)
+			return err
+		}, func() {
+			if ok {
+				_ = ack.Nack(d.DeliveryTag, true)
+			}
+		})
+		if err != nil {
+			if connectionLost(s, err) && !c.isClosing() && ctx.Err() == nil {
+				continue
+			}
+			return driver.Delivery{}, false, mapErr("get from", "queue", queue, err)
+		}
+		if !ok {
+			return driver.Delivery{}, false, nil
+		}
+		dd := toDelivery(&d, ack)
+		dd.ConsumerTag = ""
+		return dd, true, nil
+	}
+}

@@ -1,0 +1,51 @@
+// Package rabbitmq is the AceMQ driver for RabbitMQ (AMQP 0-9-1), built on
+// github.com/rabbitmq/amqp091-go. Importing it for its side effects
+// registers it for the "amqp" and "amqps" URL schemes:
+//
+//	import _ "github.com/acemq/acemq/rabbitmq"
+//
+// # Connections and channels
+//
+// A connection tries the configured URLs in turn. It names itself to the
+// broker with connection_name (the configured name, else "AceMQ for Go")
+// and product "AceMQ for Go". It uses one channel per purpose: publishing
+// channels in confirm mode, one channel per subscription, one for Get, and
+// short-lived channels for declarations, passive checks and Ping, so that a
+// channel error on one (a PRECONDITION_FAILED declaration, say) does not
+// take the others down.
+//
+// # Publishing
+//
+// Publisher confirms are on unless driver.Config.NoConfirms is set; a
+// mandatory publish is confirmed even then, because an unroutable message
+// can only be reported by waiting for its confirm. Publishes are pipelined:
+// many goroutines publish at once and each waits for its own confirm without
+// holding a lock. At most driver.Config.MaxOutstanding (default 1000)
+// publishes await a confirm; beyond that a publish waits for a permit for up
+// to ConfirmTimeout (default 10 s). A message the broker returns
+// (basic.return) is matched to its publish by message-id and fails with a
+// *driver.ReturnError; a return whose message-id matches no outstanding
+// publish (for instance a message published without a message-id) is
+// ignored and that publish succeeds when the broker confirms it.
+//
+// While the broker blocks the connection (a resource alarm) publishes fail
+// at once with an error wrapping driver.ErrBlocked.
+//
+// # Recovery
+//
+// A connection lost other than by Close is re-established in the
+// background with exponential backoff (1 s doubling to 30 s, with jitter,
+// until Close). The exchanges, named queues and bindings declared through
+// the connection are redeclared, and every live subscription resubscribes
+// under the same Deliveries channel. Transitions are reported to
+// driver.Config.OnEvent. See docs/connecting.md in the repository for what
+// recovery does and does not do.
+//
+// # TLS
+//
+// amqps:// URLs verify the broker with the system roots unless
+// driver.Config.TLS says otherwise; TLS 1.2 is the minimum, and a TLS
+// configuration together with an amqp:// URL is refused. Certificates
+// marked as development certificates (see package devcert) are refused
+// unless the configuration comes from AllowDevelopmentCertificates.
+package rabbitmq
