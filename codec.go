@@ -78,6 +78,9 @@ func (jsonCodec) Accepts(ct string) bool {
 
 func (jsonCodec) Encode(v any) ([]byte, error) {
 	if raw, ok := v.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return nil, errors.New("acemq: the JSON codec cannot encode a json.RawMessage that is not valid JSON")
+		}
 		return raw, nil
 	}
 	var buf bytes.Buffer

@@ -1,7 +1,8 @@
 package acemq
 
 import (
-	"maps"
+	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -16,10 +17,11 @@ import (
 // delivery; applications never touch those headers.
 //
 // An Envelope is a value. Once built no field changes in place: every With…
-// method returns a modified copy, and the maps and slices it hands out are
-// copies, so a copy never shares storage the caller can change. The zero
-// Envelope is valid as an argument to the publish functions and means "build
-// one with the defaults".
+// method returns a modified copy, and the maps and slices it takes and hands
+// out are copies (nested tables, arrays and byte slices among the header
+// values included), so an envelope never shares storage the caller can
+// change. The zero Envelope is valid as an argument to the publish functions
+// and means "build one with the defaults".
 type Envelope struct {
 	id            string
 	typ           string
@@ -48,13 +50,15 @@ type Fields struct {
 	// Type names the payload; empty falls back to the routing key when the
 	// headers are written, and to "message" when that is empty too.
 	Type string
-	// Version is the payload schema version; below 1 is corrected to 1.
+	// Version is the payload schema version; below 1 is corrected to 1,
+	// above 2147483647 (the wire's 32-bit integer) to 2147483647.
 	Version int
 	// CorrelationID groups a conversation. Default: the ID.
 	CorrelationID string
 	// CausationID is the id of the message that caused this one.
 	CausationID string
-	// Attempt counts deliveries, the first included; below 1 is corrected.
+	// Attempt counts deliveries, the first included; below 1 is corrected
+	// to 1, above 2147483647 to 2147483647.
 	Attempt int
 	// FirstSeen is when the message was first published. Default: now.
 	FirstSeen time.Time
@@ -67,7 +71,11 @@ type Fields struct {
 	// operators. It is not the claim-check signal.
 	Claim string
 	// Route, RoutePosition and RouteID are a declared route: its step names,
-	// the zero-based step this message is for, and the run's id.
+	// the zero-based step this message is for, and the run's id. Step names
+	// are trimmed and empty ones dropped; a name containing a comma becomes
+	// two steps, because the route travels as one comma-joined header.
+	// Without steps there is no route: RoutePosition and RouteID are then
+	// ignored (0 and ""), as they would be after a trip over the wire.
 	Route         []string
 	RoutePosition int
 	RouteID       string
@@ -119,20 +127,34 @@ func (e *Envelope) applyDefaults() {
 	if e.correlationID == "" {
 		e.correlationID = e.id
 	}
-	if e.version < 1 {
-		e.version = 1
-	}
-	if e.attempt < 1 {
-		e.attempt = 1
-	}
+	e.version = counter(e.version, 1)
+	e.attempt = counter(e.attempt, 1)
 	if e.firstSeen.IsZero() {
 		e.firstSeen = time.Now()
 	}
-	e.firstSeen = e.firstSeen.Truncate(time.Millisecond)
-	if e.routePosition < 0 {
-		e.routePosition = 0
+	e.firstSeen = msTime(e.firstSeen)
+	if len(e.route) == 0 {
+		e.route, e.routePosition, e.routeID = nil, 0, ""
 	}
+	e.routePosition = counter(e.routePosition, 0)
 }
+
+// counter clamps n to [least, MaxInt32]: counters travel as signed 32-bit
+// AMQP integers, and a value below the least is corrected, not refused.
+func counter(n, least int) int {
+	switch {
+	case n < least:
+		return least
+	case n > math.MaxInt32:
+		return math.MaxInt32
+	}
+	return n
+}
+
+// msTime is t truncated to the millisecond the wire carries, in UTC and
+// without a monotonic reading, so that an envelope read back from its own
+// headers has the same FirstSeen.
+func msTime(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
 
 // built reports whether e came from NewEnvelope or a reader (the zero
 // Envelope did not).
@@ -169,21 +191,26 @@ func (e Envelope) CausationID() string { return e.causationID }
 // the broker's redelivered flag.
 func (e Envelope) Attempt() int { return e.attempt }
 
-// FirstSeen is when the message was first published. For a message read
-// without a first-seen header it is the moment it was read (see Age).
+// FirstSeen is when the message was first published, in UTC to the
+// millisecond. For a message read without a usable first-seen header it is
+// the moment it was read (see FirstSeenKnown and Age); a republish writes
+// that moment, so later hops measure from it.
 func (e Envelope) FirstSeen() time.Time { return e.firstSeen }
 
 // FirstSeenKnown reports whether the first-seen time came with the message
 // (or was set when building), rather than being the moment of reading.
 func (e Envelope) FirstSeenKnown() bool { return !e.ageUnknown }
 
-// Age is how long ago the message was first published. ok is false when
-// the first-seen time is unknown; an unknown age never triggers an age limit.
+// Age is how long ago the message was first published, computed now (it is
+// never stored). ok is false when the first-seen time is unknown: the
+// message arrived without a usable x-acemq-first-seen. An unknown age is
+// young enough and never triggers an age limit. A first-seen time in the
+// future (a sender's clock ahead of ours) gives an age of 0.
 func (e Envelope) Age() (age time.Duration, ok bool) {
 	if e.ageUnknown || e.firstSeen.IsZero() {
 		return 0, false
 	}
-	return time.Since(e.firstSeen), true
+	return max(time.Since(e.firstSeen), 0), true
 }
 
 // Origin is the sender, conventionally service@host, or "".
@@ -196,6 +223,7 @@ func (e Envelope) Error() string { return e.err }
 func (e Envelope) Claim() string { return e.claim }
 
 // Route returns a copy of the declared route's step names (nil when none).
+// A republish of the envelope carries the route, its position and run id.
 func (e Envelope) Route() []string { return slices.Clone(e.route) }
 
 // RoutePosition is the zero-based position of the step this message is for.
@@ -204,8 +232,9 @@ func (e Envelope) RoutePosition() int { return e.routePosition }
 // RouteID is the route run's id, or "".
 func (e Envelope) RouteID() string { return e.routeID }
 
-// Headers returns a copy of the application headers (never nil). Reserved
-// x-acemq-* headers are never among them.
+// Headers returns a copy of the application headers (never nil): changing
+// it, or a table, array or byte slice inside it, does not change e.
+// Reserved x-acemq-* headers are never among them.
 func (e Envelope) Headers() map[string]any {
 	if len(e.headers) == 0 {
 		return map[string]any{}
@@ -213,10 +242,11 @@ func (e Envelope) Headers() map[string]any {
 	return copyHeaders(e.headers)
 }
 
-// Header returns one application header.
+// Header returns one application header (a copy, when it is a table, an
+// array or a byte slice).
 func (e Envelope) Header(name string) (any, bool) {
 	v, ok := e.headers[name]
-	return v, ok
+	return cloneValue(v), ok
 }
 
 // Fields returns a copy of e's fields, for building a changed envelope with
@@ -257,7 +287,7 @@ func (e Envelope) WithType(t string) Envelope { e = e.orDefault(); e.typ = t; re
 // WithVersion returns a copy with the version replaced (below 1 becomes 1).
 func (e Envelope) WithVersion(v int) Envelope {
 	e = e.orDefault()
-	e.version = max(v, 1)
+	e.version = counter(v, 1)
 	return e
 }
 
@@ -282,7 +312,7 @@ func (e Envelope) WithCausationID(id string) Envelope {
 // WithAttempt returns a copy with the attempt replaced (below 1 becomes 1).
 func (e Envelope) WithAttempt(n int) Envelope {
 	e = e.orDefault()
-	e.attempt = max(n, 1)
+	e.attempt = counter(n, 1)
 	return e
 }
 
@@ -293,7 +323,7 @@ func (e Envelope) WithFirstSeen(t time.Time) Envelope {
 	if t.IsZero() {
 		t = time.Now()
 	}
-	e.firstSeen = t.Truncate(time.Millisecond)
+	e.firstSeen = msTime(t)
 	e.ageUnknown = false
 	return e
 }
@@ -308,12 +338,17 @@ func (e Envelope) WithError(reason string) Envelope { e = e.orDefault(); e.err =
 func (e Envelope) WithClaim(c string) Envelope { e = e.orDefault(); e.claim = c; return e }
 
 // WithRoute returns a copy carrying a declared route: its steps, the
-// position of the step the message is for, and the run id.
+// position of the step the message is for (negative becomes 0), and the run
+// id. Steps are cleaned as Fields.Route describes; no steps means no route,
+// and position and run id are then dropped too.
 func (e Envelope) WithRoute(steps []string, position int, runID string) Envelope {
 	e = e.orDefault()
 	e.route = cleanRoute(steps)
-	e.routePosition = max(position, 0)
+	e.routePosition = counter(position, 0)
 	e.routeID = runID
+	if len(e.route) == 0 {
+		e.route, e.routePosition, e.routeID = nil, 0, ""
+	}
 	return e
 }
 
@@ -336,21 +371,12 @@ func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
 	}
 	e = e.orDefault()
 	h := make(map[string]any, len(e.headers)+1)
-	maps.Copy(h, e.headers)
-	h[name] = value
+	for k, v := range e.headers {
+		h[k] = v // e's values are never mutated, so sharing them is safe
+	}
+	h[name] = cloneValue(value)
 	e.headers = h
 	return e, nil
-}
-
-// withoutHeader returns a copy with one application header removed.
-func (e Envelope) withoutHeader(name string) Envelope {
-	if _, ok := e.headers[name]; !ok {
-		return e
-	}
-	h := copyHeaders(e.headers)
-	delete(h, name)
-	e.headers = h
-	return e
 }
 
 // Derive returns the envelope of a new message caused by e: a fresh id and
@@ -372,11 +398,14 @@ func IsReserved(name string) bool {
 	return len(name) >= len(p) && strings.EqualFold(name[:len(p)], p)
 }
 
-// ReservedHeaderError reports application headers that use reserved names.
+// ReservedHeaderError reports application headers that use reserved names
+// (see IsReserved). Nothing was built or sent: rename the headers.
 type ReservedHeaderError struct {
-	Names []string // sorted
+	Names []string // every offending name, sorted
 }
 
+// Error names every offending header, for example "these header names
+// belong to AceMQ and cannot be set by hand: x-acemq-id".
 func (e *ReservedHeaderError) Error() string {
 	return "these header names belong to AceMQ and cannot be set by hand: " + strings.Join(e.Names, ", ")
 }
@@ -395,18 +424,102 @@ func checkHeaders(h map[string]any) error {
 	return &ReservedHeaderError{Names: bad}
 }
 
+// copyHeaders returns a deep copy of h (nil when h is empty): nested tables,
+// arrays and byte slices are copied too, scalars are shared (they are
+// immutable).
 func copyHeaders(h map[string]any) map[string]any {
 	if len(h) == 0 {
 		return nil
 	}
-	return maps.Clone(h)
+	out := make(map[string]any, len(h))
+	for k, v := range h {
+		out[k] = cloneValue(v)
+	}
+	return out
 }
 
+// cloneValue copies the mutable parts of a header value: tables
+// (map[string]any and other maps), arrays ([]any and other slices) and byte
+// slices, recursively. Anything else is returned as it is; pointers are
+// shared.
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case nil, string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64,
+		float32, float64, time.Time:
+		return v
+	case []byte:
+		if x == nil {
+			return x
+		}
+		return append([]byte{}, x...)
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneValue(e)
+		}
+		return out
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	}
+	return cloneReflect(reflect.ValueOf(v)).Interface()
+}
+
+// cloneReflect copies maps and slices of other types (an amqp091 Table, say).
+func cloneReflect(rv reflect.Value) reflect.Value {
+	switch rv.Kind() {
+	case reflect.Map:
+		if rv.IsNil() {
+			return rv
+		}
+		out := reflect.MakeMapWithSize(rv.Type(), rv.Len())
+		it := rv.MapRange()
+		for it.Next() {
+			out.SetMapIndex(it.Key(), cloneElem(it.Value(), rv.Type().Elem()))
+		}
+		return out
+	case reflect.Slice:
+		if rv.IsNil() {
+			return rv
+		}
+		out := reflect.MakeSlice(rv.Type(), rv.Len(), rv.Len())
+		for i := range rv.Len() {
+			out.Index(i).Set(cloneElem(rv.Index(i), rv.Type().Elem()))
+		}
+		return out
+	}
+	return rv
+}
+
+func cloneElem(v reflect.Value, t reflect.Type) reflect.Value {
+	if t.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return v
+		}
+		return reflect.ValueOf(cloneValue(v.Interface()))
+	}
+	return cloneReflect(v)
+}
+
+// cleanRoute trims the step names, splits any that contain a comma (the
+// route travels comma-joined) and drops empty ones. It returns nil when no
+// step is left.
 func cleanRoute(steps []string) []string {
 	var out []string
 	for _, s := range steps {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+		for part := range strings.SplitSeq(s, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package acemq
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -41,15 +42,23 @@ const (
 const DefaultType = "message"
 
 // ReadEnvelope builds an envelope from a delivery's headers, routing key and
-// AMQP message-id, forgivingly: a missing or unreadable value takes its
-// default, strings may arrive as bytes, integers in any width, as
-// whole-number floats or as decimal strings. A missing id falls back to the
-// message-id, then to a fresh UUID; a missing type to the routing key, then
-// to "message"; a missing first-seen makes the age unknown.
+// AMQP message-id. It never fails: a message that arrived is delivered, not
+// refused for a malformed envelope. A missing or unreadable value takes its
+// default; strings may arrive as []byte (UTF-8; invalid UTF-8 is
+// unreadable); integers in any width, signed or unsigned, as whole-number
+// floats or as decimal strings; an empty string is absent. A missing id
+// falls back to the message-id, then to a fresh UUID; a missing type to the
+// routing key, then to "message"; correlation to the id; version and
+// attempt below 1 to 1; a missing, unreadable or non-positive first-seen
+// makes the age unknown (see Envelope.Age).
 //
-// Every x-acemq-* header is kept out of the application headers. Unknown
-// ones are kept aside, unchanged, and written back by AppendHeaders, so a
-// republish of the same message carries them through.
+// Every x-acemq-* header (in any letter case) is kept out of the
+// application headers. Known ones become fields; unknown ones are kept
+// aside, value and type unchanged, and written back by AppendHeaders, so a
+// republish of the same message carries them through. Every other header,
+// broker-written ones such as x-death included, becomes an application
+// header as received. The headers map is not retained: the envelope copies
+// what it keeps, nested tables and arrays included.
 func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope {
 	var e Envelope
 	var firstSeenOK bool
@@ -64,7 +73,7 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 	}
 	for k, v := range headers {
 		if !IsReserved(k) {
-			e.headers[k] = v
+			e.headers[k] = cloneValue(v)
 			continue
 		}
 		switch k {
@@ -83,8 +92,11 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 			n, _ := wire.Int(v)
 			e.attempt = clampInt(n)
 		case HeaderFirstSeen:
-			if ms, ok := wire.Int(v); ok {
-				e.firstSeen = time.UnixMilli(ms)
+			// 0 and below are read as unknown: no AceMQ message was first
+			// published in 1970, and acemq-go-amqp republishes a missing
+			// first-seen as 0, which would otherwise look 56 years old.
+			if ms, ok := wire.Int(v); ok && ms > 0 {
+				e.firstSeen = time.UnixMilli(ms).UTC()
 				firstSeenOK = true
 			}
 		case HeaderOrigin:
@@ -95,7 +107,7 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 			e.claim, _ = wire.String(v)
 		case HeaderRoute:
 			if s, ok := wire.String(v); ok {
-				e.route = cleanRoute(strings.Split(s, ","))
+				e.route = cleanRoute([]string{s})
 			}
 		case HeaderRoutePosition:
 			n, _ := wire.Int(v)
@@ -106,7 +118,7 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 			if e.reserved == nil {
 				e.reserved = make(map[string]any, 2)
 			}
-			e.reserved[k] = v
+			e.reserved[k] = cloneValue(v)
 		}
 	}
 	if e.id == "" {
@@ -123,14 +135,17 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 	}
 	if !firstSeenOK {
 		e.ageUnknown = true
-		e.firstSeen = time.Now().Truncate(time.Millisecond)
+		e.firstSeen = msTime(time.Now())
 	}
 	e.applyDefaults()
 	return e
 }
 
+// clampInt reads a counter: a value outside the signed 32-bit range the
+// wire carries counters in is unreadable, and 0 stands for that (every
+// counter's default corrects it).
 func clampInt(n int64) int {
-	if n > 1<<31-1 || n < -(1<<31) {
+	if n > math.MaxInt32 || n < math.MinInt32 {
 		return 0
 	}
 	return int(n)
@@ -139,19 +154,27 @@ func clampInt(n int64) int {
 // AppendHeaders writes the envelope's headers into dst (allocating it when
 // nil) and returns it: the reserved x-acemq-* headers, the application
 // headers, and any unknown reserved headers the envelope was read with.
-// Empty values are absent; x-acemq-route-position is written whenever there
-// is a route; first-seen is integer epoch milliseconds; an empty type falls
-// back to routingKey, then to "message".
+//
+// Known fields are written in their canonical wire types whatever they were
+// read from: strings as strings; version, attempt and route position as
+// int32; first-seen as int64 epoch milliseconds. Empty values are absent
+// (causation, origin, error, claim, route, route id); id, type, version,
+// correlation, attempt and first-seen are always written;
+// x-acemq-route-position is written whenever there is a route, 0 included.
+// An empty type falls back to routingKey, then to "message". Application
+// headers and unknown reserved headers are written as received; nested
+// tables, arrays and byte slices are copies, so dst shares nothing mutable
+// with e.
 func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[string]any {
 	e = e.orDefault()
 	if dst == nil {
 		dst = make(map[string]any, 8+len(e.headers)+len(e.reserved))
 	}
 	for k, v := range e.headers {
-		dst[k] = v
+		dst[k] = cloneValue(v)
 	}
 	for k, v := range e.reserved {
-		dst[k] = v
+		dst[k] = cloneValue(v)
 	}
 	typ := e.typ
 	if typ == "" {

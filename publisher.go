@@ -70,8 +70,11 @@ type sendConfig struct {
 	env Envelope
 }
 
-// WithEnvelope sends with env (built with NewEnvelope) instead of a fresh
-// envelope. An empty origin is stamped with the connection's.
+// WithEnvelope sends with env (built with NewEnvelope, or a delivered
+// message's envelope changed with With…) instead of a fresh envelope. An
+// empty origin is stamped with the connection's. Unknown x-acemq-* headers
+// a delivered envelope carries are not sent: they belong to republishes of
+// that delivery, not to a message the application publishes.
 func WithEnvelope(env Envelope) SendOption { return func(c *sendConfig) { c.env = env } }
 
 // Send encodes v, publishes it with routing key key and waits for the
@@ -98,7 +101,10 @@ func (p *Publisher[T]) outbound(key string, v T, env Envelope) (Outbound, error)
 	if err != nil {
 		return Outbound{}, err
 	}
-	env = env.orDefault()
+	// An application publish is a new message: unknown x-acemq-* headers
+	// of a delivered envelope belong to that delivery's republishes only
+	// (WIRE.md §2.5), never to what a handler sends with it.
+	env = env.orDefault().withoutUnknown()
 	if env.origin == "" {
 		env.origin = p.c.origin
 	}

@@ -71,8 +71,13 @@ func Int(v any) (int64, bool) {
 	return 0, false
 }
 
+// twoTo63 is 2^63, the first float64 above every int64. math.MaxInt64
+// converted to float64 rounds up to it, so comparing with MaxInt64 would
+// let 2^63 through and overflow the conversion.
+const twoTo63 = 1 << 63
+
 func whole(f float64) (int64, bool) {
-	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f > math.MaxInt64 || f < math.MinInt64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f >= twoTo63 || f < -twoTo63 {
 		return 0, false
 	}
 	return int64(f), true
