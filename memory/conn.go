@@ -195,7 +195,7 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 		case !q.Durable:
 			return nil, pe("invalid property 'non-durable' for queue '%s' in vhost '/'", name)
 		case q.Exclusive:
-			return nil, pe("invalid property 'exclusive' for queue '%s' in vhost '/'", name)
+			return nil, pe("invalid property 'exclusive-owner' for queue '%s' in vhost '/'", name)
 		case q.AutoDelete:
 			return nil, pe("invalid property 'auto-delete' for queue '%s' in vhost '/'", name)
 		}

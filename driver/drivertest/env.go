@@ -1,0 +1,285 @@
+// Package drivertest is the conformance suite every acemq driver must pass.
+//
+// A driver's tests call [RunConformance] with a function that opens a fresh
+// connection to one broker. The suite names everything it declares with a
+// random prefix and deletes it when each test ends, so it can run against a
+// shared RabbitMQ. It never asserts timing: it waits for what it expects
+// with deadlines, and only waits a short while where it checks that
+// something does not happen.
+package drivertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+)
+
+const (
+	// waitFor bounds every wait for something the suite expects to happen.
+	waitFor = 5 * time.Second
+	// quiet is how long the suite watches for something that must not
+	// happen (a delivery beyond the prefetch window, say).
+	quiet = 300 * time.Millisecond
+	// pollEvery is the polling interval for waits.
+	pollEvery = 10 * time.Millisecond
+)
+
+// env is one conformance test's view of the broker: an admin connection
+// that outlives the test body, unique names and cleanup.
+type env struct {
+	t      *testing.T
+	open   func(t *testing.T) driver.Conn
+	ctx    context.Context
+	admin  driver.Conn
+	prefix string
+	caps   driver.Capabilities
+}
+
+func newEnv(t *testing.T, open func(t *testing.T) driver.Conn) *env {
+	t.Helper()
+	// Not t.Context(): cleanups that delete what the test declared need a
+	// live context, and t.Context is cancelled before cleanups run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	e := &env{t: t, open: open, ctx: ctx, prefix: "acemq-conformance-" + hex.EncodeToString(buf[:]) + "-"}
+	e.admin = e.conn()
+	e.caps = e.admin.Capabilities()
+	return e
+}
+
+// conn opens another connection, closed when the test ends.
+func (e *env) conn() driver.Conn {
+	e.t.Helper()
+	c := e.open(e.t)
+	if c == nil {
+		e.t.Fatal("open returned a nil connection")
+	}
+	e.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// name returns a name unique to this test run.
+func (e *env) name(s string) string { return e.prefix + s }
+
+// queue declares a queue on c and deletes it (through the admin connection)
+// when the test ends.
+func (e *env) queue(c driver.Conn, q driver.Queue) driver.QueueInfo {
+	e.t.Helper()
+	info, err := c.DeclareQueue(e.ctx, q)
+	if err != nil {
+		e.t.Fatalf("declare queue %q: %v", q.Name, err)
+	}
+	if info.Name == "" {
+		e.t.Fatalf("declare queue %q: the broker reported an empty name", q.Name)
+	}
+	e.deleteQueueLater(info.Name)
+	return info
+}
+
+func (e *env) deleteQueueLater(name string) {
+	e.t.Cleanup(func() { _, _ = e.admin.DeleteQueue(context.Background(), name) })
+}
+
+// simpleQueue declares a durable classic queue called e.name(s).
+func (e *env) simpleQueue(s string) string {
+	e.t.Helper()
+	return e.queue(e.admin, driver.Queue{Name: e.name(s), Durable: true}).Name
+}
+
+// exchange declares a durable exchange called e.name(s), deleted when the
+// test ends.
+func (e *env) exchange(s, kind string) string {
+	e.t.Helper()
+	name := e.name(s)
+	if err := e.admin.DeclareExchange(e.ctx, driver.Exchange{Name: name, Kind: kind, Durable: true}); err != nil {
+		e.t.Fatalf("declare %s exchange %q: %v", kind, name, err)
+	}
+	e.t.Cleanup(func() { _ = e.admin.DeleteExchange(context.Background(), name) })
+	return name
+}
+
+func (e *env) bind(ex, q, key string) {
+	e.t.Helper()
+	if err := e.admin.Bind(e.ctx, driver.Binding{Exchange: ex, Queue: q, RoutingKey: key}); err != nil {
+		e.t.Fatalf("bind queue %q to exchange %q with key %q: %v", q, ex, key, err)
+	}
+}
+
+func (e *env) publish(c driver.Conn, m driver.Message) {
+	e.t.Helper()
+	if err := c.Publish(e.ctx, m); err != nil {
+		e.t.Fatalf("publish to exchange %q with key %q: %v", m.Exchange, m.RoutingKey, err)
+	}
+}
+
+// consume starts a subscription, closed when the test ends.
+func (e *env) consume(c driver.Conn, spec driver.ConsumeSpec) driver.Subscription {
+	e.t.Helper()
+	s, err := c.Consume(e.ctx, spec)
+	if err != nil {
+		e.t.Fatalf("consume from %q: %v", spec.Queue, err)
+	}
+	e.t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// recv waits for the next delivery.
+func (e *env) recv(s driver.Subscription) driver.Delivery {
+	e.t.Helper()
+	select {
+	case d, ok := <-s.Deliveries():
+		if !ok {
+			e.t.Fatalf("consumer %q: the deliveries channel closed while a delivery was expected", s.Tag())
+		}
+		return d
+	case <-time.After(waitFor):
+		e.t.Fatalf("consumer %q: no delivery within %v", s.Tag(), waitFor)
+	}
+	panic("unreachable")
+}
+
+// noRecv checks that nothing arrives for a short while.
+func (e *env) noRecv(s driver.Subscription, why string) {
+	e.t.Helper()
+	select {
+	case d, ok := <-s.Deliveries():
+		if ok {
+			e.t.Fatalf("consumer %q: unexpected delivery %q (%s)", s.Tag(), d.Body, why)
+		}
+		e.t.Fatalf("consumer %q: the deliveries channel closed unexpectedly (%s)", s.Tag(), why)
+	case <-time.After(quiet):
+	}
+}
+
+// drainUntilClosed reads until the deliveries channel closes, returning
+// what arrived on the way.
+func (e *env) drainUntilClosed(s driver.Subscription) []driver.Delivery {
+	e.t.Helper()
+	var got []driver.Delivery
+	deadline := time.After(waitFor)
+	for {
+		select {
+		case d, ok := <-s.Deliveries():
+			if !ok {
+				return got
+			}
+			got = append(got, d)
+		case <-deadline:
+			e.t.Fatalf("consumer %q: the deliveries channel did not close within %v", s.Tag(), waitFor)
+		}
+	}
+}
+
+// get waits for a message to be fetchable from q and fetches it.
+func (e *env) get(c driver.Conn, q string) driver.Delivery {
+	e.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		d, ok, err := c.Get(e.ctx, q)
+		if err != nil {
+			e.t.Fatalf("get from %q: %v", q, err)
+		}
+		if ok {
+			return d
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("get from %q: no message within %v", q, waitFor)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// expectEmpty checks that q has nothing to fetch. Publishes are confirmed
+// by the time the suite calls it, so a message would already be there.
+func (e *env) expectEmpty(c driver.Conn, q string) {
+	e.t.Helper()
+	d, ok, err := c.Get(e.ctx, q)
+	if err != nil {
+		e.t.Fatalf("get from %q: %v", q, err)
+	}
+	if ok {
+		_ = d.Ack()
+		e.t.Fatalf("queue %q: unexpected message %q (routing key %q)", q, d.Body, d.RoutingKey)
+	}
+}
+
+// takeAll fetches and acknowledges n messages from q, then checks that it
+// is empty, and returns the bodies sorted.
+func (e *env) takeAll(c driver.Conn, q string, n int) []string {
+	e.t.Helper()
+	var bodies []string
+	for range n {
+		d := e.get(c, q)
+		bodies = append(bodies, string(d.Body))
+		if err := d.Ack(); err != nil {
+			e.t.Fatalf("ack from %q: %v", q, err)
+		}
+	}
+	e.expectEmpty(c, q)
+	slices.Sort(bodies)
+	return bodies
+}
+
+// eventually polls cond until it holds.
+func (e *env) eventually(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out after %v waiting for %s", waitFor, what)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// messages reports how many ready messages q holds.
+func (e *env) messages(c driver.Conn, q string) int {
+	e.t.Helper()
+	info, err := c.InspectQueue(e.ctx, q)
+	if err != nil {
+		e.t.Fatalf("inspect queue %q: %v", q, err)
+	}
+	return info.Messages
+}
+
+// asInt reads an integer header value of any width.
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// firstDeath returns the first x-death entry of a dead-lettered delivery.
+func (e *env) firstDeath(d driver.Delivery) driver.Table {
+	e.t.Helper()
+	arr, ok := d.Headers["x-death"].([]any)
+	if !ok || len(arr) == 0 {
+		e.t.Fatalf("dead-lettered delivery has no x-death array: headers %#v", d.Headers)
+	}
+	entry, ok := arr[0].(driver.Table)
+	if !ok {
+		e.t.Fatalf("x-death entry is a %T, want driver.Table", arr[0])
+	}
+	return entry
+}
