@@ -130,6 +130,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Conn, error) {
 		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, driver.Redact(err))
 	}
 	c.t = t
+	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil
 }
 
@@ -193,6 +194,7 @@ func (c *Conn) Close(ctx context.Context) error {
 	if err := c.t.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	c.obs.close()
 	return errors.Join(errs...)
 }
 

@@ -196,6 +196,7 @@ type consumerCore struct {
 	reader   sync.WaitGroup
 	inflight atomic.Int64
 	running  atomic.Bool
+	ended    atomic.Bool // the subscription ended without Close (Conn.Health)
 	stopOnce sync.Once
 	closeMu  sync.Mutex
 	closeErr error
@@ -259,6 +260,11 @@ func (k *consumerCore) read() {
 		case <-k.stopping:
 			_ = d.Nack(true)
 		}
+	}
+	select {
+	case <-k.stopping:
+	default:
+		k.ended.Store(true) // the subscription ended without Close
 	}
 	k.running.Store(false)
 }

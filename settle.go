@@ -292,7 +292,7 @@ func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue strin
 	if m.MessageID == "" {
 		m.MessageID = env.id
 	}
-	pctx, done := k.conn.obs.publishStart(ctx, &m, env)
+	pctx, done := k.conn.obs.publishStart(k.conn.obs.within(ctx, d), &m, env)
 	start := time.Now()
 	err := k.conn.t.Publish(pctx, m)
 	done(err, time.Since(start))
