@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/spf13/cobra"
+)
+
+// demoURL is the demo's broker when --url is not given.
+const demoURL = "memory://demo"
+
+// demoDeadline bounds the whole demo.
+const demoDeadline = 55 * time.Second
+
+func newDemoCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo",
+		Short: "Run a small order system in one process and narrate every message",
+		Long: `demo runs a small order system in one process: a publisher, a consumer
+that accepts, retries, dead-letters and parks orders, and (as their packages
+are available) a pricing service asked by request/reply, a large document
+sent by claim check, a three-step route and a replay of a dead letter.
+
+It narrates each message's envelope as it goes and ends with a table of what
+every step did and counters of every settlement. It exits 0 only if every
+step did what it says.
+
+By default it runs on the in-process broker memory://demo and needs nothing
+else. With --url amqp://… it runs against RabbitMQ, with uniquely named
+queues and exchanges that it deletes at the end.`,
+		Example: `  acemq demo
+  acemq demo --url amqp://guest:guest@localhost:5672/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			url := demoURL
+			if cmd.Flags().Changed("url") {
+				url = brokerURL(cmd)
+			}
+			ok, err := runDemo(cmd.Context(), url, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return withCode(exitFailure, errors.New("the demo did not do everything it says; see the table above"))
+			}
+			return nil
+		},
+	}
+}
+
+// order is the demo's payload.
+type order struct {
+	ID    string `json:"id"`
+	SKU   string `json:"sku"`
+	Qty   int    `json:"qty"`
+	Note  string `json:"note,omitempty"`
+	Pence int    `json:"pence,omitempty"`
+}
+
+// demo holds the state of one run.
+type demo struct {
+	conn *acemq.Conn
+	out  io.Writer
+	sfx  string
+
+	mu       sync.Mutex
+	counters map[[2]string]int // queue, outcome
+	steps    []demoStep
+	cleanups []func(ctx context.Context)
+}
+
+// demoStep is one line of the summary: what a step promised and whether it
+// did it.
+type demoStep struct {
+	name, promise, result string
+	ok                    bool
+}
+
+// say narrates a line.
+func (d *demo) say(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+// narrate prints an envelope in one line.
+func (d *demo) narrate(verb, what string, env acemq.Envelope) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-9s %-22s id=%s type=%s attempt=%d corr=%s", verb, what, short(env.ID()), env.Type(), env.Attempt(), short(env.CorrelationID()))
+	if c := env.CausationID(); c != "" {
+		fmt.Fprintf(&b, " cause=%s", short(c))
+	}
+	if o := env.Origin(); o != "" {
+		fmt.Fprintf(&b, " origin=%s", o)
+	}
+	if age, ok := env.Age(); ok {
+		fmt.Fprintf(&b, " age=%s", age.Round(time.Millisecond))
+	}
+	if r := env.Route(); len(r) > 0 {
+		fmt.Fprintf(&b, " route=%s@%d", strings.Join(r, ","), env.RoutePosition())
+	}
+	if e := env.Error(); e != "" {
+		fmt.Fprintf(&b, " error=%q", e)
+	}
+	d.say("%s", b.String())
+}
+
+// narrateSettlement prints what the engine did with a delivery.
+func (d *demo) narrateSettlement(s acemq.Settlement) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-9s %-22s id=%s %s", "settle", string(s.Outcome), short(s.Envelope.ID()), s.Decision)
+	if s.Target != "" {
+		fmt.Fprintf(&b, " → %s", s.Target)
+	}
+	if s.Where != "" {
+		fmt.Fprintf(&b, " (wait %s in the %s)", s.Delay, s.Where)
+	}
+	if s.Reason != "" && s.Outcome != acemq.OutcomeRetried {
+		fmt.Fprintf(&b, " reason=%q", s.Reason)
+	}
+	d.say("%s", b.String())
+}
+
+// short abbreviates a UUID for narration.
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// step records a step's result.
+func (d *demo) step(name, promise string, err error, result string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := demoStep{name: name, promise: promise, ok: err == nil, result: result}
+	if err != nil {
+		s.result = err.Error()
+	}
+	d.steps = append(d.steps, s)
+	mark := "ok"
+	if err != nil {
+		mark = "FAILED"
+	}
+	fmt.Fprintf(d.out, "  => %s: %s (%s)\n\n", name, mark, s.result)
+}
+
+// count returns a settlement counter.
+func (d *demo) count(queue string, o acemq.Outcome) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.counters[[2]string{queue, string(o)}]
+}
+
+// waitFor polls cond until it holds or ctx ends.
+func waitFor(ctx context.Context, what string, cond func() bool) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gave up waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// runDemo runs the demo against url; ok reports whether every step did what
+// it says.
+func runDemo(parent context.Context, url string, out io.Writer) (ok bool, err error) {
+	ctx, cancel := context.WithTimeout(parent, demoDeadline)
+	defer cancel()
+	cctx, ccancel := context.WithTimeout(ctx, connectTimeout)
+	conn, err := acemq.Connect(cctx, url, acemq.WithName("acemq demo"), acemq.WithOrigin("acemq-demo@"+hostPart()))
+	ccancel()
+	if err != nil {
+		return false, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err)
+	}
+	d := &demo{conn: conn, out: out, sfx: suffix(), counters: map[[2]string]int{}}
+	remove := conn.OnSettle(func(s acemq.Settlement) {
+		d.mu.Lock()
+		d.counters[[2]string{s.Queue, string(s.Outcome)}]++
+		d.mu.Unlock()
+		d.narrateSettlement(s)
+	})
+	start := time.Now()
+	d.say("acemq demo on %s (names end in %s)\n", driver.RedactURL(url), d.sfx)
+
+	d.runSteps(ctx)
+
+	remove()
+	cleanCtx, cleanCancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cleanCancel()
+	for i := len(d.cleanups) - 1; i >= 0; i-- {
+		d.cleanups[i](cleanCtx)
+	}
+	if err := conn.Close(cleanCtx); err != nil {
+		d.say("closing the connection: %v", err)
+	}
+	ok = d.summary(time.Since(start))
+	return ok, nil
+}
+
+// runSteps runs every step in order; a step that cannot run is recorded as
+// failed and the rest still run where they can.
+func (d *demo) runSteps(ctx context.Context) {
+	q, err := d.setupOrders(ctx)
+	if err != nil {
+		d.step("topology", "declare the orders exchange and queue", err, "")
+		return
+	}
+	d.ordersStep(ctx, q)
+	for _, s := range extraDemoSteps {
+		s(ctx, d)
+	}
+}
+
+// extraDemoSteps run after the orders step (request/reply, claim check,
+// route, replay), each from the file of the package it shows.
+var extraDemoSteps []func(ctx context.Context, d *demo)
+
+// names of the orders part.
+type ordersNames struct {
+	exchange, queue string
+}
+
+// setupOrders declares the orders exchange (topic) and queue (quorum, with
+// the broker's dead-letter backstop) and registers their deletion.
+func (d *demo) setupOrders(ctx context.Context) (ordersNames, error) {
+	n := ordersNames{
+		exchange: "acemq-demo-" + d.sfx + ".orders",
+		queue:    "acemq-demo-" + d.sfx + ".orders.new",
+	}
+	t := d.conn.Transport()
+	if err := t.DeclareExchange(ctx, driver.Exchange{Name: n.exchange, Kind: driver.Topic, Durable: true}); err != nil {
+		return n, err
+	}
+	d.cleanupExchange(n.exchange)
+	if _, err := t.DeclareQueue(ctx, driver.Queue{Name: n.queue, Durable: true, Args: driver.Table{
+		"x-queue-type":              "quorum",
+		"x-dead-letter-exchange":    acemq.DeadLetterExchange,
+		"x-dead-letter-routing-key": acemq.DeadLetterQueue(n.queue),
+	}}); err != nil {
+		return n, err
+	}
+	d.cleanupQueues(n.queue, acemq.DeadLetterQueue(n.queue), acemq.ParkedQueue(n.queue))
+	if err := t.Bind(ctx, driver.Binding{Queue: n.queue, Exchange: n.exchange, RoutingKey: "order.*"}); err != nil {
+		return n, err
+	}
+	d.say("topology: exchange %s (topic) → queue %s (quorum), binding order.*", n.exchange, n.queue)
+	d.say("          dead letters go to %s, parked messages to %s\n", acemq.DeadLetterQueue(n.queue), acemq.ParkedQueue(n.queue))
+	return n, nil
+}
+
+// cleanupQueues registers queues for deletion at the end.
+func (d *demo) cleanupQueues(names ...string) {
+	d.cleanups = append(d.cleanups, func(ctx context.Context) {
+		for _, q := range names {
+			if _, err := d.conn.Transport().DeleteQueue(ctx, q); err != nil && !errors.Is(err, driver.ErrNotFound) {
+				d.say("cleanup: deleting queue %s: %v", q, err)
+			}
+		}
+	})
+}
+
+// cleanupExchange registers an exchange for deletion at the end.
+func (d *demo) cleanupExchange(name string) {
+	d.cleanups = append(d.cleanups, func(ctx context.Context) {
+		if err := d.conn.Transport().DeleteExchange(ctx, name); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			d.say("cleanup: deleting exchange %s: %v", name, err)
+		}
+	})
+}
+
+// ordersStep publishes orders and consumes them: most are accepted, one
+// fails once and is retried through a broker rung, a poison order ends in
+// .dlq and an unreadable one is parked.
+func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
+	const promise = "accept 3 orders, retry 1 through a broker rung, dead-letter 1 poison order, park 1 unreadable"
+	d.say("step 1: orders — %s", promise)
+	policy := acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)
+	d.say("  retry policy %s: a retry waits 1 s on the rung %s", policy, acemq.RungQueue(n.queue, time.Second))
+	d.cleanupQueues(acemq.RungQueue(n.queue, time.Second))
+
+	var failedOnce sync.Map
+	h := func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+		o := m.Payload
+		d.narrate("consume", o.ID+" ("+o.Note+")", m.Envelope)
+		switch o.Note {
+		case "flaky":
+			if _, loaded := failedOnce.LoadOrStore(o.ID, true); !loaded {
+				d.say("            %s: the warehouse timed out; asking for a retry", o.ID)
+				return acemq.Retry(errors.New("the warehouse did not answer in time"))
+			}
+			d.say("            %s: succeeded on attempt %d", o.ID, m.Envelope.Attempt())
+		case "poison":
+			d.say("            %s: quantity %d can never be fulfilled; rejecting", o.ID, o.Qty)
+			return acemq.Reject(fmt.Errorf("quantity %d is not a valid order", o.Qty))
+		}
+		return acemq.Accept()
+	}
+	c, err := acemq.Consume(ctx, d.conn, n.queue, h, acemq.WithRetry(policy), acemq.DrainTimeout(5*time.Second))
+	if err != nil {
+		d.step("orders", promise, err, "")
+		return
+	}
+	defer c.Close(context.Background())
+
+	pub := acemq.NewPublisher[order](d.conn, n.exchange)
+	orders := []order{
+		{ID: "o-1", SKU: "A-1", Qty: 1, Note: "ok"},
+		{ID: "o-2", SKU: "B-7", Qty: 3, Note: "ok"},
+		{ID: "o-3", SKU: "C-2", Qty: 2, Note: "flaky"},
+		{ID: "o-4", SKU: "D-9", Qty: -5, Note: "poison"},
+		{ID: "o-5", SKU: "E-3", Qty: 1, Note: "ok"},
+	}
+	for _, o := range orders {
+		env, err := pub.Send(ctx, "order.placed", o)
+		if err != nil {
+			d.step("orders", promise, fmt.Errorf("publishing %s: %w", o.ID, err), "")
+			return
+		}
+		d.narrate("publish", o.ID+" ("+o.Note+")", env.WithType(env.WireType("order.placed")))
+	}
+	// An order whose body is not JSON: the consumer cannot decode it, so the
+	// handler never sees it and the engine parks it.
+	bad := acemq.MustEnvelope(acemq.Fields{Type: "order.placed"})
+	if err := d.conn.Publish(ctx, acemq.Outbound{Exchange: n.exchange, RoutingKey: "order.placed", Envelope: bad, ContentType: "application/json", Body: []byte("{o-6: not json")}); err != nil {
+		d.step("orders", promise, fmt.Errorf("publishing the unreadable order: %w", err), "")
+		return
+	}
+	d.narrate("publish", "o-6 (unreadable)", bad)
+
+	want := func() bool {
+		return d.count(n.queue, acemq.OutcomeAcked) >= 4 &&
+			d.count(n.queue, acemq.OutcomeRetried) >= 1 &&
+			d.count(n.queue, acemq.OutcomeRejected) >= 1 &&
+			d.count(n.queue, acemq.OutcomeParked) >= 1
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	err = waitFor(wctx, "every order to be settled", want)
+	wcancel()
+	if err == nil {
+		err = d.expectQueue(ctx, acemq.DeadLetterQueue(n.queue), 1)
+	}
+	if err == nil {
+		err = d.expectQueue(ctx, acemq.ParkedQueue(n.queue), 1)
+	}
+	d.step("orders", promise, err, fmt.Sprintf("%d acked, %d retried, %d rejected to .dlq, %d parked",
+		d.count(n.queue, acemq.OutcomeAcked), d.count(n.queue, acemq.OutcomeRetried),
+		d.count(n.queue, acemq.OutcomeRejected), d.count(n.queue, acemq.OutcomeParked)))
+}
+
+// expectQueue checks that a queue holds n messages, polling briefly since a
+// broker's count can lag a confirm.
+func (d *demo) expectQueue(ctx context.Context, q string, n int) error {
+	var got int
+	var lastErr error
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := waitFor(wctx, q+" to hold "+fmt.Sprint(n), func() bool {
+		info, err := d.conn.Transport().InspectQueue(wctx, q)
+		if err != nil {
+			lastErr = err
+			return false
+		}
+		got = info.Messages
+		return got == n
+	})
+	if err != nil {
+		if lastErr != nil {
+			return fmt.Errorf("%s: %w", q, lastErr)
+		}
+		return fmt.Errorf("%s holds %d messages, expected %d", q, got, n)
+	}
+	return nil
+}
+
+// summary prints the tables and reports whether every step succeeded.
+func (d *demo) summary(took time.Duration) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ok := len(d.steps) > 0
+	tw := tabwriter.NewWriter(d.out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tRESULT\tWHAT HAPPENED")
+	for _, s := range d.steps {
+		mark := "ok"
+		if !s.ok {
+			mark = "FAILED"
+			ok = false
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.name, mark, s.result)
+	}
+	tw.Flush()
+	fmt.Fprintln(d.out)
+
+	keys := make([][2]string, 0, len(d.counters))
+	for k := range d.counters {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	tw = tabwriter.NewWriter(d.out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tOUTCOME\tSETTLED")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", k[0], k[1], d.counters[k])
+	}
+	tw.Flush()
+	fmt.Fprintln(d.out)
+	if ok {
+		fmt.Fprintf(d.out, "every step did what it says (%s)\n", took.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(d.out, "some steps FAILED (%s)\n", took.Round(time.Millisecond))
+	}
+	return ok
+}
+
+// hostPart is this machine's host name as the default origin names it.
+func hostPart() string {
+	o := acemq.DefaultOrigin()
+	if _, h, ok := strings.Cut(o, "@"); ok {
+		return h
+	}
+	return "unknown-host"
+}

@@ -1,0 +1,125 @@
+// Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
+// and reads messages, asks and answers requests, replays dead letters,
+// measures a broker, encodes and decodes envelopes, and writes development
+// certificates.
+//
+// Every command takes --url (default $ACEMQ_URL, else
+// amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo) and
+// --help. Exit codes:
+//
+//	0  success
+//	1  usage or any other error
+//	2  the responder failed (ask)
+//	3  timed out (ask, consume)
+//	4  unroutable (publish)
+//
+// See docs/cli/README.md in the repository for one page per command.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK         = 0
+	exitFailure    = 1
+	exitResponder  = 2
+	exitTimeout    = 3
+	exitUnroutable = 4
+)
+
+// defaultAMQPURL is used when neither --url nor $ACEMQ_URL is given.
+const defaultAMQPURL = "amqp://guest:guest@localhost:5672/"
+
+// exitError carries an exit code out of a command. When printed is true the
+// command has already told the user what happened.
+type exitError struct {
+	code    int
+	err     error
+	printed bool
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode wraps err so that the process exits with code.
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// silentExit exits with code without printing anything more.
+func silentExit(code int) error { return &exitError{code: code, printed: true} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line args and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if !ee.printed && ee.err != nil {
+			fmt.Fprintf(stderr, "acemq: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "acemq: %v\n", err)
+	return exitFailure
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "acemq",
+		Short: "The AceMQ operator's tool",
+		Long: `acemq runs the AceMQ demo, publishes and reads messages, asks and answers
+requests, replays dead letters, measures a broker, encodes and decodes
+envelopes and writes development certificates.
+
+Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
+3 timed out, 4 unroutable.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("url", defaultURL(), "broker URL (memory://NAME, amqp://…, amqps://…); default $ACEMQ_URL")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(exitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
+	})
+	root.AddCommand(
+		newDemoCmd(),
+		newEnvelopeCmd(),
+	)
+	return root
+}
+
+// defaultURL is $ACEMQ_URL, else the local RabbitMQ.
+func defaultURL() string {
+	if u := os.Getenv("ACEMQ_URL"); u != "" {
+		return u
+	}
+	return defaultAMQPURL
+}
