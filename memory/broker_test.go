@@ -1011,3 +1011,67 @@ func TestConcurrentPublishConsume(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestExpiryWithNoConnectionOpen(t *testing.T) {
+	url := newURL(t)
+	c := dial(t, url)
+	mustQueue(t, c, driver.Queue{Name: "dead", Durable: true})
+	mustQueue(t, c, driver.Queue{Name: "rung", Durable: true, Args: driver.Table{
+		"x-message-ttl": uint16(30), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead",
+	}})
+	mustPublish(t, c, driver.Message{RoutingKey: "rung", Body: []byte("b")})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	c2 := dial(t, url)
+	eventually(t, "expiry while no connection was open", func() bool { return messages(t, c2, "dead") == 1 })
+}
+
+func TestGetRejectDeadLetters(t *testing.T) {
+	c := fresh(t)
+	mustQueue(t, c, driver.Queue{Name: "dead"})
+	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}})
+	mustPublish(t, c, driver.Message{RoutingKey: "q", Expiration: "60000"})
+	d := mustGet(t, c, "q")
+	if err := d.Nack(false); err != nil {
+		t.Fatal(err)
+	}
+	dl := mustGet(t, c, "dead")
+	h := dl.Headers
+	if h["x-last-death-reason"] != "rejected" || h["x-last-death-queue"] != "q" || h["x-last-death-exchange"] != "" {
+		t.Errorf("x-last-death headers %v", h)
+	}
+	x := h["x-death"].([]any)[0].(driver.Table)
+	if x["original-expiration"] != "60000" {
+		t.Errorf("x-death %v: want original-expiration", x)
+	}
+	// A dead-lettered message loses its per-message expiration.
+	if err := dl.Nack(true); err != nil {
+		t.Fatal(err)
+	}
+	if n := messages(t, c, "dead"); n != 1 {
+		t.Errorf("dead holds %d", n)
+	}
+}
+
+func TestServerCancelOnQueueDeleteHandsUpAssigned(t *testing.T) {
+	c := fresh(t)
+	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("a")})
+	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("b")})
+	s := mustConsume(t, c, driver.ConsumeSpec{Queue: "q"})
+	if _, err := c.DeleteQueue(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for d := range s.Deliveries() {
+		got = append(got, string(d.Body))
+		if err := d.Nack(true); err != nil { // requeue to a deleted queue: dropped
+			t.Errorf("nack after queue deletion: %v", err)
+		}
+	}
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("handed up %v", got)
+	}
+}

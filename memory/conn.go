@@ -151,7 +151,7 @@ func (c *conn) DeclareQueue(ctx context.Context, q driver.Queue) (driver.QueueIn
 		if d := compareArgs("queue", name, ex.args, q.Args, queueDefaults); d != "" {
 			return driver.QueueInfo{}, pe(d)
 		}
-		b.expireHead(ex)
+		b.dispatch(ex)
 		return ex.info(), nil
 	}
 	nq := parsed
@@ -375,8 +375,7 @@ func (c *conn) InspectQueue(ctx context.Context, name string) (driver.QueueInfo,
 	if err != nil {
 		return driver.QueueInfo{}, err
 	}
-	b.expireHead(q)
-	b.armTimer(q)
+	b.dispatch(q)
 	return q.info(), nil
 }
 

@@ -274,7 +274,7 @@ func testUnbind(e *env) {
 	e.publish(e.admin, driver.Message{Exchange: ex, RoutingKey: "k"})
 	e.expectEmpty(e.admin, q)
 	var re *driver.ReturnError
-	if err := e.admin.Publish(e.ctx, driver.Message{Exchange: ex, RoutingKey: "k", Mandatory: true}); !errors.As(err, &re) {
+	if err := e.admin.Publish(e.ctx, driver.Message{Exchange: ex, RoutingKey: "k", Mandatory: true, MessageID: e.id()}); !errors.As(err, &re) {
 		t.Errorf("mandatory publish after unbind = %v, want *driver.ReturnError", err)
 	}
 }
@@ -283,7 +283,7 @@ func testNoRoute(e *env) {
 	t := e.t
 	ex := e.exchange("noroute", driver.Direct)
 	var re *driver.ReturnError
-	err := e.admin.Publish(e.ctx, driver.Message{Exchange: ex, RoutingKey: "nobody", Mandatory: true, Body: []byte("x")})
+	err := e.admin.Publish(e.ctx, driver.Message{Exchange: ex, RoutingKey: "nobody", Mandatory: true, MessageID: e.id(), Body: []byte("x")})
 	if !errors.As(err, &re) {
 		t.Fatalf("mandatory unroutable publish = %v, want *driver.ReturnError", err)
 	}
@@ -293,7 +293,7 @@ func testNoRoute(e *env) {
 	if err := e.admin.Publish(e.ctx, driver.Message{Exchange: ex, RoutingKey: "nobody", Body: []byte("x")}); err != nil {
 		t.Errorf("non-mandatory unroutable publish = %v, want nil (dropped)", err)
 	}
-	if err := e.admin.Publish(e.ctx, driver.Message{RoutingKey: e.name("no-such-queue"), Mandatory: true}); !errors.As(err, &re) || re.Code != 312 {
+	if err := e.admin.Publish(e.ctx, driver.Message{RoutingKey: e.name("no-such-queue"), Mandatory: true, MessageID: e.id()}); !errors.As(err, &re) || re.Code != 312 {
 		t.Errorf("mandatory publish to a missing queue by the default exchange = %v, want 312 NO_ROUTE", err)
 	}
 	if err := e.admin.Publish(e.ctx, driver.Message{Exchange: e.name("no-such-exchange"), RoutingKey: "k"}); err == nil {
@@ -301,7 +301,7 @@ func testNoRoute(e *env) {
 	}
 	// The connection still publishes after those failures.
 	q := e.simpleQueue("after")
-	e.publish(e.admin, driver.Message{RoutingKey: q, Mandatory: true, Body: []byte("ok")})
+	e.publish(e.admin, driver.Message{RoutingKey: q, Mandatory: true, MessageID: e.id(), Body: []byte("ok")})
 	if got := e.takeAll(e.admin, q, 1); !slices.Equal(got, []string{"ok"}) {
 		t.Errorf("after the failed publishes the queue got %v", got)
 	}
@@ -404,7 +404,7 @@ func testConcurrentConfirms(e *env) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := g; i < total; i += goroutines {
-				if err := pub.Publish(e.ctx, driver.Message{RoutingKey: q, Mandatory: true, Body: fmt.Appendf(nil, "%03d", i)}); err != nil {
+				if err := pub.Publish(e.ctx, driver.Message{RoutingKey: q, Mandatory: true, MessageID: e.id(), Body: fmt.Appendf(nil, "%03d", i)}); err != nil {
 					errs <- fmt.Errorf("message %d: %w", i, err)
 				}
 			}
@@ -436,7 +436,7 @@ func testPublishBatch(e *env) {
 	q := e.simpleQueue("batch")
 	ms := []driver.Message{
 		{RoutingKey: q, Body: []byte("a")},
-		{RoutingKey: e.name("nobody"), Mandatory: true, Body: []byte("lost")},
+		{RoutingKey: e.name("nobody"), Mandatory: true, MessageID: e.id(), Body: []byte("lost")},
 		{RoutingKey: q, Body: []byte("b")},
 	}
 	errs := e.admin.PublishBatch(e.ctx, ms)
@@ -561,7 +561,7 @@ func testRetryRung(e *env) {
 	e.queue(e.admin, driver.Queue{Name: rung, Durable: true, Args: driver.Table{
 		"x-message-ttl": int64(200), "x-dead-letter-exchange": retry, "x-dead-letter-routing-key": src,
 	}})
-	e.publish(e.admin, driver.Message{RoutingKey: rung, Mandatory: true, Body: []byte("retry me")})
+	e.publish(e.admin, driver.Message{RoutingKey: rung, Mandatory: true, MessageID: e.id(), Body: []byte("retry me")})
 	d := e.get(e.admin, src)
 	defer func() { _ = d.Ack() }()
 	if string(d.Body) != "retry me" || d.RoutingKey != src {
@@ -662,7 +662,7 @@ func testExclusiveQueue(e *env) {
 		t.Fatalf("another connection consuming the exclusive queue = %v, want *driver.AccessError 405", err)
 	}
 	// Anybody may publish to it.
-	e.publish(other, driver.Message{RoutingKey: q, Mandatory: true, Body: []byte("hi")})
+	e.publish(other, driver.Message{RoutingKey: q, Mandatory: true, MessageID: e.id(), Body: []byte("hi")})
 	if got := e.takeAll(owner, q, 1); !slices.Equal(got, []string{"hi"}) {
 		t.Errorf("exclusive queue got %v", got)
 	}

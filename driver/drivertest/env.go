@@ -12,7 +12,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +40,7 @@ type env struct {
 	admin  driver.Conn
 	prefix string
 	caps   driver.Capabilities
+	ids    atomic.Int64
 }
 
 func newEnv(t *testing.T, open func(t *testing.T) driver.Conn) *env {
@@ -63,6 +66,13 @@ func (e *env) conn() driver.Conn {
 	}
 	e.t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// id returns a message-id unique to this test run. The suite gives every
+// mandatory publish one, as the acemq library does: a driver may correlate
+// basic.return with its publish by message-id.
+func (e *env) id() string {
+	return fmt.Sprintf("%smsg-%d", e.prefix, e.ids.Add(1))
 }
 
 // name returns a name unique to this test run.
