@@ -267,6 +267,10 @@ type Outbound struct {
 	AllowUnroutable bool
 	// Transient publishes with delivery mode 1 instead of persistent.
 	Transient bool
+	// AlwaysConfirm waits for the broker's confirm even on a connection
+	// opened WithoutConfirms. Publishes the library makes for itself
+	// (pipeline hops, replays) set it.
+	AlwaysConfirm bool
 }
 
 // UnroutableError reports a mandatory publish no queue took. Code and Text
@@ -301,6 +305,7 @@ func (c *Conn) outbound(m Outbound) driver.Message {
 		RoutingKey:    m.RoutingKey,
 		Mandatory:     !m.AllowUnroutable,
 		Transient:     m.Transient,
+		AlwaysConfirm: m.AlwaysConfirm,
 		ContentType:   m.ContentType,
 		MessageID:     env.id,
 		CorrelationID: m.CorrelationID,
