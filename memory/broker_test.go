@@ -1075,3 +1075,93 @@ func TestServerCancelOnQueueDeleteHandsUpAssigned(t *testing.T) {
 		t.Errorf("handed up %v", got)
 	}
 }
+
+// TestChurn publishes, consumes, settles and closes from many goroutines at
+// once; it exists for the race detector and goleak.
+func TestChurn(t *testing.T) {
+	url := newURL(t)
+	admin := dial(t, url)
+	mustExchange(t, admin, "dlx", driver.Fanout)
+	mustQueue(t, admin, driver.Queue{Name: "dlq"})
+	mustBind(t, admin, "dlx", "dlq", "")
+	mustQueue(t, admin, driver.Queue{Name: "work", Args: driver.Table{"x-dead-letter-exchange": "dlx", "x-message-ttl": int32(20)}})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for p := range 4 {
+		wg.Go(func() {
+			c, err := Driver{}.Open(ctx, driver.Config{URLs: []string{url}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = c.Publish(ctx, driver.Message{RoutingKey: "work", Body: fmt.Appendf(nil, "%d-%d", p, i)})
+			}
+		})
+	}
+	for w := range 6 {
+		wg.Go(func() {
+			for round := 0; ; round++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := Driver{}.Open(ctx, driver.Config{URLs: []string{url}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				s, err := c.Consume(ctx, driver.ConsumeSpec{Queue: "work", Prefetch: w % 3})
+				if err != nil {
+					t.Error(err)
+					_ = c.Close()
+					return
+				}
+				var held []driver.Delivery
+			take:
+				for i := 0; i < 20; i++ {
+					select {
+					case d, ok := <-s.Deliveries():
+						if !ok {
+							break take
+						}
+						switch i % 4 {
+						case 0:
+							_ = d.Ack()
+						case 1:
+							_ = d.Nack(true)
+						case 2:
+							_ = d.Nack(false)
+						default:
+							held = append(held, d)
+						}
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+				switch round % 3 {
+				case 0:
+					_ = s.Cancel(ctx)
+					_ = s.Close()
+				case 1:
+					_ = s.Close()
+				}
+				_ = c.Close()
+				for _, d := range held {
+					if err := d.Ack(); !errors.Is(err, driver.ErrChannelClosed) {
+						t.Errorf("ack after close = %v", err)
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+}
