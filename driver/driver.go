@@ -88,7 +88,10 @@ type Message struct {
 	Exchange   string
 	RoutingKey string
 	// Mandatory asks the broker to return the message when no queue is bound
-	// for it; Publish then fails with a *ReturnError.
+	// for it; Publish then fails with a *ReturnError. Returns are matched to
+	// their publish by MessageID, so a mandatory message needs one (every
+	// publish the acemq package makes has one); a driver may report a
+	// return without a MessageID as confirmed.
 	Mandatory bool
 	// AlwaysConfirm waits for the broker's confirm even on a connection
 	// opened with Config.NoConfirms; the library sets it on every publish it
