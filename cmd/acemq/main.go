@@ -112,6 +112,8 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 	root.AddCommand(
 		newDemoCmd(),
 		newEnvelopeCmd(),
+		newPublishCmd(),
+		newConsumeCmd(),
 	)
 	return root
 }

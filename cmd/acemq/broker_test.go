@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
+)
+
+// brokerConn connects the test process to RabbitMQ, for setting up and
+// checking what the binary does.
+func brokerConn(t *testing.T) (*acemq.Conn, string) {
+	t.Helper()
+	url := testenv.AMQPURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	conn, err := acemq.Connect(ctx, url, acemq.WithName("acemq cli test"))
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", url, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = conn.Close(ctx)
+	})
+	return conn, url
+}
+
+// testQueue declares a uniquely named classic queue, deleted at the end.
+func testQueue(t *testing.T, conn *acemq.Conn, prefix string) string {
+	t.Helper()
+	name := fmt.Sprintf("acemq-cli-test.%s.%s", prefix, suffix())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: name, Durable: true}); err != nil {
+		t.Fatalf("declaring %s: %v", name, err)
+	}
+	deleteAtEnd(t, conn, name)
+	return name
+}
+
+// deleteAtEnd deletes queues when the test ends.
+func deleteAtEnd(t *testing.T, conn *acemq.Conn, names ...string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, n := range names {
+			_, _ = conn.Transport().DeleteQueue(ctx, n)
+		}
+	})
+}
+
+// queueDepth is the number of ready messages in q.
+func queueDepth(t *testing.T, conn *acemq.Conn, q string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := conn.Transport().InspectQueue(ctx, q)
+	if err != nil {
+		t.Fatalf("inspecting %s: %v", q, err)
+	}
+	return info.Messages
+}
+
+// eventually polls cond until it holds or a deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPublishAndConsumeJSON(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := testQueue(t, conn, "pubcon")
+
+	r := runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", q,
+		"--type", "order.placed", "--header", "x-tenant=acme", "--correlation-id", "corr-9", "--causation-id", "cause-9",
+		`{"id":"o-1"}`).wantCode(t, 0)
+	id := strings.TrimSpace(r.stdout)
+	if len(id) != 36 {
+		t.Fatalf("publish printed %q, want a message id", r.stdout)
+	}
+	// Body from standard input, not UTF-8.
+	runCLI(t, "\xff\xfe\x00", "--url", url, "publish", "--exchange", "", "--routing-key", q, "-").wantCode(t, 0)
+
+	// A look without taking: both come back, then are still there.
+	look := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--requeue", "--json").wantCode(t, 0).stdout)
+	if len(look) != 2 {
+		t.Fatalf("consume --requeue read %d messages, want 2", len(look))
+	}
+	eventually(t, "the messages to be put back", func() bool { return queueDepth(t, conn, q) == 2 })
+
+	lines := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--count", "2", "--json").wantCode(t, 0).stdout)
+	if len(lines) != 2 {
+		t.Fatalf("consume read %d messages, want 2", len(lines))
+	}
+	m := lines[0]
+	for k, want := range map[string]any{
+		"id": id, "type": "order.placed", "correlationId": "corr-9", "causationId": "cause-9",
+		"attempt": json.Number("1"), "version": json.Number("1"), "routingKey": q, "exchange": "",
+		"contentType": "application/json", "body": `{"id":"o-1"}`, "redelivered": true, "replyTo": "",
+	} {
+		if m[k] != want {
+			t.Errorf("%s = %#v, want %#v", k, m[k], want)
+		}
+	}
+	if h := m["headers"].(map[string]any); h["x-tenant"] != "acme" || len(h) != 1 {
+		t.Errorf("headers = %v", h)
+	}
+	if _, ok := m["firstSeen"].(json.Number); !ok || !strings.HasPrefix(m["origin"].(string), "acemq@") {
+		t.Errorf("firstSeen %v origin %v", m["firstSeen"], m["origin"])
+	}
+	// The keys decode prints come first, in its order.
+	dec := parseObject(t, []byte(runCLI(t, `{"routingKey":"k"}`, "envelope", "decode").wantCode(t, 0).stdout))
+	for k := range dec {
+		if _, ok := m[k]; !ok {
+			t.Errorf("consume --json lacks the envelope field %q", k)
+		}
+	}
+	raw := lines[1]
+	if raw["bodyBase64"] != base64.StdEncoding.EncodeToString([]byte("\xff\xfe\x00")) || raw["body"] != nil {
+		t.Errorf("non-UTF-8 body printed as %v / %v", raw["body"], raw["bodyBase64"])
+	}
+	if raw["contentType"] != "application/octet-stream" {
+		t.Errorf("content type %v", raw["contentType"])
+	}
+	if n := queueDepth(t, conn, q); n != 0 {
+		t.Errorf("%d messages left after consume took them", n)
+	}
+}
+
+func TestPublishUnroutableExitsFour(t *testing.T) {
+	_, url := brokerConn(t)
+	r := runCLI(t, "", "--url", url, "publish", "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "x").wantCode(t, 4)
+	if !strings.Contains(r.stderr, "unroutable") || r.stdout != "" {
+		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	runCLI(t, "", "--url", url, "publish", "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "--count", "3", "x").wantCode(t, 4)
+}
+
+func TestPublishRefusesReservedHeader(t *testing.T) {
+	r := runCLI(t, "", "--url", "memory://x", "publish", "--exchange", "", "--routing-key", "q", "--header", "x-acemq-id=1", "x").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "x-acemq-id") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	runCLI(t, "", "publish", "--routing-key", "q", "x").wantCode(t, 1) // --exchange is required
+}
+
+func TestPublishCount(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := testQueue(t, conn, "count")
+	r := runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", q, "--count", "450", "hello").wantCode(t, 0)
+	if ids := strings.Fields(r.stdout); len(ids) != 450 {
+		t.Errorf("printed %d ids, want 450", len(ids))
+	}
+	if !strings.Contains(r.stderr, "confirmed 450 of 450") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	eventually(t, "450 messages", func() bool { return queueDepth(t, conn, q) == 450 })
+	lines := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--count", "3", "--json").wantCode(t, 0).stdout)
+	for i, m := range lines {
+		if got := m["headers"].(map[string]any)[seqHeader]; got != json.Number(fmt.Sprint(i+1)) {
+			t.Errorf("message %d has %s = %v", i, seqHeader, got)
+		}
+	}
+}
+
+func TestConsumeTimeoutExitsThree(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := testQueue(t, conn, "timeout")
+	runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", q, "one").wantCode(t, 0)
+	r := runCLI(t, "", "--url", url, "consume", "--queue", q, "--count", "2", "--timeout", "500ms").wantCode(t, 3)
+	if !strings.Contains(r.stdout, "one") || !strings.Contains(r.stderr, "timed out") {
+		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	// Empty queue without --count: nothing to read is success.
+	runCLI(t, "", "--url", url, "consume", "--queue", q).wantCode(t, 0)
+	runCLI(t, "", "--url", url, "consume", "--queue", q+".missing").wantCode(t, 1)
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/spf13/cobra"
+)
+
+type consumeFlags struct {
+	queue   string
+	count   int
+	timeout time.Duration
+	requeue bool
+	json    bool
+}
+
+// deliveryJSON is one line of consume --json: the envelope fields exactly as
+// envelope decode prints them, then the delivery's own.
+type deliveryJSON struct {
+	envelopeJSON
+	RoutingKey  string  `json:"routingKey"`
+	Exchange    string  `json:"exchange"`
+	ContentType string  `json:"contentType"`
+	Redelivered bool    `json:"redelivered"`
+	ReplyTo     string  `json:"replyTo"`
+	Body        *string `json:"body,omitempty"`
+	BodyBase64  *string `json:"bodyBase64,omitempty"`
+}
+
+func newConsumeCmd() *cobra.Command {
+	var f consumeFlags
+	cmd := &cobra.Command{
+		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--json]",
+		Short: "Read messages from a queue, acknowledging them (or putting them back)",
+		Long: `consume reads messages from a queue one at a time (basic.get) and prints
+each: its envelope, delivery details and body. Each message is acknowledged
+after it is printed, so it leaves the queue.
+
+With --requeue nothing is taken: every message read is held unacknowledged
+until the read is over and then put back (nack with requeue), so the same
+message is never read twice in one run. Put-back messages return marked
+redelivered, and RabbitMQ counts that against a quorum queue's delivery limit.
+
+Without --count it reads until the queue is empty. With --count N it reads N
+messages, waiting for more to arrive until --timeout has passed since the
+start, and exits 3 if fewer than N came.
+
+--json prints one JSON object per line: the envelope fields exactly as
+'acemq envelope decode' prints them, plus routingKey, exchange, contentType,
+redelivered, replyTo, and body (UTF-8 text) or bodyBase64 (anything else).`,
+		Example: `  acemq consume --queue orders.new.dlq --requeue
+  acemq consume --queue orders.new --count 5 --timeout 30s --json | jq .body`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runConsume(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.queue, "queue", "", "queue to read")
+	fl.IntVar(&f.count, "count", 0, "read this many messages (0: until the queue is empty)")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "with --count, how long to wait for the messages; otherwise a bound on the whole read")
+	fl.BoolVar(&f.requeue, "requeue", false, "put every message back when done: look without taking")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object per message")
+	_ = cmd.MarkFlagRequired("queue")
+	return cmd
+}
+
+func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
+	if f.count < 0 {
+		return withCode(exitFailure, fmt.Errorf("--count must not be negative, not %d", f.count))
+	}
+	if f.timeout <= 0 {
+		return withCode(exitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
+	}
+	conn, err := connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer closeConn(cmd, conn)
+	t := conn.Transport()
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	if _, err := t.InspectQueue(ctx, f.queue); err != nil {
+		if errors.Is(err, driver.ErrNotFound) {
+			return withCode(exitFailure, fmt.Errorf("queue %q does not exist", f.queue))
+		}
+		return withCode(exitFailure, err)
+	}
+
+	var held []driver.Delivery
+	defer func() {
+		// Put back everything held, whatever happened, with a fresh deadline.
+		for i := range held {
+			if nerr := held[i].Nack(true); nerr != nil && err == nil {
+				err = fmt.Errorf("putting message %d back: %w", i+1, nerr)
+			}
+		}
+	}()
+
+	out := cmd.OutOrStdout()
+	read := 0
+	wait := 10 * time.Millisecond
+	for f.count == 0 || read < f.count {
+		d, ok, gerr := t.Get(ctx, f.queue)
+		if gerr != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return withCode(exitFailure, fmt.Errorf("reading %s: %w", f.queue, gerr))
+		}
+		if !ok {
+			if f.count == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+				wait = min(wait*2, 250*time.Millisecond)
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		wait = 10 * time.Millisecond
+		read++
+		if f.requeue {
+			held = append(held, d)
+		}
+		if perr := printDelivery(out, read, d, f.json); perr != nil {
+			if !f.requeue {
+				_ = d.Nack(true)
+			}
+			return withCode(exitFailure, perr)
+		}
+		if !f.requeue {
+			if aerr := d.Ack(); aerr != nil {
+				return withCode(exitFailure, fmt.Errorf("acknowledging message %d: %w", read, aerr))
+			}
+		}
+	}
+	if !f.json {
+		verb := "took"
+		if f.requeue {
+			verb = "looked at (and put back)"
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s %d message(s) from %s\n", verb, read, f.queue)
+	}
+	if cmd.Context().Err() != nil {
+		return withCode(exitFailure, errors.New("interrupted"))
+	}
+	if f.count > 0 && read < f.count {
+		return withCode(exitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from %s", f.timeout, read, f.count, f.queue))
+	}
+	if f.count == 0 && ctx.Err() != nil {
+		return withCode(exitTimeout, fmt.Errorf("timed out after %s reading %s (read %d)", f.timeout, f.queue, read))
+	}
+	return nil
+}
+
+// printDelivery prints one message, as text or as one JSON line.
+func printDelivery(w io.Writer, n int, d driver.Delivery, asJSON bool) error {
+	env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+	if asJSON {
+		line := deliveryJSON{
+			envelopeJSON: newEnvelopeJSON(env),
+			RoutingKey:   d.RoutingKey,
+			Exchange:     d.Exchange,
+			ContentType:  d.ContentType,
+			Redelivered:  d.Redelivered,
+			ReplyTo:      d.ReplyTo,
+		}
+		line.Body, line.BodyBase64 = bodyJSON(d.Body)
+		b, err := marshalLine(line)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- message %d: exchange=%q routingKey=%q contentType=%q redelivered=%t\n", n, d.Exchange, d.RoutingKey, d.ContentType, d.Redelivered)
+	fmt.Fprintf(&b, "    id=%s type=%s version=%d attempt=%d correlation=%s", env.ID(), env.Type(), env.Version(), env.Attempt(), env.CorrelationID())
+	if c := env.CausationID(); c != "" {
+		fmt.Fprintf(&b, " causation=%s", c)
+	}
+	if o := env.Origin(); o != "" {
+		fmt.Fprintf(&b, " origin=%s", o)
+	}
+	if env.FirstSeenKnown() {
+		fmt.Fprintf(&b, " firstSeen=%s", env.FirstSeen().UTC().Format(time.RFC3339Nano))
+	}
+	b.WriteString("\n")
+	if e := env.Error(); e != "" {
+		fmt.Fprintf(&b, "    error: %s\n", e)
+	}
+	if c := env.Claim(); c != "" {
+		fmt.Fprintf(&b, "    claim: %s\n", c)
+	}
+	if r := env.Route(); len(r) > 0 {
+		fmt.Fprintf(&b, "    route: %s (position %d, run %s)\n", strings.Join(r, " → "), env.RoutePosition(), env.RouteID())
+	}
+	if d.ReplyTo != "" {
+		fmt.Fprintf(&b, "    replyTo: %s\n", d.ReplyTo)
+	}
+	h := headersToJSON(env.Headers())
+	for _, k := range sortedKeys(h) {
+		v, _ := marshalLine(h[k])
+		fmt.Fprintf(&b, "    header %s: %s", k, v)
+	}
+	text, b64 := bodyJSON(d.Body)
+	if text != nil {
+		fmt.Fprintf(&b, "%s\n", *text)
+	} else {
+		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(d.Body), *b64)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
