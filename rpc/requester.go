@@ -1,0 +1,457 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultTimeout is the deadline of a call when neither Open nor Ask is
+// given a Timeout.
+const DefaultTimeout = 30 * time.Second
+
+// ReplyQueuePrefix begins the name of every generated reply queue:
+// acemq-reply-<uuid>.
+const ReplyQueuePrefix = "acemq-reply-"
+
+// The two unreserved headers of request and reply (WIRE.md §3.2). A request
+// carries the reply address in HeaderReplyTo and in the AMQP reply-to
+// property; a failure reply carries HeaderError = "TypeName: message".
+const (
+	HeaderReplyTo = acemq.HeaderReplyTo
+	HeaderError   = acemq.HeaderReplyError
+)
+
+// Option configures Open.
+type Option interface{ applyOpen(*openConfig) }
+
+// AskOption configures one Ask.
+type AskOption interface{ applyAsk(*askConfig) }
+
+type openConfig struct {
+	timeout    time.Duration
+	codec      acemq.Codec
+	replyQueue string
+}
+
+type askConfig struct {
+	timeout time.Duration
+	env     acemq.Envelope
+}
+
+type openOptionFunc func(*openConfig)
+
+func (f openOptionFunc) applyOpen(c *openConfig) { f(c) }
+
+type askOptionFunc func(*askConfig)
+
+func (f askOptionFunc) applyAsk(c *askConfig) { f(c) }
+
+// TimeoutOption sets a call's deadline; it is both an Option (every call of
+// the requester) and an AskOption (one call).
+type TimeoutOption struct{ d time.Duration }
+
+func (o TimeoutOption) applyOpen(c *openConfig) { c.timeout = o.d }
+func (o TimeoutOption) applyAsk(c *askConfig)   { c.timeout = o.d }
+
+// Timeout sets how long a call waits for its reply: given to Open, for every
+// call (default 30 s); given to Ask, for that call. Zero or negative is
+// refused, by Open and by Ask, rather than making a call that cannot
+// succeed.
+func Timeout(d time.Duration) TimeoutOption { return TimeoutOption{d} }
+
+// ReplyQueue makes the requester answer on a named queue instead of a
+// generated one: an ordinary durable quorum queue that survives restarts.
+// That is a decision, not a convenience: a named reply queue that outlives
+// its requester collects answers nobody is waiting for.
+func ReplyQueue(name string) Option {
+	return openOptionFunc(func(c *openConfig) { c.replyQueue = name })
+}
+
+// WithCodec sets the codec that encodes requests and decodes replies
+// (default acemq.JSON).
+func WithCodec(c acemq.Codec) Option {
+	return openOptionFunc(func(o *openConfig) { o.codec = c })
+}
+
+// WithEnvelope asks with env (built with acemq.NewEnvelope) instead of a
+// fresh envelope. Its type, version, causation, origin and headers are sent
+// as given; its id and correlation are replaced by the call's own id, which
+// is what pairs the reply with the call. An empty origin is stamped with the
+// connection's.
+func WithEnvelope(env acemq.Envelope) AskOption {
+	return askOptionFunc(func(c *askConfig) { c.env = env })
+}
+
+// Requester asks questions of a responder: it owns one reply queue, one
+// consumer of its own and the calls still outstanding. Build it with Open;
+// it is safe for concurrent use, and one requester per connection, built at
+// start-up, serves any number of concurrent calls.
+type Requester[Req, Rep any] struct {
+	conn       *acemq.Conn
+	exchange   string
+	routingKey string
+	timeout    time.Duration
+	codec      acemq.Codec
+	replyQueue string
+	generated  bool
+	tel        *telemetry
+
+	consumer *acemq.Consumer
+
+	mu     sync.Mutex
+	calls  map[string]*call
+	closed bool
+
+	timedOut  atomic.Int64
+	unmatched atomic.Int64
+}
+
+type call struct {
+	done chan result // buffered 1; receives exactly one result
+}
+
+type result struct {
+	msg    acemq.Message[[]byte]
+	closed string // non-empty: failed by Close or a stopped consumer, with this reason
+}
+
+// Open builds a requester that publishes to exchange with routingKey ("" and
+// a queue name for the default exchange). It declares the reply queue,
+// starts the reply consumer, and returns only when both exist. The
+// generated reply queue, acemq-reply-<uuid>, is transient, exclusive,
+// auto-deleting and classic, with no x-expires: the broker removes it when
+// the connection goes. The reply consumer declares nothing (no .dlq,
+// .parked or rungs): every reply is accepted, matched or not.
+//
+// ctx bounds the start-up only.
+func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routingKey string, opts ...Option) (*Requester[Req, Rep], error) {
+	if conn == nil {
+		return nil, errors.New("rpc: Open needs a connection")
+	}
+	cfg := openConfig{timeout: DefaultTimeout, codec: acemq.JSON}
+	for _, o := range opts {
+		o.applyOpen(&cfg)
+	}
+	if cfg.timeout <= 0 {
+		return nil, fmt.Errorf("rpc: the request timeout must be positive, not %s: a requester whose calls time out at once could never succeed", cfg.timeout)
+	}
+	if cfg.codec == nil {
+		return nil, errors.New("rpc: WithCodec was given a nil codec")
+	}
+	if exchange == "" && routingKey == "" {
+		return nil, errors.New("rpc: on the default exchange the routing key is the responder's queue name, and it is empty")
+	}
+	r := &Requester[Req, Rep]{
+		conn:       conn,
+		exchange:   exchange,
+		routingKey: routingKey,
+		timeout:    cfg.timeout,
+		codec:      cfg.codec,
+		replyQueue: cfg.replyQueue,
+		calls:      map[string]*call{},
+		tel:        newTelemetry(conn, exchange, routingKey),
+	}
+	q := driver.Queue{Name: cfg.replyQueue, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}
+	if cfg.replyQueue == "" {
+		r.generated = true
+		r.replyQueue = ReplyQueuePrefix + uuid.NewString()
+		// Classic is the argument's absence (WIRE.md §5.3).
+		q = driver.Queue{Name: r.replyQueue, Exclusive: true, AutoDelete: true}
+	}
+	if _, err := conn.Transport().DeclareQueue(ctx, q); err != nil {
+		return nil, fmt.Errorf("rpc: declaring the reply queue %q: %w", r.replyQueue, err)
+	}
+	// The requester exists before its consumer subscribes, and the handler
+	// closes over it: a reply delivered during start-up is counted.
+	c, err := acemq.Consume(ctx, conn, r.replyQueue, r.onReply,
+		acemq.NoDeclare(), acemq.WithCodec(acemq.Bytes), acemq.ConsumerTag(r.replyQueue))
+	if err != nil {
+		if r.generated {
+			// Nothing half-built is left behind on a connection that lives on.
+			_, _ = conn.Transport().DeleteQueue(context.WithoutCancel(ctx), r.replyQueue)
+		}
+		return nil, fmt.Errorf("rpc: starting the reply consumer on %q: %w", r.replyQueue, err)
+	}
+	r.consumer = c
+	go r.watch()
+	return r, nil
+}
+
+// watch fails every outstanding call once the reply consumer stops (the
+// requester or its connection was closed): no reply can arrive any more.
+func (r *Requester[Req, Rep]) watch() {
+	<-r.consumer.Done()
+	r.shutdown("the reply consumer stopped (was the connection closed?)")
+}
+
+// Exchange is the exchange requests are published to.
+func (r *Requester[Req, Rep]) Exchange() string { return r.exchange }
+
+// RoutingKey is the routing key of every request.
+func (r *Requester[Req, Rep]) RoutingKey() string { return r.routingKey }
+
+// ReplyQueue is the queue replies arrive on.
+func (r *Requester[Req, Rep]) ReplyQueue() string { return r.replyQueue }
+
+// Timeout is the requester-wide deadline of a call.
+func (r *Requester[Req, Rep]) Timeout() time.Duration { return r.timeout }
+
+// Consumer is the reply consumer.
+func (r *Requester[Req, Rep]) Consumer() *acemq.Consumer { return r.consumer }
+
+// TimedOut counts calls that ended without a reply (a *TimeoutError): their
+// deadline passed, their context was cancelled, or the requester was closed
+// under them. It is valid from the moment Open returns.
+func (r *Requester[Req, Rep]) TimedOut() int64 { return r.timedOut.Load() }
+
+// Unmatched counts replies that arrived with nobody waiting: late (after a
+// timeout), duplicated, or foreign. They are accepted and dropped, never
+// dead-lettered. Unmatched rising together with TimedOut is the signature
+// of a responder slower than its callers' timeout.
+func (r *Requester[Req, Rep]) Unmatched() int64 { return r.unmatched.Load() }
+
+// Outstanding is the number of calls waiting for a reply now.
+func (r *Requester[Req, Rep]) Outstanding() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// Ask publishes req and waits for the reply, which it decodes into a Rep.
+// The call ends at the first of: the reply, the deadline (Timeout, default
+// the requester's), ctx, or Close. It fails with
+//
+//   - a *ResponderError when the responder replied that it failed, at once;
+//   - the codec's error when the reply cannot be decoded, at once;
+//   - a *TimeoutError (errors.Is ErrTimeout) when no reply arrived;
+//   - the publish error when the request was not published, for example an
+//     *acemq.UnroutableError: requests are mandatory.
+//
+// The request's id, correlation and AMQP correlation-id are one fresh UUID
+// per call, and the reply address travels in the acemq-reply-to header and
+// the AMQP reply-to property. The call is registered before the request is
+// published, so a reply that arrives before the publish returns is not
+// lost. Ask is safe for concurrent use.
+func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...AskOption) (Rep, error) {
+	var zero Rep
+	cfg := askConfig{timeout: r.timeout}
+	for _, o := range opts {
+		o.applyAsk(&cfg)
+	}
+	if cfg.timeout <= 0 {
+		return zero, fmt.Errorf("rpc: the request timeout must be positive, not %s", cfg.timeout)
+	}
+	body, err := r.codec.Encode(req)
+	if err != nil {
+		return zero, fmt.Errorf("rpc: encoding the request with %s: %w", r.codec.ContentType(), err)
+	}
+	id := uuid.NewString()
+	env := cfg.env.WithID(id).WithCorrelationID(id)
+	if env.Origin() == "" {
+		env = env.WithOrigin(r.conn.Origin())
+	}
+	if env, err = env.WithHeader(HeaderReplyTo, r.replyQueue); err != nil {
+		return zero, err // unreachable: the name is not reserved
+	}
+
+	c := &call{done: make(chan result, 1)}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return zero, fmt.Errorf("rpc: asking %s: %w", r.describe(), ErrClosed)
+	}
+	r.calls[id] = c
+	r.mu.Unlock()
+
+	// The timer starts before the publish: the caller's wait begins there.
+	start := time.Now()
+	sctx, span := r.tel.start(ctx, id, env.WireType(r.routingKey))
+	deadline := time.NewTimer(cfg.timeout)
+	defer deadline.Stop()
+	pctx, cancel := context.WithTimeout(sctx, cfg.timeout)
+	defer cancel()
+
+	perr := r.conn.Publish(pctx, acemq.Outbound{
+		Exchange:      r.exchange,
+		RoutingKey:    r.routingKey,
+		Envelope:      env,
+		ContentType:   r.codec.ContentType(),
+		Body:          body,
+		ReplyTo:       r.replyQueue,
+		CorrelationID: id,
+	})
+	if perr != nil && r.forget(id) {
+		if pctx.Err() != nil {
+			// The deadline (or ctx) ran out while publishing.
+			return zero, r.timedOutCall(span, start, id, cfg.timeout, pctx)
+		}
+		err := fmt.Errorf("rpc: the request to %s was not published: %w", r.describe(), perr)
+		r.tel.end(span, OutcomeFailed, time.Since(start), err)
+		return zero, err
+	}
+	// Published, or the publish failed but a reply had already been taken
+	// for the call (it did get out): wait for the result.
+
+	var res result
+	select {
+	case res = <-c.done:
+	case <-deadline.C:
+		if r.forget(id) {
+			return zero, r.timedOutCall(span, start, id, cfg.timeout, nil)
+		}
+		res = <-c.done // a reply or Close took the call first
+	case <-ctx.Done():
+		if r.forget(id) {
+			return zero, r.timedOutCall(span, start, id, cfg.timeout, ctx)
+		}
+		res = <-c.done
+	}
+	if res.closed != "" {
+		r.timedOut.Add(1)
+		err := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: cfg.timeout, Closed: true, Reason: res.closed, cause: ErrClosed}
+		r.tel.end(span, OutcomeTimedOut, time.Since(start), err)
+		return zero, err
+	}
+	rep, err := r.read(id, res.msg)
+	r.tel.end(span, OutcomeAnswered, time.Since(start), err)
+	return rep, err
+}
+
+// timedOutCall records a call that ended without a reply because a
+// deadline passed or a context ended: ended is the context that ended (the
+// publish context or the caller's), nil for the requester's own timer.
+func (r *Requester[Req, Rep]) timedOutCall(span trace.Span, start time.Time, id string, timeout time.Duration, ended context.Context) error {
+	r.timedOut.Add(1)
+	e := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: timeout, cause: context.DeadlineExceeded}
+	e.Reason = "within " + timeout.String()
+	if ended != nil {
+		switch cause := context.Cause(ended); {
+		case errors.Is(cause, context.Canceled):
+			e.cause = cause
+			e.Reason = "before its context was cancelled"
+		case ended.Err() != nil:
+			if dl, ok := ended.Deadline(); ok && time.Until(dl) <= 0 && dl.Before(start.Add(timeout)) {
+				e.Reason = fmt.Sprintf("before its context's deadline (%s after it was asked)", dl.Sub(start).Round(time.Millisecond))
+			}
+		}
+	}
+	r.tel.end(span, OutcomeTimedOut, time.Since(start), e)
+	return e
+}
+
+// forget removes call id and reports whether it was still outstanding. When
+// it was not, a reply or Close has taken it and will send its result.
+func (r *Requester[Req, Rep]) forget(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.calls[id]; !ok {
+		return false
+	}
+	delete(r.calls, id)
+	return true
+}
+
+// read turns a matched reply into the call's answer.
+func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, error) {
+	var rep Rep
+	if v, ok := m.Envelope.Header(HeaderError); ok {
+		text, _ := wire.String(v)
+		return rep, &ResponderError{ID: id, Text: text, Reply: m.Envelope}
+	}
+	ct := m.ContentType
+	if !r.codec.Accepts(ct) {
+		return rep, &acemq.DecodeError{ContentType: ct, Err: fmt.Errorf("the reply to request %s is %q, which the %s codec does not read", id, ct, r.codec.ContentType())}
+	}
+	if err := r.codec.Decode(m.Body, ct, &rep); err != nil {
+		var zero Rep
+		return zero, err
+	}
+	return rep, nil
+}
+
+// onReply is the reply consumer's handler: it matches the reply to a call
+// and hands it over. Every reply is accepted, matched or not.
+func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
+	if c := r.take(m); c != nil {
+		c.done <- result{msg: m}
+	} else {
+		r.unmatched.Add(1)
+	}
+	return acemq.Accept()
+}
+
+// take finds and removes the call a reply belongs to (WIRE.md §8.2), in
+// order: the x-acemq-correlation header as written; the AMQP correlation-id
+// property; the x-acemq-causation header.
+//
+// The envelope reader defaults an absent correlation to the message's id,
+// so a correlation equal to the reply's own id may not have been written;
+// it is then tried last rather than first. A written one equal to the
+// reply's id and a property naming a different outstanding call is the
+// one case this orders differently from the contract, and no responder of
+// the family produces it (their replies have fresh ids).
+func (r *Requester[Req, Rep]) take(m acemq.Message[[]byte]) *call {
+	env := m.Envelope
+	corr := env.CorrelationID()
+	written := corr != "" && corr != env.ID()
+	keys := make([]string, 0, 4)
+	if written {
+		keys = append(keys, corr)
+	}
+	keys = append(keys, m.CorrelationID, env.CausationID())
+	if !written {
+		keys = append(keys, corr)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		if c, ok := r.calls[k]; ok {
+			delete(r.calls, k)
+			return c
+		}
+	}
+	return nil
+}
+
+// shutdown fails every outstanding call with reason and refuses new ones.
+func (r *Requester[Req, Rep]) shutdown(reason string) {
+	r.mu.Lock()
+	r.closed = true
+	calls := r.calls
+	r.calls = map[string]*call{}
+	r.mu.Unlock()
+	for _, c := range calls {
+		c.done <- result{closed: reason}
+	}
+}
+
+// Close fails every outstanding call at once with a *TimeoutError saying
+// the requester was closed while it was outstanding (rather than leaving it
+// to wait out its deadline for a reply that can no longer arrive), then
+// stops the reply consumer. A generated reply queue is deleted by the
+// broker when its consumer goes; a named one stays. Close is idempotent;
+// Ask after Close fails with ErrClosed.
+func (r *Requester[Req, Rep]) Close(ctx context.Context) error {
+	r.shutdown("the requester was closed")
+	return r.consumer.Close(ctx)
+}
+
+func (r *Requester[Req, Rep]) describe() string {
+	if r.exchange == "" {
+		return fmt.Sprintf("queue %q (default exchange)", r.routingKey)
+	}
+	return fmt.Sprintf("exchange %q with routing key %q", r.exchange, r.routingKey)
+}

@@ -1,0 +1,237 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/wire"
+)
+
+// Handler answers one request: a message in, an answer or an error out. It
+// may be slow; raise acemq.Concurrency to answer several at once. An error
+// is sent back to the caller as a failure reply ("TypeName: message") and
+// the request is dead-lettered; a panic is treated as an error.
+type Handler[Req, Rep any] func(ctx context.Context, m acemq.Message[Req]) (Rep, error)
+
+// Responder is a running responder started by Serve: the consumer
+// underneath plus the answered and unanswerable counters. Both counters
+// exist, at zero, before the consumer subscribes, so a request delivered
+// during start-up (a backlog) is counted like any other, and neither needs
+// a wait before it can be trusted.
+type Responder struct {
+	queue        string
+	consumer     *acemq.Consumer
+	answered     atomic.Int64
+	unanswerable atomic.Int64
+}
+
+// ErrNoReplyAddress is the cause given when a request names nowhere to
+// reply: neither an acemq-reply-to header nor an AMQP reply-to property. The
+// request is dead-lettered to {queue}.dlq.
+var ErrNoReplyAddress = errors.New("rpc: the request names no reply address (neither an acemq-reply-to header nor a reply-to property), so it cannot be answered")
+
+// Serve starts a responder on queue: each request is decoded into a Req and
+// handed to h, and its answer (or failure) is published to the reply
+// address the request names. opts pass through to acemq.Consume, so
+// acemq.Concurrency, acemq.Prefetch, acemq.WithCodec, acemq.WithRetry,
+// acemq.ConsumerTag, acemq.NoDeclare and acemq.DrainTimeout mean what they
+// mean there; the codec also encodes the replies. Like Consume, Serve
+// declares the queue's dead-letter half but never the queue itself.
+//
+// What happens to a request:
+//
+//   - no reply address: Unanswerable + 1, dead-lettered as fatal;
+//   - h answers: Answered + 1, then the reply is published (not mandatory:
+//     a reply that reaches no queue is not an error), then the request is
+//     acked; if the reply cannot be published the count is taken back and
+//     the request is retried through the retry policy;
+//   - h fails (or panics): a failure reply carrying acemq-error is
+//     published, no answer is counted, and the request is dead-lettered as
+//     a rejection; if the failure reply cannot be published the request is
+//     retried instead, since the caller has not been told;
+//   - h fails because the consumer is shutting down (its context was
+//     cancelled by the drain): no failure reply, and the request goes back
+//     to the broker for another responder.
+//
+// ctx bounds the start-up only: stop the responder with Close.
+func Serve[Req, Rep any](ctx context.Context, conn *acemq.Conn, queue string, h Handler[Req, Rep], opts ...acemq.ConsumeOption) (*Responder, error) {
+	if conn == nil {
+		return nil, errors.New("rpc: Serve needs a connection")
+	}
+	if h == nil {
+		return nil, errors.New("rpc: Serve needs a handler")
+	}
+	codec := acemq.JSON
+	for _, o := range opts {
+		if co, ok := o.(acemq.CodecOption); ok && co.Codec() != nil {
+			codec = co.Codec()
+		}
+	}
+	// The handle exists before the consumer subscribes and the handler
+	// closes over it: a backlog delivered during start-up is counted.
+	r := &Responder{queue: queue}
+	s := &server[Req, Rep]{conn: conn, codec: codec, h: h, r: r}
+	c, err := acemq.Consume(ctx, conn, queue, s.handle, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
+	}
+	r.consumer = c
+	return r, nil
+}
+
+// Queue is the queue the responder reads.
+func (r *Responder) Queue() string { return r.queue }
+
+// Running reports whether the consumer is subscribed and not closing.
+func (r *Responder) Running() bool { return r.consumer.Running() }
+
+// InFlight is the number of requests being handled now.
+func (r *Responder) InFlight() int { return r.consumer.InFlight() }
+
+// Answered counts requests answered: incremented before the reply is
+// published, so a caller holding its answer sees a count that already
+// includes it, and taken back when the publish fails, so it counts replies
+// sent rather than attempted. A failure reply counts no answer.
+func (r *Responder) Answered() int64 { return r.answered.Load() }
+
+// Unanswerable counts requests that named nowhere to reply.
+func (r *Responder) Unanswerable() int64 { return r.unanswerable.Load() }
+
+// Consumer is the consumer underneath, for anything not forwarded here.
+func (r *Responder) Consumer() *acemq.Consumer { return r.consumer }
+
+// Done is closed when the responder has stopped.
+func (r *Responder) Done() <-chan struct{} { return r.consumer.Done() }
+
+// Close stops the responder as acemq.Consumer.Close stops a consumer: a
+// bounded drain of the requests being handled. Requests not finished within
+// the drain go back to the broker.
+func (r *Responder) Close(ctx context.Context) error { return r.consumer.Close(ctx) }
+
+type server[Req, Rep any] struct {
+	conn  *acemq.Conn
+	codec acemq.Codec
+	h     Handler[Req, Rep]
+	r     *Responder
+}
+
+// ReplyAddress is where a request asks to be answered: the acemq-reply-to
+// header first (it survives hops that rebuild a message), then the AMQP
+// reply-to property. It is empty when the request names neither.
+func ReplyAddress[T any](m acemq.Message[T]) string {
+	if v, ok := m.Envelope.Header(HeaderReplyTo); ok {
+		if s, ok := wire.String(v); ok && s != "" {
+			return s
+		}
+	}
+	return m.ReplyTo
+}
+
+func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) acemq.Ack {
+	to := ReplyAddress(m)
+	if to == "" {
+		s.r.unanswerable.Add(1)
+		return acemq.Reject(acemq.Fatal(ErrNoReplyAddress))
+	}
+	rep, err := s.call(ctx, m)
+	var body []byte
+	if err == nil {
+		if body, err = s.codec.Encode(rep); err != nil {
+			err = fmt.Errorf("rpc: encoding the reply with %s: %w", s.codec.ContentType(), err)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// The drain ran out and cancelled the handler: this responder is
+			// going away, and the request goes back to the broker for another
+			// one. A failure reply now would fail a call that may yet be
+			// answered.
+			return acemq.Retry(fmt.Errorf("rpc: the responder was stopped while handling the request: %w", err))
+		}
+		if perr := s.reply(ctx, m, to, s.zeroBody(), describe(err)); perr != nil {
+			// The caller has not been told and is still waiting: another
+			// attempt is the only path that can still reach it.
+			return acemq.Retry(fmt.Errorf("rpc: the handler failed (%s) and the failure reply could not be published: %w", describe(err), perr))
+		}
+		return acemq.Reject(err)
+	}
+	s.r.answered.Add(1)
+	if perr := s.reply(ctx, m, to, body, ""); perr != nil {
+		s.r.answered.Add(-1)
+		return acemq.Retry(fmt.Errorf("rpc: the reply could not be published: %w", perr))
+	}
+	return acemq.Accept()
+}
+
+// call runs the handler, turning a panic into an error.
+func (s *server[Req, Rep]) call(ctx context.Context, m acemq.Message[Req]) (rep Rep, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &acemq.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return s.h(ctx, m)
+}
+
+// zeroBody is the body of a failure reply: the zero Rep, which carries no
+// meaning and is never decoded; empty when the codec cannot encode it.
+func (s *server[Req, Rep]) zeroBody() []byte {
+	var zero Rep
+	b, err := s.codec.Encode(zero)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// reply publishes an answer (or, with errText, a failure) to the reply
+// address through the default exchange, not mandatory, with a fresh
+// envelope (WIRE.md §8.4).
+func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to string, body []byte, errText string) error {
+	f := acemq.Fields{
+		CorrelationID: m.Envelope.CorrelationID(),
+		CausationID:   m.Envelope.ID(),
+		Origin:        s.conn.Origin(),
+	}
+	if errText != "" {
+		f.Headers = map[string]any{HeaderError: errText}
+	}
+	env, err := acemq.NewEnvelope(f)
+	if err != nil {
+		return err
+	}
+	corr := m.CorrelationID
+	if corr == "" {
+		corr = m.Envelope.CorrelationID()
+	}
+	// The reply goes out even when the handler's context ends meanwhile:
+	// the caller is waiting for it. It is bounded like any settlement.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), acemq.DefaultSettlementDeadline)
+	defer cancel()
+	return s.conn.Publish(pctx, acemq.Outbound{
+		Exchange:        "",
+		RoutingKey:      to,
+		Envelope:        env,
+		ContentType:     s.codec.ContentType(),
+		Body:            body,
+		CorrelationID:   corr,
+		AllowUnroutable: true,
+	})
+}
+
+// describe renders err as the family writes causes, "TypeName: message",
+// looking through acemq.Fatal's wrapper to the error it marks.
+func describe(err error) string {
+	for acemq.IsFatal(err) && acemq.TypeName(err) == "fatalError" {
+		u := errors.Unwrap(err)
+		if u == nil {
+			break
+		}
+		err = u
+	}
+	return acemq.TypeName(err) + ": " + err.Error()
+}

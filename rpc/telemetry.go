@@ -1,0 +1,116 @@
+package rpc
+
+import (
+	"context"
+	"time"
+
+	"github.com/acemq/acemq"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Outcome is how a call ended, as acemq.request.total, acemq.request.duration
+// and the request span name it (WIRE.md §10.3).
+type Outcome string
+
+// The request outcomes.
+const (
+	// OutcomeAnswered: a reply came back, whatever it said (a failure reply
+	// and a reply the codec cannot read included).
+	OutcomeAnswered Outcome = "answered"
+	// OutcomeTimedOut: the call ended without a reply (deadline, cancelled
+	// context, or the requester closed under it).
+	OutcomeTimedOut Outcome = "timed_out"
+	// OutcomeFailed: the request itself was not published.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Metric names written by the requester (and only by the requester).
+const (
+	MetricRequestTotal    = "acemq.request.total"
+	MetricRequestDuration = "acemq.request.duration"
+)
+
+// Span attribute names of the request span (WIRE.md §10.4).
+const (
+	attrSystem         = "messaging.system"
+	attrDestination    = "messaging.destination.name"
+	attrOperation      = "messaging.operation"
+	attrMessageID      = "messaging.message.id"
+	attrConversationID = "messaging.message.conversation_id"
+	attrMessageType    = "messaging.acemq.message_type"
+	attrOutcome        = "messaging.acemq.outcome"
+)
+
+type telemetry struct {
+	tracer   trace.Tracer
+	total    metric.Int64Counter
+	duration metric.Float64Histogram
+	dest     string
+	key      string
+}
+
+func newTelemetry(conn *acemq.Conn, exchange, routingKey string) *telemetry {
+	t := &telemetry{
+		tracer: conn.TracerProvider().Tracer(acemq.InstrumentationScope),
+		dest:   exchange,
+		key:    routingKey,
+	}
+	if exchange == "" {
+		t.dest = routingKey
+	}
+	meter := conn.MeterProvider().Meter(acemq.InstrumentationScope)
+	var err error
+	t.total, err = meter.Int64Counter(MetricRequestTotal,
+		metric.WithDescription("Requests made by requesters, by how they ended."))
+	if err != nil {
+		t.total = noop.Int64Counter{}
+	}
+	t.duration, err = meter.Float64Histogram(MetricRequestDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("Round trip of a request, from before its publish to its reply or its deadline."))
+	if err != nil {
+		t.duration = noop.Float64Histogram{}
+	}
+	return t
+}
+
+// start opens the CLIENT span of one call.
+func (t *telemetry) start(ctx context.Context, id, msgType string) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, t.dest+" request",
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String(attrSystem, "rabbitmq"),
+			attribute.String(attrDestination, t.dest),
+			attribute.String(attrOperation, "request"),
+			attribute.String(attrMessageID, id),
+			attribute.String(attrConversationID, id),
+			attribute.String(attrMessageType, msgType),
+		))
+}
+
+// end records the call's metrics and ends its span.
+func (t *telemetry) end(span trace.Span, outcome Outcome, d time.Duration, err error) {
+	attrs := metric.WithAttributes(
+		attribute.String("routing.key", t.key),
+		attribute.String("outcome", string(outcome)),
+	)
+	// A detached context: the caller's may be cancelled already, and a
+	// recording must not depend on it.
+	ctx := context.Background()
+	t.total.Add(ctx, 1, attrs)
+	t.duration.Record(ctx, d.Seconds(), attrs)
+	span.SetAttributes(attribute.String(attrOutcome, string(outcome)))
+	if outcome != OutcomeAnswered {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		} else {
+			span.SetStatus(codes.Error, string(outcome))
+		}
+	}
+	span.End()
+}
