@@ -55,15 +55,21 @@ type consumeConfig struct {
 	retry        RetryPolicy
 	noDeclare    bool
 	drainTimeout time.Duration
+	topology     []*Topology
 }
 
-// Concurrency runs n handlers at once (default 1, which keeps order).
+// Concurrency runs n handlers at once (default 1). With 1, deliveries are
+// handled one at a time in the order the broker delivers them (a retried
+// message comes back later, behind newer ones); with more, in no particular
+// order.
 func Concurrency(n int) ConsumeOption {
 	return consumeOptionFunc(func(c *consumeConfig) { c.concurrency = n })
 }
 
 // Prefetch sets how many unacknowledged deliveries the broker hands the
-// consumer at once (default 20).
+// consumer at once (default 20). A delivery holds its slot until it is
+// settled, including while a retry waits in the consumer. 0 means no limit,
+// which lets the broker push a whole queue into memory.
 func Prefetch(n int) ConsumeOption {
 	return consumeOptionFunc(func(c *consumeConfig) { c.prefetch = n })
 }
@@ -73,9 +79,19 @@ func ConsumerTag(tag string) ConsumeOption {
 	return consumeOptionFunc(func(c *consumeConfig) { c.tag = tag })
 }
 
-// WithRetry sets the retry policy (default NoRetry: one attempt).
-func WithRetry(p RetryPolicy) ConsumeOption {
-	return consumeOptionFunc(func(c *consumeConfig) { c.retry = p })
+// WithRetry sets a consumer's retry policy (default NoRetry: one attempt).
+// Given to Topology.Queue, it declares the policy's retry rungs, the
+// acemq.retry exchange and the return binding with the queue, as a consumer
+// with that policy would.
+func WithRetry(p RetryPolicy) RetryOption { return RetryOption{p} }
+
+// RetryOption carries a retry policy to Consume or to Topology.Queue.
+type RetryOption struct{ policy RetryPolicy }
+
+func (o RetryOption) applyConsume(c *consumeConfig) { c.retry = o.policy }
+func (o RetryOption) applyQueue(q *queueSpec) {
+	q.retry = o.policy.orDefault()
+	q.retryDeclare = true
 }
 
 // NoDeclare starts the consumer without declaring anything: no acemq.dlx,
@@ -95,26 +111,37 @@ func DrainTimeout(d time.Duration) ConsumeOption {
 type Consumer struct{ core *consumerCore }
 
 // Consume starts a consumer of queue: every delivery is read into an
-// envelope, decoded into a T, handed to h, and settled as h decides. Before
-// subscribing it declares the dead-letter half ({queue}.dlq, {queue}.parked
-// on acemq.dlx) and, when the retry policy needs them, the rungs; never the
-// queue itself. ctx bounds the start-up only: stop the consumer with Close.
+// envelope, decoded into a T, handed to h, and settled as h decides (see
+// Ack). Before subscribing it declares the dead-letter half (acemq.dlx,
+// {queue}.dlq and {queue}.parked with their bindings) and, when the retry
+// policy holds waits on the broker, acemq.retry, the rungs and the return
+// binding; never the queue itself (declare it with a Topology, or pass one
+// with WithTopology). A declaration that fails refuses the start. ctx bounds
+// the start-up only: stop the consumer with Close.
 func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], opts ...ConsumeOption) (*Consumer, error) {
-	if h == nil {
+	switch {
+	case c == nil:
+		return nil, errors.New("acemq: Consume needs a connection")
+	case h == nil:
 		return nil, errors.New("acemq: Consume needs a handler")
-	}
-	if queue == "" {
+	case queue == "":
 		return nil, errors.New("acemq: Consume needs a queue name")
 	}
 	cfg := consumeConfig{codec: JSON, concurrency: 1, prefetch: DefaultPrefetch, drainTimeout: DefaultDrainTimeout}
 	for _, o := range opts {
 		o.applyConsume(&cfg)
 	}
-	if cfg.concurrency < 1 {
+	switch {
+	case cfg.concurrency < 1:
 		return nil, fmt.Errorf("acemq: concurrency must be at least 1, not %d", cfg.concurrency)
-	}
-	if cfg.prefetch < 0 {
+	case cfg.prefetch < 0:
 		return nil, fmt.Errorf("acemq: prefetch must not be negative, not %d", cfg.prefetch)
+	case cfg.drainTimeout <= 0:
+		return nil, fmt.Errorf("acemq: the drain timeout must be positive, not %s", cfg.drainTimeout)
+	case cfg.codec == nil:
+		return nil, errors.New("acemq: WithCodec needs a codec")
+	case cfg.noDeclare && len(cfg.topology) > 0:
+		return nil, errors.New("acemq: NoDeclare and WithTopology contradict each other: drop one")
 	}
 	if cfg.tag == "" {
 		cfg.tag = "acemq-" + queue
@@ -152,32 +179,47 @@ func (c *Consumer) Queue() string { return c.core.queue }
 // Tag is the consumer tag.
 func (c *Consumer) Tag() string { return c.core.cfg.tag }
 
+// Policy is the consumer's retry policy.
+func (c *Consumer) Policy() RetryPolicy { return c.core.cfg.retry }
+
 // Running reports whether the consumer is subscribed and not closing.
 func (c *Consumer) Running() bool { return c.core.running.Load() }
 
 // InFlight is the number of handlers running now.
 func (c *Consumer) InFlight() int { return int(c.core.inflight.Load()) }
 
-// Done is closed when the consumer has stopped.
+// Done is closed when Close has finished.
 func (c *Consumer) Done() <-chan struct{} { return c.core.done }
 
-// Close stops the consumer with a bounded drain: no new deliveries are
-// started; delivered but unstarted ones go back to the queue; running
-// handlers finish with their context intact, within the drain timeout (and
-// ctx). A drain that runs out returns a *DrainError saying how many were
-// stranded; the broker redelivers those.
+// Close stops the consumer with a bounded drain. No new delivery is
+// started: deliveries the broker has handed over but no handler has begun
+// go back to the queue (nack with requeue, attempt unchanged). Running
+// handlers finish with their context intact and are settled as they decide;
+// retries waiting in the consumer are republished at once, skipping the
+// rest of their wait. All of this within the drain timeout (default 20 s)
+// and ctx. A drain that runs out cancels the stranded handlers' context,
+// leaves their deliveries unsettled (the broker redelivers them, marked
+// redelivered, attempt unchanged, when the subscription closes) and returns
+// a *DrainError saying how many there were. Close is idempotent.
 func (c *Consumer) Close(ctx context.Context) error { return c.core.close(ctx) }
 
 // DrainError reports a drain that ran out of time.
 type DrainError struct {
-	Queue    string
+	Queue string
+	// Stranded is the number of deliveries that were not settled when the
+	// drain ran out; the broker redelivers them.
 	Stranded int
-	Timeout  time.Duration
+	// Timeout is how long the drain waited.
+	Timeout time.Duration
 }
 
 func (e *DrainError) Error() string {
 	return fmt.Sprintf("acemq: the consumer of %q did not drain within %s: %d deliveries were stranded and will be redelivered by the broker", e.Queue, e.Timeout, e.Stranded)
 }
+
+// errStranded is the Err of the settlement recorded for a delivery whose
+// handler was still running when the drain ran out.
+var errStranded = errors.New("the consumer closed before the delivery was settled; the broker redelivers it")
 
 type consumerCore struct {
 	conn   *Conn
@@ -185,41 +227,38 @@ type consumerCore struct {
 	cfg    consumeConfig
 	handle func(ctx context.Context, d *driver.Delivery, env Envelope) (Ack, error)
 
-	sub      driver.Subscription
-	dispatch chan driver.Delivery
-	stopping chan struct{}
-	done     chan struct{}
-	hctx     context.Context
-	hcancel  context.CancelFunc
-	workers  sync.WaitGroup
-	waits    sync.WaitGroup // in-consumer retry waits (timers)
-	reader   sync.WaitGroup
-	inflight atomic.Int64
-	running  atomic.Bool
-	ended    atomic.Bool // the subscription ended without Close (Conn.Health)
-	stopOnce sync.Once
-	closeMu  sync.Mutex
-	closeErr error
-	closed   bool
+	sub       driver.Subscription
+	dispatch  chan driver.Delivery
+	stopping  chan struct{}
+	done      chan struct{}
+	hctx      context.Context
+	hcancel   context.CancelFunc
+	workers   sync.WaitGroup
+	waits     sync.WaitGroup // in-consumer waits (timers)
+	reader    sync.WaitGroup
+	inflight  atomic.Int64 // handlers running
+	unsettled atomic.Int64 // deliveries taken up and not yet settled
+	running   atomic.Bool
+	abandoned atomic.Bool // the drain ran out: settle nothing more
+	ended     atomic.Bool // the subscription ended without Close (Conn.Health)
+	closeMu   sync.Mutex
+	closeErr  error
+	closed    bool
 }
 
 func (k *consumerCore) start(ctx context.Context) error {
+	for _, t := range k.cfg.topology {
+		if err := t.applyTo(ctx, k.conn.t); err != nil {
+			return fmt.Errorf("acemq: the consumer of %q could not declare its topology: %w", k.queue, err)
+		}
+	}
 	if !k.cfg.noDeclare {
 		if err := declareDeadLetterHalf(ctx, k.conn.t, k.queue, k.cfg.retry); err != nil {
 			return err
 		}
 	}
-	k.conn.mu.Lock()
-	if k.conn.closed {
-		k.conn.mu.Unlock()
-		return errors.New("acemq: the connection is closed")
-	}
-	k.conn.consumers[k] = struct{}{}
-	k.conn.mu.Unlock()
-
 	sub, err := k.conn.t.Consume(ctx, driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch})
 	if err != nil {
-		k.unregister()
 		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, err)
 	}
 	k.sub = sub
@@ -227,6 +266,17 @@ func (k *consumerCore) start(ctx context.Context) error {
 	k.stopping = make(chan struct{})
 	k.done = make(chan struct{})
 	k.hctx, k.hcancel = context.WithCancel(context.WithoutCancel(ctx))
+
+	// Register and start under the connection's lock, so that a Conn.Close
+	// racing with the start either refuses it or finds it fully started.
+	k.conn.mu.Lock()
+	defer k.conn.mu.Unlock()
+	if k.conn.closed {
+		k.hcancel()
+		_ = sub.Close()
+		return errors.New("acemq: the connection is closed")
+	}
+	k.conn.consumers[k] = struct{}{}
 	k.running.Store(true)
 	k.reader.Add(1)
 	go k.read()
@@ -243,17 +293,24 @@ func (k *consumerCore) unregister() {
 	k.conn.mu.Unlock()
 }
 
+func (k *consumerCore) isStopping() bool {
+	select {
+	case <-k.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
 // read moves deliveries from the subscription to the workers; once the
 // consumer is stopping, deliveries not yet started go back to the queue.
 func (k *consumerCore) read() {
 	defer k.reader.Done()
 	defer close(k.dispatch)
 	for d := range k.sub.Deliveries() {
-		select {
-		case <-k.stopping:
+		if k.isStopping() {
 			_ = d.Nack(true)
 			continue
-		default:
 		}
 		select {
 		case k.dispatch <- d:
@@ -272,6 +329,12 @@ func (k *consumerCore) read() {
 func (k *consumerCore) work() {
 	defer k.workers.Done()
 	for d := range k.dispatch {
+		// A delivery handed over just as the consumer began to stop has not
+		// started: put it back rather than run it.
+		if k.isStopping() {
+			_ = d.Nack(true)
+			continue
+		}
 		k.process(&d)
 	}
 }
@@ -285,10 +348,14 @@ func (k *consumerCore) close(ctx context.Context) error {
 	k.closed = true
 	k.running.Store(false)
 	close(k.stopping)
-	timeout := k.cfg.drainTimeout
-	dctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, k.cfg.drainTimeout)
 	defer cancel()
-	_ = k.sub.Cancel(dctx)
+	if err := k.sub.Cancel(dctx); err != nil {
+		// The subscription cannot be cancelled (its channel is gone, or ctx
+		// has ended): close it, which ends the deliveries at once.
+		_ = k.sub.Close()
+	}
 
 	finished := make(chan struct{})
 	go func() {
@@ -300,20 +367,13 @@ func (k *consumerCore) close(ctx context.Context) error {
 	select {
 	case <-finished:
 	case <-dctx.Done():
-		stranded := int(k.inflight.Load())
-		k.hcancel()
-		k.closeErr = &DrainError{Queue: k.queue, Stranded: stranded, Timeout: timeout}
+		k.abandoned.Store(true)
+		k.closeErr = &DrainError{Queue: k.queue, Stranded: int(k.unsettled.Load()), Timeout: time.Since(start).Round(time.Millisecond)}
 	}
+	// Closing the subscription puts whatever is still unsettled back on the
+	// queue (the broker redelivers it) and lets stranded handlers' settlements
+	// fail fast.
 	_ = k.sub.Close()
-	if k.closeErr != nil {
-		// Give the workers a moment to observe the cancelled context; the
-		// subscription is closed so their settlements fail and the broker
-		// redelivers.
-		select {
-		case <-finished:
-		case <-time.After(time.Second):
-		}
-	}
 	k.hcancel()
 	k.unregister()
 	close(k.done)

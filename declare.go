@@ -3,6 +3,9 @@ package acemq
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/acemq/acemq/driver"
@@ -27,6 +30,22 @@ type Declaration struct {
 	Binding  driver.Binding
 }
 
+// Queue types and the argument that selects them (WIRE.md §5.3). Classic is
+// the argument's absence: no declaration writes x-queue-type=classic.
+const (
+	QueueTypeQuorum  = "quorum"
+	QueueTypeClassic = "classic"
+	QueueTypeStream  = "stream"
+	argQueueType     = "x-queue-type"
+)
+
+// Arguments the dead-letter half and the rungs use.
+const (
+	argDeadLetterExchange   = "x-dead-letter-exchange"
+	argDeadLetterRoutingKey = "x-dead-letter-routing-key"
+	argMessageTTL           = "x-message-ttl"
+)
+
 func (d Declaration) apply(ctx context.Context, t driver.Conn) error {
 	switch d.Kind {
 	case DeclareExchange:
@@ -40,17 +59,145 @@ func (d Declaration) apply(ctx context.Context, t driver.Conn) error {
 	return fmt.Errorf("acemq: unknown declaration kind %q", d.Kind)
 }
 
-// String renders the declaration for a plan.
-func (d Declaration) String() string {
+// Name is the exchange's or queue's name, or for a binding
+// "exchange -> queue".
+func (d Declaration) Name() string {
 	switch d.Kind {
 	case DeclareExchange:
-		return fmt.Sprintf("exchange %s (%s, durable=%t)", d.Exchange.Name, d.Exchange.Kind, d.Exchange.Durable)
+		return d.Exchange.Name
 	case DeclareQueue:
-		return fmt.Sprintf("queue %s (durable=%t exclusive=%t auto-delete=%t) %v", d.Queue.Name, d.Queue.Durable, d.Queue.Exclusive, d.Queue.AutoDelete, d.Queue.Args)
+		return d.Queue.Name
 	case DeclareBinding:
-		return fmt.Sprintf("binding %s -> %s on %q", d.Binding.Exchange, d.Binding.Queue, d.Binding.RoutingKey)
+		return d.Binding.Exchange + " -> " + d.Binding.Queue
 	}
-	return string(d.Kind)
+	return ""
+}
+
+// String renders the declaration as one line of a plan, for example
+//
+//	queue orders.new (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.new.dlq
+func (d Declaration) String() string {
+	var b strings.Builder
+	switch d.Kind {
+	case DeclareExchange:
+		e := d.Exchange
+		fmt.Fprintf(&b, "exchange %s (%s", e.Name, e.Kind)
+		flag(&b, e.Durable, "durable", "transient")
+		flag(&b, e.AutoDelete, "auto-delete", "")
+		flag(&b, e.Internal, "internal", "")
+		b.WriteString(")")
+		writeArgs(&b, e.Args)
+	case DeclareQueue:
+		q := d.Queue
+		fmt.Fprintf(&b, "queue %s (%s", q.Name, queueType(q.Args))
+		flag(&b, q.Durable, "durable", "transient")
+		flag(&b, q.Exclusive, "exclusive", "")
+		flag(&b, q.AutoDelete, "auto-delete", "")
+		b.WriteString(")")
+		args := maps.Clone(q.Args)
+		delete(args, argQueueType)
+		writeArgs(&b, args)
+	case DeclareBinding:
+		fmt.Fprintf(&b, "binding %s -> %s on %q", d.Binding.Exchange, d.Binding.Queue, d.Binding.RoutingKey)
+		writeArgs(&b, d.Binding.Args)
+	default:
+		b.WriteString(string(d.Kind))
+	}
+	return b.String()
+}
+
+func flag(b *strings.Builder, on bool, yes, no string) {
+	switch {
+	case on && yes != "":
+		b.WriteString(", " + yes)
+	case !on && no != "":
+		b.WriteString(", " + no)
+	}
+}
+
+func writeArgs(b *strings.Builder, args driver.Table) {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		fmt.Fprintf(b, " %s=%v", k, args[k])
+	}
+}
+
+// queueType is the queue type a declaration's arguments ask for: the
+// x-queue-type argument, or "classic" when there is none.
+func queueType(args driver.Table) string {
+	if t, ok := args[argQueueType].(string); ok && t != "" {
+		return t
+	}
+	return QueueTypeClassic
+}
+
+// key identifies what a declaration names: two declarations with the same
+// key declare the same broker object and must agree.
+func (d Declaration) key() string {
+	switch d.Kind {
+	case DeclareBinding:
+		return fmt.Sprintf("binding\x00%s\x00%s\x00%s\x00%s", d.Binding.Exchange, d.Binding.Queue, d.Binding.RoutingKey, canonicalArgs(d.Binding.Args))
+	default:
+		return string(d.Kind) + "\x00" + d.Name()
+	}
+}
+
+// same reports whether two declarations of the same object ask for the same
+// settings. Integer arguments compare equal across widths, as the broker
+// compares them.
+func (d Declaration) same(o Declaration) bool {
+	if d.Kind != o.Kind {
+		return false
+	}
+	switch d.Kind {
+	case DeclareExchange:
+		a, b := d.Exchange, o.Exchange
+		return a.Name == b.Name && a.Kind == b.Kind && a.Durable == b.Durable && a.AutoDelete == b.AutoDelete &&
+			a.Internal == b.Internal && equalArgs(a.Args, b.Args)
+	case DeclareQueue:
+		a, b := d.Queue, o.Queue
+		return a.Name == b.Name && a.Durable == b.Durable && a.Exclusive == b.Exclusive && a.AutoDelete == b.AutoDelete &&
+			equalArgs(a.Args, b.Args)
+	case DeclareBinding:
+		return d.key() == o.key()
+	}
+	return false
+}
+
+func canonicalArgs(t driver.Table) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		v := t[k]
+		if n, ok := intArg(v); ok {
+			v = n
+		}
+		fmt.Fprintf(&b, "%s=%T:%v;", k, v, v)
+	}
+	return b.String()
+}
+
+func equalArgs(a, b driver.Table) bool { return canonicalArgs(a) == canonicalArgs(b) }
+
+// intArg reads an integer argument of any width.
+func intArg(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case uint8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	}
+	return 0, false
 }
 
 func exchangeDecl(name, kind string) Declaration {
@@ -71,9 +218,9 @@ func bindingDecl(exchange, queue, key string) Declaration {
 // rungArgs are exactly the three arguments of a retry rung of q.
 func rungArgs(q string, d time.Duration) driver.Table {
 	return driver.Table{
-		"x-message-ttl":             d.Milliseconds(),
-		"x-dead-letter-exchange":    RetryExchange,
-		"x-dead-letter-routing-key": q,
+		argMessageTTL:           d.Milliseconds(),
+		argDeadLetterExchange:   RetryExchange,
+		argDeadLetterRoutingKey: q,
 	}
 }
 

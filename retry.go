@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -39,26 +40,28 @@ func NoRetry() RetryPolicy {
 	return RetryPolicy{maxAttempts: 1, multiplier: 1, threshold: DefaultBrokerWaitThreshold, built: true}
 }
 
-// FixedRetry makes n attempts in all, waiting d before each retry, without
-// jitter.
+// FixedRetry makes n attempts in all (the first included), waiting d before
+// each retry, without jitter. n below 1 is taken as 1 and a negative d as 0.
 func FixedRetry(n int, d time.Duration) RetryPolicy {
-	return RetryPolicy{maxAttempts: max(n, 1), initial: d, multiplier: 1, maxDelay: d, threshold: DefaultBrokerWaitThreshold, built: true}
+	return RetryPolicy{maxAttempts: n, initial: d, multiplier: 1, maxDelay: d, threshold: DefaultBrokerWaitThreshold, built: true}.fix()
 }
 
-// ExponentialRetry makes n attempts in all, waiting initial before the
-// second and doubling each time up to max, with ±20 % jitter on waits held
-// in the consumer.
-func ExponentialRetry(n int, initial, max time.Duration) RetryPolicy {
-	return RetryPolicy{maxAttempts: n, initial: initial, multiplier: 2, maxDelay: max, jitter: 0.2, threshold: DefaultBrokerWaitThreshold, built: true}.fix()
+// ExponentialRetry makes n attempts in all (the first included), waiting
+// initial before the second and doubling each time, capped at maxDelay, with
+// ±20 % jitter on waits held in the consumer (waits held on a broker rung are
+// never jittered). n below 1 is taken as 1; a maxDelay below initial as
+// initial.
+func ExponentialRetry(n int, initial, maxDelay time.Duration) RetryPolicy {
+	return RetryPolicy{maxAttempts: n, initial: initial, multiplier: 2, maxDelay: maxDelay, jitter: DefaultExponentialJitter, threshold: DefaultBrokerWaitThreshold, built: true}.fix()
 }
+
+// DefaultExponentialJitter is the jitter factor ExponentialRetry starts with.
+const DefaultExponentialJitter = 0.2
 
 func (p RetryPolicy) fix() RetryPolicy {
-	if p.maxAttempts < 1 {
-		p.maxAttempts = 1
-	}
-	if p.maxDelay < p.initial {
-		p.maxDelay = p.initial
-	}
+	p.maxAttempts = max(p.maxAttempts, 1)
+	p.initial = max(p.initial, 0)
+	p.maxDelay = max(p.maxDelay, p.initial)
 	return p
 }
 
@@ -147,11 +150,17 @@ func (p RetryPolicy) WaitsInBroker(d time.Duration) bool {
 	return p.threshold > 0 && d > 0 && d >= p.threshold
 }
 
-// BrokerRungs are the distinct scheduled waits held on rungs, ascending.
+// BrokerRungs are the distinct scheduled waits held on rungs, ascending and
+// deduplicated by rung name (delays are named to the millisecond). A
+// threshold of 0 has none.
 func (p RetryPolicy) BrokerRungs() []time.Duration {
 	var out []time.Duration
 	for _, d := range p.Schedule() {
-		if p.WaitsInBroker(d) && !slices.Contains(out, d) {
+		if !p.WaitsInBroker(d) {
+			continue
+		}
+		d = d.Truncate(time.Millisecond)
+		if !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
@@ -180,19 +189,30 @@ func (p RetryPolicy) Jittered(d time.Duration) time.Duration {
 	return max(d, time.Millisecond)
 }
 
+// String renders the policy in the family's notation, for example
+// "exponential(6, 10s, 1m).giveUpAfter(2m)"; modifiers that differ from the
+// factory's defaults are appended (.withJitter, .waitInBrokerFrom).
 func (p RetryPolicy) String() string {
 	p = p.orDefault()
 	var s string
+	var jitter float64
 	switch {
-	case p.maxAttempts == 1:
+	case p.maxAttempts == 1 && p.initial == 0:
 		s = "none()"
 	case p.multiplier == 1:
 		s = fmt.Sprintf("fixed(%d, %s)", p.maxAttempts, FormatDelay(p.initial))
 	default:
 		s = fmt.Sprintf("exponential(%d, %s, %s)", p.maxAttempts, FormatDelay(p.initial), FormatDelay(p.maxDelay))
+		jitter = DefaultExponentialJitter
 	}
 	if p.maxAge > 0 {
 		s += ".giveUpAfter(" + FormatDelay(p.maxAge) + ")"
+	}
+	if p.jitter != jitter {
+		s += ".withJitter(" + strconv.FormatFloat(p.jitter, 'g', -1, 64) + ")"
+	}
+	if p.threshold != DefaultBrokerWaitThreshold {
+		s += ".waitInBrokerFrom(" + FormatDelay(p.threshold) + ")"
 	}
 	return s
 }

@@ -41,13 +41,16 @@ const (
 type Settlement struct {
 	Queue    string
 	Envelope Envelope
-	// Decision is what the handler asked (DecisionReject for a panic or an
-	// undecodable body it never saw).
+	// Decision is what the handler asked: DecisionReject for a panic;
+	// DecisionPark for a body that could not be decoded (the handler never
+	// saw it), or DecisionRetry when the codec said retrying could help.
 	Decision Decision
 	// Outcome is what the engine did: a retry on the last attempt is
 	// OutcomeDeadLettered.
 	Outcome Outcome
-	// Where is set for retries: WhereConsumer, WhereBroker or WhereRequeued.
+	// Where is where the wait of a retry or an in-progress put-back was
+	// held: WhereConsumer, WhereBroker, or WhereRequeued when the republish
+	// failed and the delivery was put back instead.
 	Where string
 	// Target is the queue the message was republished to, if any.
 	Target string
@@ -58,6 +61,11 @@ type Settlement struct {
 	Reason string
 	// Err is the handler's (or decoder's) error.
 	Err error
+	// SettleErr is the broker failure that stopped the decision's actions:
+	// a republish that was refused, lost or unroutable, or an ack that
+	// failed. The delivery was put back (Outcome OutcomeRequeued) or, when
+	// only the ack failed, will be redelivered by the broker.
+	SettleErr error
 	// Duration is the time spent decoding and in the handler.
 	Duration time.Duration
 	// RungMissing names the rung found missing, whose wait moved to the
@@ -84,6 +92,7 @@ const (
 
 // process runs one delivery through decode, handler and settlement.
 func (k *consumerCore) process(d *driver.Delivery) {
+	k.unsettled.Add(1)
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
 	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
@@ -91,23 +100,28 @@ func (k *consumerCore) process(d *driver.Delivery) {
 	start := time.Now()
 	ack, decodeErr, panicked := k.run(ctx, d, env)
 	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered, end: end}
+	if k.abandoned.Load() {
+		// The drain ran out while the handler ran: its delivery goes back
+		// when the subscription closes; republishing now could duplicate it.
+		k.strand(s)
+		return
+	}
 	switch {
 	case panicked != nil:
 		s.Decision = DecisionReject
 		s.Err = panicked
 		k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+describe(panicked), OutcomeRejected)
 	case decodeErr != nil:
+		s.Err = decodeErr
 		var de *DecodeError
 		if errors.As(decodeErr, &de) && de.Retryable {
 			s.Decision = DecisionRetry
-			s.Err = decodeErr
 			if k.retry(d, env, &s) {
 				return
 			}
 			break
 		}
 		s.Decision = DecisionPark
-		s.Err = decodeErr
 		k.setAside(d, env, &s, ParkedQueue(k.queue), reasonUndecodable+describe(decodeErr), OutcomeParked)
 	default:
 		s.Decision = ack.decision
@@ -116,6 +130,7 @@ func (k *consumerCore) process(d *driver.Delivery) {
 		case DecisionAccept:
 			if err := d.Ack(); err != nil {
 				s.Outcome = OutcomeRequeued
+				s.SettleErr = err
 			} else {
 				s.Outcome = OutcomeAcked
 			}
@@ -133,6 +148,7 @@ func (k *consumerCore) process(d *driver.Delivery) {
 			k.setAside(d, env, &s, ParkedQueue(k.queue), reasonParked+describe(ack.err), OutcomeParked)
 		case DecisionInProgress:
 			s.Delay = ack.delay
+			s.Where = WhereConsumer
 			k.later(ack.delay, s, func(s *Settlement) {
 				k.republish(d, env, k.queue, s, OutcomeInProgress)
 			})
@@ -141,7 +157,20 @@ func (k *consumerCore) process(d *driver.Delivery) {
 			k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+fmt.Sprintf("unknown decision %d", ack.decision), OutcomeRejected)
 		}
 	}
+	k.finish(s)
+}
+
+// finish records a settled delivery.
+func (k *consumerCore) finish(s Settlement) {
+	k.unsettled.Add(-1)
 	k.conn.emitSettlement(s)
+}
+
+// strand records a delivery left unsettled because the drain ran out.
+func (k *consumerCore) strand(s Settlement) {
+	s.Outcome = OutcomeRequeued
+	s.Err = errors.Join(s.Err, errStranded)
+	k.finish(s)
 }
 
 // PanicError is the error recorded for a handler that panicked.
@@ -191,10 +220,10 @@ func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (d
 			k.settleAck(d, s, rung, OutcomeRetried)
 			return false
 		case errors.As(err, &ue):
+			// The rung is missing: count it and wait in the consumer.
 			s.RungMissing = rung
-			// fall through to a wait in the consumer
 		default:
-			k.requeue(d, s)
+			k.requeue(d, s, err)
 			return false
 		}
 	}
@@ -206,7 +235,7 @@ func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (d
 }
 
 // later waits without holding a worker (the delivery stays unacknowledged,
-// holding its prefetch slot), then runs settle and emits the settlement. A
+// holding its prefetch slot), then runs settle and records the settlement. A
 // consumer that closes meanwhile cuts the wait short, so every delivery is
 // settled before the drain ends.
 func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Settlement)) {
@@ -219,8 +248,12 @@ func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Sett
 		case <-k.stopping:
 			t.Stop()
 		}
+		if k.abandoned.Load() {
+			k.strand(s)
+			return
+		}
 		settle(&s)
-		k.conn.emitSettlement(s)
+		k.finish(s)
 	}()
 }
 
@@ -228,12 +261,8 @@ func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Sett
 // env's headers) to target through the default exchange and acks the
 // original once the copy is confirmed and routed.
 func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string, s *Settlement, outcome Outcome) {
-	err := k.publishCopy(d, env, target)
-	if err != nil {
-		if s.Where == WhereConsumer || s.Where == "" {
-			s.Where = WhereRequeued
-		}
-		k.requeue(d, s)
+	if err := k.publishCopy(d, env, target); err != nil {
+		k.requeue(d, s, err)
 		return
 	}
 	k.settleAck(d, s, target, outcome)
@@ -247,28 +276,36 @@ func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement,
 	case err == nil:
 		k.settleAck(d, s, target, outcome)
 	case errors.As(err, &ue):
+		// The target is missing: count it and put the message back, never
+		// drop it (WIRE.md §6.1).
 		s.SetAsideFailed = target
-		k.requeue(d, s)
+		k.requeue(d, s, err)
 	default:
-		k.requeue(d, s)
+		k.requeue(d, s, err)
 	}
 }
 
 func (k *consumerCore) settleAck(d *driver.Delivery, s *Settlement, target string, outcome Outcome) {
 	s.Target = target
+	s.Outcome = outcome
 	if err := d.Ack(); err != nil {
 		// The channel went away after the copy was confirmed: the broker
-		// redelivers the original, so the copy may be duplicated. Record it.
-		s.Outcome = outcome
-		s.Err = errors.Join(s.Err, err)
-		return
+		// redelivers the original, so the message may be seen twice.
+		s.SettleErr = err
 	}
-	s.Outcome = outcome
 }
 
-func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement) {
+// requeue puts the delivery back on its queue unchanged (nack with
+// requeue) after a republish failed with err.
+func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement, err error) {
 	s.Outcome = OutcomeRequeued
-	_ = d.Nack(true)
+	s.SettleErr = err
+	if s.Where != "" {
+		s.Where = WhereRequeued
+	}
+	if nerr := d.Nack(true); nerr != nil {
+		s.SettleErr = errors.Join(err, nerr)
+	}
 }
 
 // publishCopy republishes the original delivery's bytes with env's headers

@@ -1,0 +1,309 @@
+package acemq_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/memory"
+	_ "github.com/acemq/acemq/rabbitmq"
+)
+
+// recordingScheme is a test transport: recording://NAME is the memory
+// broker memory://NAME behind a driver.Conn that records every declaration
+// made through it.
+const recordingScheme = "acemq-recording"
+
+func init() { driver.Register(recordingScheme, recordingDriver{}) }
+
+type recordingDriver struct{}
+
+func (recordingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	u, err := url.Parse(cfg.URLs[0])
+	if err != nil {
+		return nil, err
+	}
+	cfg.URLs = []string{"memory://" + u.Host + u.Path}
+	inner, err := memory.Driver{}.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingConn{Conn: inner}, nil
+}
+
+type recordingConn struct {
+	driver.Conn
+	mu    sync.Mutex
+	decls []acemq.Declaration
+}
+
+func (c *recordingConn) record(d acemq.Declaration) {
+	c.mu.Lock()
+	c.decls = append(c.decls, d)
+	c.mu.Unlock()
+}
+
+// take returns what was declared since the last take.
+func (c *recordingConn) take() []acemq.Declaration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.decls
+	c.decls = nil
+	return out
+}
+
+func (c *recordingConn) DeclareExchange(ctx context.Context, e driver.Exchange) error {
+	c.record(acemq.Declaration{Kind: acemq.DeclareExchange, Exchange: e})
+	return c.Conn.DeclareExchange(ctx, e)
+}
+
+func (c *recordingConn) DeclareQueue(ctx context.Context, q driver.Queue) (driver.QueueInfo, error) {
+	c.record(acemq.Declaration{Kind: acemq.DeclareQueue, Queue: q})
+	return c.Conn.DeclareQueue(ctx, q)
+}
+
+func (c *recordingConn) Bind(ctx context.Context, b driver.Binding) error {
+	c.record(acemq.Declaration{Kind: acemq.DeclareBinding, Binding: b})
+	return c.Conn.Bind(ctx, b)
+}
+
+// memoryName is a memory broker name unique to the test.
+func memoryName(t testing.TB) string {
+	return strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")) + "-" + randomHex(3)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// connectRecording opens a connection on a fresh memory broker whose
+// transport records declarations.
+func connectRecording(t *testing.T) (*acemq.Conn, *recordingConn) {
+	t.Helper()
+	name := memoryName(t)
+	c, err := acemq.Connect(context.Background(), recordingScheme+"://"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Close(context.Background())
+		memory.Reset(name)
+	})
+	return c, c.Transport().(*recordingConn)
+}
+
+// backend is a broker the engine tests run against.
+type backend struct {
+	name string
+	// open connects, registering cleanups; it skips when the broker is not
+	// available.
+	open func(t *testing.T) *acemq.Conn
+}
+
+var memoryBackend = backend{
+	name: "memory",
+	open: func(t *testing.T) *acemq.Conn {
+		name := memoryName(t)
+		c, err := acemq.Connect(context.Background(), "memory://"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Close(context.Background())
+			memory.Reset(name)
+		})
+		return c
+	},
+}
+
+var rabbitBackend = backend{
+	name: "rabbitmq",
+	open: func(t *testing.T) *acemq.Conn {
+		u := testenv.AMQPURL(t)
+		c, err := acemq.Connect(context.Background(), u, acemq.WithName("acemq-engine-test "+t.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		return c
+	},
+}
+
+// rig is one engine test: a connection, a uniquely named source queue
+// (quorum, dead-lettering) and the settlements recorded on it.
+type rig struct {
+	t       *testing.T
+	conn    *acemq.Conn
+	q       string
+	settled chan acemq.Settlement
+	mu      sync.Mutex
+	cleanup []string // queues to delete
+}
+
+const waitFor = 15 * time.Second
+
+func newRig(t *testing.T, b backend) *rig {
+	t.Helper()
+	conn := b.open(t)
+	r := &rig{
+		t:       t,
+		conn:    conn,
+		q:       "acemq-test-" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")) + "-" + randomHex(4),
+		settled: make(chan acemq.Settlement, 1000),
+	}
+	r.cleanup = []string{r.q, r.q + ".dlq", r.q + ".parked"}
+	// Registered after the connection's cleanup, so it runs before it.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r.mu.Lock()
+		names := slices.Clone(r.cleanup)
+		r.mu.Unlock()
+		for _, n := range names {
+			_, _ = conn.Transport().DeleteQueue(ctx, n)
+		}
+	})
+	remove := conn.OnSettle(func(s acemq.Settlement) {
+		select {
+		case r.settled <- s:
+		default:
+			t.Errorf("settlement channel full; dropped %+v", s)
+		}
+	})
+	t.Cleanup(remove)
+	if err := acemq.NewTopology().Queue(r.q, acemq.WithDeadLettering()).Apply(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// consume starts a consumer of the rig's queue, closed when the test ends.
+func consume[T any](r *rig, h acemq.Handler[T], opts ...acemq.ConsumeOption) *acemq.Consumer {
+	r.t.Helper()
+	c, err := acemq.Consume(context.Background(), r.conn, r.q, h, opts...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	for _, d := range acemq.ConsumerDeclarations(r.q, c.Policy()) {
+		if d.Kind == acemq.DeclareQueue && !slices.Contains(r.cleanup, d.Queue.Name) {
+			r.cleanup = append(r.cleanup, d.Queue.Name)
+		}
+	}
+	r.mu.Unlock()
+	r.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+type order struct {
+	ID string `json:"id"`
+}
+
+// publish sends an order to the rig's queue through the default exchange.
+func (r *rig) publish(id string, env acemq.Envelope) acemq.Envelope {
+	r.t.Helper()
+	if env.ID() == "" {
+		env = acemq.MustEnvelope(acemq.Fields{})
+	}
+	body := fmt.Sprintf(`{"id":%q}`, id)
+	err := r.conn.Publish(context.Background(), acemq.Outbound{RoutingKey: r.q, Envelope: env, ContentType: "application/json", Body: []byte(body)})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return env
+}
+
+// publishRaw sends a message straight through the transport, headers as
+// given.
+func (r *rig) publishRaw(m driver.Message) {
+	r.t.Helper()
+	if m.RoutingKey == "" {
+		m.RoutingKey = r.q
+	}
+	m.Mandatory = true
+	if err := r.conn.Transport().Publish(context.Background(), m); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// next waits for the next settlement.
+func (r *rig) next() acemq.Settlement {
+	r.t.Helper()
+	select {
+	case s := <-r.settled:
+		return s
+	case <-time.After(waitFor):
+		r.t.Fatalf("no settlement within %v", waitFor)
+	}
+	return acemq.Settlement{}
+}
+
+// get fetches and acks one message from queue, waiting for it.
+func (r *rig) get(queue string) driver.Delivery {
+	r.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		d, ok, err := r.conn.Transport().Get(context.Background(), queue)
+		if err != nil {
+			r.t.Fatalf("get from %s: %v", queue, err)
+		}
+		if ok {
+			if err := d.Ack(); err != nil {
+				r.t.Fatalf("ack: %v", err)
+			}
+			return d
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("nothing arrived in %s within %v", queue, waitFor)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// messages waits until queue holds n ready messages.
+func (r *rig) messages(queue string, n int) {
+	r.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		info, err := r.conn.Transport().InspectQueue(context.Background(), queue)
+		if err != nil {
+			r.t.Fatalf("inspect %s: %v", queue, err)
+		}
+		if info.Messages == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s holds %d messages, want %d", queue, info.Messages, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %v", what, waitFor)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

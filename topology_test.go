@@ -1,0 +1,543 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+)
+
+// fixtureApplicationTopology is the fixture's application topology in one
+// expression: exchange orders (topic), queue orders.new (quorum, with
+// dead-lettering), binding on order.*.
+func fixtureApplicationTopology() *acemq.Topology {
+	return acemq.NewTopology().
+		Exchange("orders", acemq.ExchangeTopic).
+		Queue("orders.new", acemq.WithDeadLettering()).
+		Bind("orders", "orders.new", "order.*")
+}
+
+// declKey renders a declaration for set comparison: names, kinds,
+// durability, flags, queue types and arguments, integers compared whatever
+// their width.
+func declKey(d acemq.Declaration) string {
+	args := func(t driver.Table) string {
+		var parts []string
+		for _, k := range slices.Sorted(mapsKeys(t)) {
+			v := t[k]
+			if n, ok := asInt64(v); ok {
+				v = n
+			}
+			parts = append(parts, fmt.Sprintf("%s=%T:%v", k, v, v))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	switch d.Kind {
+	case acemq.DeclareExchange:
+		e := d.Exchange
+		return fmt.Sprintf("exchange %s kind=%s durable=%t autoDelete=%t internal=%t args=%s", e.Name, e.Kind, e.Durable, e.AutoDelete, e.Internal, args(e.Args))
+	case acemq.DeclareQueue:
+		q := d.Queue
+		return fmt.Sprintf("queue %s durable=%t exclusive=%t autoDelete=%t args=%s", q.Name, q.Durable, q.Exclusive, q.AutoDelete, args(q.Args))
+	default:
+		b := d.Binding
+		return fmt.Sprintf("binding %s -> %s key=%q args=%s", b.Exchange, b.Queue, b.RoutingKey, args(b.Args))
+	}
+}
+
+func mapsKeys(t driver.Table) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range t {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// fixtureDecls turns the fixture's topology entries declared by one of the
+// given parties into declarations. A queue of type quorum carries
+// x-queue-type=quorum besides its listed arguments; classic carries none.
+func fixtureDecls(t *testing.T, ft fixtureTopology, by ...string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range ft.Exchanges {
+		if slices.Contains(by, e.DeclaredBy) {
+			out = append(out, declKey(acemq.Declaration{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: e.Name, Kind: e.Type, Durable: e.Durable}}))
+		}
+	}
+	for _, q := range ft.Queues {
+		if !slices.Contains(by, q.DeclaredBy) {
+			continue
+		}
+		args := driver.Table{}
+		for k, v := range q.Arguments {
+			if n, ok := asInt64(v); ok {
+				v = n
+			}
+			args[k] = v
+		}
+		switch q.Type {
+		case "quorum":
+			args["x-queue-type"] = "quorum"
+		case "classic":
+		default:
+			t.Fatalf("fixture queue %s has type %q", q.Name, q.Type)
+		}
+		out = append(out, declKey(acemq.Declaration{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q.Name, Durable: q.Durable, Args: args}}))
+	}
+	for _, b := range ft.Bindings {
+		if slices.Contains(by, b.DeclaredBy) {
+			out = append(out, declKey(acemq.Declaration{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: b.Exchange, Queue: b.Queue, RoutingKey: b.RoutingKey}}))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func declKeys(ds []acemq.Declaration) []string {
+	out := make([]string, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, declKey(d))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func diffSets(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	for i := 1; i < len(got); i++ {
+		if got[i] == got[i-1] {
+			t.Errorf("%s: declared twice: %s", what, got[i])
+		}
+	}
+	got = slices.Compact(slices.Clone(got))
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			t.Errorf("%s: extra declaration %s", what, g)
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s: missing declaration %s", what, w)
+		}
+	}
+}
+
+// TestContractTopologyDerivation checks the fixture's topology section
+// against the test's own derivation of the policy and the names.
+func TestContractTopologyDerivation(t *testing.T) {
+	ft := loadContract(t).Topology
+	q := ft.SourceQueue
+	_, m := parsePolicy(t, ft.Policy)
+	if fmt.Sprint(m.schedule()) != fmt.Sprint(ft.PolicyScheduleMillis) {
+		t.Errorf("schedule: fixture %v, independent derivation %v", ft.PolicyScheduleMillis, m.schedule())
+	}
+	if fmt.Sprint(m.rungs()) != fmt.Sprint(ft.PolicyRungDelaysMillis) {
+		t.Errorf("rungs: fixture %v, independent derivation %v", ft.PolicyRungDelaysMillis, m.rungs())
+	}
+	// The consumer's part derived from first principles (WIRE.md §5.1, §5.4).
+	want := []acemq.Declaration{
+		{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: "acemq.dlx", Kind: "direct", Durable: true}},
+		{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q + ".dlq", Durable: true, Args: driver.Table{}}},
+		{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q + ".parked", Durable: true, Args: driver.Table{}}},
+		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".dlq", RoutingKey: q + ".dlq"}},
+		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".parked", RoutingKey: q + ".parked"}},
+		{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: "acemq.retry", Kind: "direct", Durable: true}},
+		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "acemq.retry", Queue: q, RoutingKey: q}},
+	}
+	for _, d := range m.rungs() {
+		want = append(want, acemq.Declaration{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: modelRung(q, d), Durable: true, Args: driver.Table{
+			"x-message-ttl": d, "x-dead-letter-exchange": "acemq.retry", "x-dead-letter-routing-key": q,
+		}}})
+	}
+	diffSets(t, "fixture consumer+both vs derivation", fixtureDecls(t, ft, "consumer", "both"), declKeys(want))
+	// The application's part: its exchange, its queue (quorum, dead-lettered),
+	// its binding, and the dead-letter half.
+	app := []acemq.Declaration{
+		{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: "orders", Kind: "topic", Durable: true}},
+		{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q, Durable: true, Args: driver.Table{
+			"x-queue-type": "quorum", "x-dead-letter-exchange": "acemq.dlx", "x-dead-letter-routing-key": q + ".dlq",
+		}}},
+		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "orders", Queue: q, RoutingKey: "order.*"}},
+	}
+	app = append(app, want[:5]...)
+	diffSets(t, "fixture topology+both vs derivation", fixtureDecls(t, ft, "topology", "both"), declKeys(app))
+}
+
+// TestContractTopologyDeclaredByConsumer starts a consumer with the
+// fixture's policy against a transport that records declarations: the
+// recorded set must be exactly the entries declared by "consumer" or
+// "both".
+func TestContractTopologyDeclaredByConsumer(t *testing.T) {
+	ft := loadContract(t).Topology
+	conn, rec := connectRecording(t)
+	ctx := context.Background()
+	// The application's topology first (the consumer never declares its
+	// queue, so it must exist).
+	if err := fixtureApplicationTopology().Apply(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	rec.take()
+
+	policy, _ := parsePolicy(t, ft.Policy)
+	c, err := acemq.Consume(ctx, conn, ft.SourceQueue, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() }, acemq.WithRetry(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := declKeys(rec.take())
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	diffSets(t, "consumer", got, fixtureDecls(t, ft, "consumer", "both"))
+
+	// NoDeclare declares nothing at all.
+	c, err = acemq.Consume(ctx, conn, ft.SourceQueue, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() }, acemq.WithRetry(policy), acemq.NoDeclare())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("NoDeclare declared %v", got)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestContractTopologyDeclaredByBuilder declares the fixture's application
+// topology through the builder: exactly the "topology" and "both" entries.
+func TestContractTopologyDeclaredByBuilder(t *testing.T) {
+	ft := loadContract(t).Topology
+	conn, rec := connectRecording(t)
+	if err := fixtureApplicationTopology().Apply(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	diffSets(t, "topology", declKeys(rec.take()), fixtureDecls(t, ft, "topology", "both"))
+
+	plan, err := fixtureApplicationTopology().Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffSets(t, "plan", declKeys(plan), fixtureDecls(t, ft, "topology", "both"))
+
+	// With the consumer's policy as well, the builder declares the union.
+	policy, _ := parsePolicy(t, ft.Policy)
+	plan, err = acemq.NewTopology().
+		Exchange("orders", acemq.ExchangeTopic).
+		Queue("orders.new", acemq.WithDeadLettering(), acemq.WithRetry(policy)).
+		Bind("orders", "orders.new", "order.*").
+		Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffSets(t, "plan with retries", declKeys(plan), fixtureDecls(t, ft, "topology", "both", "consumer"))
+}
+
+func TestTopologyPlanOrderAndText(t *testing.T) {
+	plan, err := fixtureApplicationTopology().Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Exchanges, then queues, then bindings: every binding's exchange and
+	// queue is declared before it.
+	seen := map[string]bool{}
+	last := acemq.DeclareExchange
+	rank := map[acemq.DeclarationKind]int{acemq.DeclareExchange: 0, acemq.DeclareQueue: 1, acemq.DeclareBinding: 2}
+	for _, d := range plan {
+		if rank[d.Kind] < rank[last] {
+			t.Errorf("%s comes after a %s", d, last)
+		}
+		last = d.Kind
+		switch d.Kind {
+		case acemq.DeclareExchange:
+			seen["e:"+d.Exchange.Name] = true
+		case acemq.DeclareQueue:
+			seen["q:"+d.Queue.Name] = true
+		case acemq.DeclareBinding:
+			if !seen["e:"+d.Binding.Exchange] || !seen["q:"+d.Binding.Queue] {
+				t.Errorf("%s comes before its exchange or queue", d)
+			}
+		}
+	}
+	text := plan.String()
+	for _, want := range []string{
+		"exchange orders (topic, durable)",
+		"queue orders.new (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.new.dlq",
+		"queue orders.new.dlq (classic, durable)",
+		`binding orders -> orders.new on "order.*"`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("the plan does not read %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestTopologyQueueTypes(t *testing.T) {
+	queueOf := func(t *testing.T, opts ...acemq.QueueOption) (driver.Queue, error) {
+		t.Helper()
+		p, err := acemq.NewTopology().Queue("q", opts...).Plan()
+		if err != nil {
+			return driver.Queue{}, err
+		}
+		for _, d := range p {
+			if d.Kind == acemq.DeclareQueue && d.Queue.Name == "q" {
+				return d.Queue, nil
+			}
+		}
+		t.Fatal("no queue in the plan")
+		return driver.Queue{}, nil
+	}
+	for _, c := range []struct {
+		name    string
+		opts    []acemq.QueueOption
+		typ     string // "" = no x-queue-type
+		durable bool
+		refused string
+	}{
+		{"default durable is quorum", nil, "quorum", true, ""},
+		{"classic on request", []acemq.QueueOption{acemq.ClassicQueue()}, "", true, ""},
+		{"explicit quorum", []acemq.QueueOption{acemq.QuorumQueue()}, "quorum", true, ""},
+		{"exclusive is classic", []acemq.QueueOption{acemq.ExclusiveQueue()}, "", true, ""},
+		{"auto-delete is classic", []acemq.QueueOption{acemq.AutoDeleteQueue()}, "", true, ""},
+		{"transient is classic", []acemq.QueueOption{acemq.TransientQueue()}, "", false, ""},
+		{"quorum and exclusive refused", []acemq.QueueOption{acemq.QuorumQueue(), acemq.ExclusiveQueue()}, "", false, "exclusive"},
+		{"quorum and auto-delete refused", []acemq.QueueOption{acemq.QuorumQueue(), acemq.AutoDeleteQueue()}, "", false, "auto-delete"},
+		{"quorum argument and exclusive refused", []acemq.QueueOption{acemq.ExclusiveQueue(), acemq.QueueArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "exclusive"},
+		{"classic argument is written as none", []acemq.QueueOption{acemq.QueueArguments(driver.Table{"x-queue-type": "classic"})}, "", true, ""},
+		{"explicit argument wins over the default", []acemq.QueueOption{acemq.QueueArguments(driver.Table{"x-queue-type": "stream"})}, "stream", true, ""},
+		{"options and arguments disagree", []acemq.QueueOption{acemq.ClassicQueue(), acemq.QueueArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "arguments"},
+		{"dead-lettering refuses a caller's x-dead-letter-exchange", []acemq.QueueOption{acemq.WithDeadLettering(), acemq.QueueArguments(driver.Table{"x-dead-letter-exchange": "mine"})}, "", false, "x-dead-letter-exchange"},
+		{"dead-lettering refuses a caller's x-dead-letter-routing-key", []acemq.QueueOption{acemq.WithDeadLettering(), acemq.QueueArguments(driver.Table{"x-dead-letter-routing-key": "mine"})}, "", false, "x-dead-letter-routing-key"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, err := queueOf(t, c.opts...)
+			if c.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), c.refused) {
+					t.Fatalf("err = %v, want a refusal naming %q", err, c.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ, has := q.Args["x-queue-type"]
+			if (c.typ == "") == has || (has && typ != c.typ) {
+				t.Errorf("x-queue-type = %v (present %v), want %q", typ, has, c.typ)
+			}
+			if q.Durable != c.durable {
+				t.Errorf("durable = %v, want %v", q.Durable, c.durable)
+			}
+		})
+	}
+}
+
+func TestTopologyValidate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		topo *acemq.Topology
+		want string
+	}{
+		{"conflicting queue", acemq.NewTopology().Queue("a").Queue("a", acemq.ClassicQueue()), "declared twice with different settings"},
+		{"conflicting exchange", acemq.NewTopology().Exchange("e", acemq.ExchangeTopic).Exchange("e", acemq.ExchangeDirect), "declared twice"},
+		{"managed exchange redeclared differently", acemq.NewTopology().Exchange("acemq.dlx", acemq.ExchangeTopic).Queue("a", acemq.WithDeadLettering()), "acemq.dlx"},
+		{"amq. exchange", acemq.NewTopology().Exchange("amq.mine", acemq.ExchangeDirect), "amq."},
+		{"unnamed exchange", acemq.NewTopology().Exchange("", acemq.ExchangeDirect), "needs a name"},
+		{"unknown kind", acemq.NewTopology().Exchange("e", "round-robin"), "unknown kind"},
+		{"unnamed queue", acemq.NewTopology().Queue(""), "needs a name"},
+		{"default exchange binding", acemq.NewTopology().Queue("a").Bind("", "a", "a"), "default exchange"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.topo.Validate()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, c.want)
+			}
+			if _, perr := c.topo.Plan(); perr == nil {
+				t.Error("Plan accepted an invalid topology")
+			}
+			conn, rec := connectRecording(t)
+			if aerr := c.topo.Apply(context.Background(), conn); aerr == nil {
+				t.Error("Apply accepted an invalid topology")
+			}
+			if got := rec.take(); len(got) != 0 {
+				t.Errorf("Apply of an invalid topology declared %v", got)
+			}
+		})
+	}
+	// Identical repeats merge; a queue declared by two dead-lettered
+	// queues' halves shares acemq.dlx once.
+	topo := acemq.NewTopology().Queue("a", acemq.WithDeadLettering()).Queue("b", acemq.WithDeadLettering()).Queue("a", acemq.WithDeadLettering())
+	if err := topo.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := topo.Plan()
+	n := 0
+	for _, d := range p {
+		if d.Kind == acemq.DeclareExchange && d.Exchange.Name == "acemq.dlx" {
+			n++
+		}
+	}
+	if n != 1 || len(p) != 1+2*5 {
+		t.Errorf("plan has %d acemq.dlx and %d entries:\n%s", n, len(p), p)
+	}
+}
+
+func TestTopologyWithTopologyOption(t *testing.T) {
+	conn, rec := connectRecording(t)
+	ctx := context.Background()
+	c, err := acemq.Consume(ctx, conn, "orders.new", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() },
+		acemq.WithTopology(fixtureApplicationTopology()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	got := declKeys(rec.take())
+	plan, _ := fixtureApplicationTopology().Plan()
+	for _, w := range declKeys(plan) {
+		if !slices.Contains(got, w) {
+			t.Errorf("WithTopology did not declare %s", w)
+		}
+	}
+	if _, err := acemq.Consume(ctx, conn, "orders.new", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() },
+		acemq.WithTopology(fixtureApplicationTopology()), acemq.NoDeclare()); err == nil {
+		t.Error("NoDeclare with WithTopology was accepted")
+	}
+	if _, err := acemq.Consume(ctx, conn, "orders.new", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() },
+		acemq.WithTopology(acemq.NewTopology().Queue("orders.new", acemq.QuorumQueue(), acemq.ExclusiveQueue()))); err == nil {
+		t.Error("an invalid topology did not refuse the consumer")
+	}
+}
+
+func TestTopologyApplyDryRunDrift(t *testing.T) {
+	for _, b := range []backend{memoryBackend, rabbitBackend} {
+		t.Run(b.name, func(t *testing.T) {
+			conn := b.open(t)
+			ctx := context.Background()
+			sfx := randomHex(4)
+			ex, q := "acemq-test-topo-"+sfx, "acemq-test-topo-"+sfx+".q"
+			topo := acemq.NewTopology().
+				Exchange(ex, acemq.ExchangeTopic).
+				Queue(q, acemq.WithDeadLettering(), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))).
+				Bind(ex, q, "order.*")
+			t.Cleanup(func() {
+				for _, n := range []string{q, q + ".dlq", q + ".parked", q + ".retry.1s"} {
+					_, _ = conn.Transport().DeleteQueue(ctx, n)
+				}
+				_ = conn.Transport().DeleteExchange(ctx, ex)
+			})
+
+			// Before Apply: the dry run creates nothing and reports the
+			// application's exchange and queues missing.
+			checks, err := topo.DryRun(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range checks {
+				switch c.Declaration.Kind {
+				case acemq.DeclareBinding:
+					if c.Checked {
+						t.Errorf("a binding was checked: %s", c)
+					}
+				case acemq.DeclareExchange:
+					if c.Declaration.Exchange.Name == ex && (c.Exists || c.Err != nil) {
+						t.Errorf("%s", c)
+					}
+				case acemq.DeclareQueue:
+					if c.Exists || c.Err != nil {
+						t.Errorf("%s", c)
+					}
+				}
+			}
+			if _, err := conn.Transport().InspectQueue(ctx, q); !errors.Is(err, driver.ErrNotFound) {
+				t.Fatalf("the dry run created %s (inspect: %v)", q, err)
+			}
+			drift, err := topo.Drift(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			missing := 0
+			for _, d := range drift {
+				if d.Kind == acemq.DriftMissing {
+					missing++
+				}
+			}
+			if missing < 5 { // the exchange, the queue, .dlq, .parked, the rung (and acemq.* when new)
+				t.Errorf("drift before Apply: %v", drift)
+			}
+
+			if err := topo.Apply(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			if err := topo.Apply(ctx, conn); err != nil {
+				t.Fatalf("a second Apply: %v", err)
+			}
+			checks, err = topo.DryRun(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range checks {
+				if c.Checked && (!c.Exists || c.Err != nil) {
+					t.Errorf("after Apply: %s", c)
+				}
+			}
+			for _, opts := range [][]acemq.DriftOption{nil, {acemq.ProbeSettings()}} {
+				drift, err := topo.Drift(ctx, conn, opts...)
+				if err != nil || len(drift) != 0 {
+					t.Errorf("drift after Apply (%d options): %v, %v", len(opts), drift, err)
+				}
+			}
+
+			// The queue is replaced by a classic one: passive checks cannot
+			// tell, the probe can.
+			if _, err := conn.Transport().DeleteQueue(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
+				t.Fatal(err)
+			}
+			drift, err = topo.Drift(ctx, conn)
+			if err != nil || len(drift) != 0 {
+				t.Errorf("passive drift saw settings: %v, %v", drift, err)
+			}
+			drift, err = topo.Drift(ctx, conn, acemq.ProbeSettings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(drift) != 1 || drift[0].Kind != acemq.DriftDifferent || drift[0].Declaration.Queue.Name != q {
+				t.Errorf("probed drift = %v, want the queue %s different", drift, q)
+			}
+			err = topo.Apply(ctx, conn)
+			var pe *driver.PreconditionError
+			if !errors.As(err, &pe) {
+				t.Errorf("Apply over a different queue: %v, want a *driver.PreconditionError", err)
+			}
+		})
+	}
+}
+
+func ExampleTopology() {
+	topo := acemq.NewTopology().
+		Exchange("orders", acemq.ExchangeTopic).
+		Queue("orders.new", acemq.WithDeadLettering()).
+		Bind("orders", "orders.new", "order.*")
+	plan, err := topo.Plan()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(plan)
+	// Output:
+	// exchange orders (topic, durable)
+	// exchange acemq.dlx (direct, durable)
+	// queue orders.new (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.new.dlq
+	// queue orders.new.dlq (classic, durable)
+	// queue orders.new.parked (classic, durable)
+	// binding acemq.dlx -> orders.new.dlq on "orders.new.dlq"
+	// binding acemq.dlx -> orders.new.parked on "orders.new.parked"
+	// binding orders -> orders.new on "order.*"
+}
