@@ -1,0 +1,347 @@
+package rpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/rpc"
+)
+
+// settlements records every settlement on a connection.
+type settlements struct {
+	mu  sync.Mutex
+	all []acemq.Settlement
+}
+
+func recordSettlements(t *testing.T, c *acemq.Conn) *settlements {
+	s := &settlements{}
+	t.Cleanup(c.OnSettle(func(x acemq.Settlement) {
+		s.mu.Lock()
+		s.all = append(s.all, x)
+		s.mu.Unlock()
+	}))
+	return s
+}
+
+func (s *settlements) wait(t *testing.T, n int) []acemq.Settlement {
+	t.Helper()
+	var out []acemq.Settlement
+	eventually(t, "settlements", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out = append([]acemq.Settlement(nil), s.all...)
+		return len(out) >= n
+	})
+	return out
+}
+
+// 5. Serve: concurrency, prefetch and tag pass through; the handle reports
+// Queue, Running and InFlight, reaches the consumer, and closes like one.
+func TestServeHandle(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("slow")
+		release := make(chan struct{})
+		responder := serve(t, conn, q, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			<-release
+			return quote{Pence: 1}, nil
+		}, acemq.Concurrency(3), acemq.Prefetch(5), acemq.ConsumerTag("rpc-test-tag"))
+		if responder.Queue() != q || !responder.Running() || responder.Consumer().Tag() != "rpc-test-tag" {
+			t.Fatalf("Queue %q Running %t Tag %q", responder.Queue(), responder.Running(), responder.Consumer().Tag())
+		}
+		r := open[priceRequest, quote](t, conn, "", q)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		eventually(t, "three requests in flight", func() bool { return responder.InFlight() == 3 })
+		close(release)
+		wg.Wait()
+		if responder.Answered() != 4 {
+			t.Fatalf("Answered() = %d", responder.Answered())
+		}
+		if err := responder.Close(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-responder.Done():
+		default:
+			t.Fatal("Done is not closed after Close")
+		}
+		if responder.Running() {
+			t.Fatal("Running after Close")
+		}
+	})
+}
+
+// 5. The codec passes through and encodes the replies; NoDeclare passes
+// through too.
+func TestServeCodecAndDeclare(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("text")
+		serve(t, conn, q, func(_ context.Context, m acemq.Message[string]) (string, error) {
+			return strings.ToUpper(m.Payload), nil
+		}, acemq.WithCodec(acemq.Text), acemq.NoDeclare())
+		r := open[string, string](t, conn, "", q, rpc.WithCodec(acemq.Text), rpc.Timeout(time.Hour))
+		// The text codec reads only text/*: a JSON reply would fail here.
+		if got, err := r.Ask(bg, "shout"); err != nil || got != "SHOUT" {
+			t.Fatalf("Ask = %q, %v", got, err)
+		}
+		if _, err := e.admin.Transport().InspectQueue(bg, acemq.DeadLetterQueue(q)); !isNotFound(err) {
+			t.Fatalf("NoDeclare did not pass through: %s exists (%v)", acemq.DeadLetterQueue(q), err)
+		}
+		q2 := e.queue("declared")
+		serve(t, conn, q2, price)
+		if _, err := e.admin.Transport().InspectQueue(bg, acemq.DeadLetterQueue(q2)); err != nil {
+			t.Fatalf("an ordinary responder did not declare its dead-letter half: %v", err)
+		}
+	})
+}
+
+// 6. The reply: default exchange, the address from the header first; a
+// fresh envelope with the request's correlation, causation = the request's
+// id, this connection's origin; correlation-id = the request's property,
+// else its correlation; the request acked.
+func TestReplyOnTheWire(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect(acemq.WithOrigin("pricing@test"))
+		settled := recordSettlements(t, conn)
+		q := e.queue("prices")
+		serve(t, conn, q, price)
+		viaHeader, viaProperty := e.queue("reply-a"), e.queue("reply-b")
+		client := e.connect()
+
+		req := acemq.MustEnvelope(acemq.Fields{ID: "req-1", CorrelationID: "conversation-9", Headers: map[string]any{rpc.HeaderReplyTo: viaHeader}})
+		body, _ := json.Marshal(priceRequest{SKU: "ABC"})
+		if err := client.Publish(bg, acemq.Outbound{RoutingKey: q, Envelope: req, Body: body, ContentType: "application/json", ReplyTo: viaProperty, CorrelationID: "amqp-corr-1"}); err != nil {
+			t.Fatal(err)
+		}
+		d := e.get(viaHeader)
+		if d.Exchange != "" || d.RoutingKey != viaHeader {
+			t.Fatalf("the reply came through exchange %q with key %q; want the default exchange and %q", d.Exchange, d.RoutingKey, viaHeader)
+		}
+		h := d.Headers
+		id := str(h[acemq.HeaderID])
+		switch {
+		case id == "" || id == "req-1" || d.MessageID != id:
+			t.Fatalf("reply id %q, message-id %q: want a fresh id on both", id, d.MessageID)
+		case str(h[acemq.HeaderCorrelation]) != "conversation-9":
+			t.Fatalf("reply correlation %v, want the request's", h[acemq.HeaderCorrelation])
+		case str(h[acemq.HeaderCausation]) != "req-1":
+			t.Fatalf("reply causation %v, want the request's id", h[acemq.HeaderCausation])
+		case str(h[acemq.HeaderOrigin]) != "pricing@test":
+			t.Fatalf("reply origin %v", h[acemq.HeaderOrigin])
+		case d.CorrelationID != "amqp-corr-1":
+			t.Fatalf("reply correlation-id %q, want the request's property", d.CorrelationID)
+		case h[rpc.HeaderError] != nil:
+			t.Fatalf("a success reply carries acemq-error %v", h[rpc.HeaderError])
+		case d.ContentType != "application/json" || string(d.Body) != `{"pence":300}`:
+			t.Fatalf("reply %s %q", d.ContentType, d.Body)
+		}
+		if n := e.depth(viaProperty); n != 0 {
+			t.Fatal("the reply went to the property's address although the header named another")
+		}
+		if s := settled.wait(t, 1)[0]; s.Outcome != acemq.OutcomeAcked {
+			t.Fatalf("the request was settled %s", s.Outcome)
+		}
+
+		// Without a correlation-id property, the reply's property is the
+		// request's correlation.
+		req2 := acemq.MustEnvelope(acemq.Fields{ID: "req-2", CorrelationID: "conversation-10"})
+		if err := client.Publish(bg, acemq.Outbound{RoutingKey: q, Envelope: req2, Body: body, ReplyTo: viaProperty}); err != nil {
+			t.Fatal(err)
+		}
+		d = e.get(viaProperty)
+		if d.CorrelationID != "conversation-10" || str(d.Headers[acemq.HeaderCorrelation]) != "conversation-10" {
+			t.Fatalf("correlation-id %q, correlation %v; want the request's correlation on both", d.CorrelationID, d.Headers[acemq.HeaderCorrelation])
+		}
+	})
+}
+
+// 6. A failing handler: a failure reply with acemq-error and a zero-value
+// body, no answer counted, and the request dead-lettered as a rejection.
+func TestReplyFailure(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("prices")
+		responder := serve(t, conn, q, func(context.Context, acemq.Message[priceRequest]) (quote, error) {
+			return quote{Pence: 99}, errors.New("nope")
+		})
+		replies := e.queue("replies")
+		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`), ReplyTo: replies, CorrelationID: "c-1"}); err != nil {
+			t.Fatal(err)
+		}
+		d := e.get(replies)
+		if str(d.Headers[rpc.HeaderError]) != "errorString: nope" {
+			t.Fatalf("acemq-error = %v", d.Headers[rpc.HeaderError])
+		}
+		if string(d.Body) != `{"pence":0}` {
+			t.Fatalf("failure reply body %q; want the zero value", d.Body)
+		}
+		if d.CorrelationID != "c-1" {
+			t.Fatalf("failure reply correlation-id %q", d.CorrelationID)
+		}
+		dead := e.get(acemq.DeadLetterQueue(q))
+		if r := str(dead.Headers[acemq.HeaderError]); r != "the handler rejected it: errorString: nope" {
+			t.Fatalf("dead-letter reason %q", r)
+		}
+		if responder.Answered() != 0 {
+			t.Fatalf("Answered() = %d after a failure", responder.Answered())
+		}
+	})
+}
+
+// 6 and 7. A request with no reply address is counted unanswerable and
+// dead-lettered; the handler never runs.
+func TestReplyUnanswerable(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("prices")
+		var ran atomic.Bool
+		responder := serve(t, conn, q, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			ran.Store(true)
+			return price(ctx, m)
+		})
+		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		dead := e.get(acemq.DeadLetterQueue(q))
+		if r := str(dead.Headers[acemq.HeaderError]); !strings.Contains(r, "names no reply address") || !strings.HasPrefix(r, "the handler reported an unprocessable message: ") {
+			t.Fatalf("dead-letter reason %q", r)
+		}
+		if responder.Unanswerable() != 1 || responder.Answered() != 0 || ran.Load() {
+			t.Fatalf("Unanswerable %d Answered %d handler ran %t", responder.Unanswerable(), responder.Answered(), ran.Load())
+		}
+	})
+}
+
+// 6. A reply that reaches no queue is not an error: answered, acked, not
+// retried.
+func TestReplyUnroutableIsNotAnError(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		settled := recordSettlements(t, conn)
+		q := e.queue("prices")
+		responder := serve(t, conn, q, price)
+		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`), ReplyTo: "gone-" + q}); err != nil {
+			t.Fatal(err)
+		}
+		s := settled.wait(t, 1)[0]
+		if s.Outcome != acemq.OutcomeAcked || responder.Answered() != 1 {
+			t.Fatalf("outcome %s, Answered %d", s.Outcome, responder.Answered())
+		}
+		if e.depth(acemq.DeadLetterQueue(q)) != 0 || e.depth(q) != 0 {
+			t.Fatal("a request whose reply reached no queue was retried or dead-lettered")
+		}
+	})
+}
+
+// 6 and 7. A reply that cannot be published takes its answer back and
+// retries the request through the retry policy; so does a failure reply
+// that cannot be published.
+func TestReplyPublishFails(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		failing := &hooks{publish: func(m driver.Message, send func() error) error {
+			if strings.HasPrefix(m.RoutingKey, "refused-") {
+				return errors.New("injected publish failure")
+			}
+			return send()
+		}}
+		conn := e.connectHooked(failing)
+		settled := recordSettlements(t, conn)
+		q := e.queue("prices")
+		var calls atomic.Int64
+		responder := serve(t, conn, q, func(_ context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			calls.Add(1)
+			if m.Payload.SKU == "fail" {
+				return quote{}, errors.New("nope")
+			}
+			return quote{Pence: 1}, nil
+		}, acemq.WithRetry(acemq.FixedRetry(2, time.Millisecond)))
+
+		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"ok"}`), ReplyTo: "refused-x"}); err != nil {
+			t.Fatal(err)
+		}
+		dead := e.get(acemq.DeadLetterQueue(q))
+		reason := str(dead.Headers[acemq.HeaderError])
+		if !strings.HasPrefix(reason, "exhausted 2 attempts: ") || !strings.Contains(reason, "the reply could not be published") {
+			t.Fatalf("dead-letter reason %q", reason)
+		}
+		if calls.Load() != 2 || responder.Answered() != 0 {
+			t.Fatalf("handler ran %d times, Answered %d: want 2 runs and the answers taken back", calls.Load(), responder.Answered())
+		}
+		ss := settled.wait(t, 2)
+		if ss[0].Outcome != acemq.OutcomeRetried || ss[1].Outcome != acemq.OutcomeDeadLettered {
+			t.Fatalf("outcomes %s, %s", ss[0].Outcome, ss[1].Outcome)
+		}
+
+		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"fail"}`), ReplyTo: "refused-y"}); err != nil {
+			t.Fatal(err)
+		}
+		dead = e.get(acemq.DeadLetterQueue(q))
+		reason = str(dead.Headers[acemq.HeaderError])
+		if !strings.HasPrefix(reason, "exhausted 2 attempts: ") || !strings.Contains(reason, "the failure reply could not be published") {
+			t.Fatalf("dead-letter reason %q", reason)
+		}
+		if calls.Load() != 4 {
+			t.Fatalf("handler ran %d times in all, want 4", calls.Load())
+		}
+	})
+}
+
+// 7. answered is counted before the reply is published: a caller holding
+// its answer reads a count that includes it, with no wait.
+func TestAnsweredBeforeReply(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("prices")
+		responder := serve(t, conn, q, price)
+		r := open[priceRequest, quote](t, conn, "", q)
+		for i := 1; i <= 20; i++ {
+			if _, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := responder.Answered(); n != int64(i) {
+				t.Fatalf("after answer %d, Answered() = %d", i, n)
+			}
+		}
+	})
+}
+
+// 7. The counters exist before the consumer subscribes: a backlog handed
+// over during start-up is counted like any other request.
+func TestCountersCountABacklog(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("backlog")
+		r := open[priceRequest, quote](t, conn, "", q)
+		const n = 30
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if _, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		eventually(t, "the backlog to build", func() bool { return e.depth(q) == n })
+		responder := serve(t, conn, q, price, acemq.Concurrency(4))
+		wg.Wait()
+		if got := responder.Answered(); got != n {
+			t.Fatalf("Answered() = %d right after %d answers arrived", got, n)
+		}
+	})
+}
