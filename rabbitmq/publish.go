@@ -139,8 +139,6 @@ func (r *ring) popFront() *pending {
 	return p
 }
 
-func (r *ring) back() *pending { return r.buf[(r.head+r.n-1)%len(r.buf)] }
-
 func (r *ring) popBack() {
 	r.buf[(r.head+r.n-1)%len(r.buf)] = nil
 	r.n--
