@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,4 +193,150 @@ func TestConsumeTimeoutExitsThree(t *testing.T) {
 	// Empty queue without --count: nothing to read is success.
 	runCLI(t, "", "--url", url, "consume", "--queue", q).wantCode(t, 0)
 	runCLI(t, "", "--url", url, "consume", "--queue", q+".missing").wantCode(t, 1)
+}
+
+// background is a binary running while a test talks to it.
+type background struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startCLI starts the binary in the background; it is killed at the end of
+// the test if it is still running.
+func startCLI(t *testing.T, args ...string) *background {
+	t.Helper()
+	b := &background{cmd: exec.Command(binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	b.cmd.Stdout, b.cmd.Stderr = b.stdout, b.stderr
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-b.done:
+		default:
+			_ = b.cmd.Process.Kill()
+			<-b.done
+		}
+	})
+	return b
+}
+
+// stop sends sig and waits for the process to exit, returning its code.
+func (b *background) stop(t *testing.T, sig os.Signal) int {
+	t.Helper()
+	if err := b.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the process did not stop after %v\nstderr:\n%s", sig, b.stderr)
+	}
+	return b.cmd.ProcessState.ExitCode()
+}
+
+// waitConsumers waits until q has n consumers.
+func waitConsumers(t *testing.T, conn *acemq.Conn, q string, n int, b *background) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		info, err := conn.Transport().InspectQueue(ctx, q)
+		cancel()
+		if err == nil && info.Consumers == n {
+			return
+		}
+		select {
+		case <-b.done:
+			t.Fatalf("the process exited early\nstdout:\n%s\nstderr:\n%s", b.stdout, b.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never had %d consumers (last %v, %v)\nstderr:\n%s", q, n, info, err, b.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestServeAndAsk(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := "acemq-cli-test.serve." + suffix()
+	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	srv := startCLI(t, "--url", url, "serve", "--queue", q, "--declare", "--concurrency", "2", "--json", "--",
+		"sh", "-c", `read body; if [ "$body" = fail ]; then echo "some detail" >&2; echo boom >&2; exit 1; fi; printf '%s/%s' "$body" "$ACEMQ_TYPE" | tr a-z A-Z`)
+	waitConsumers(t, conn, q, 1, srv)
+
+	r := runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--type", "greeting", "--timeout", "20s", "hello").wantCode(t, 0)
+	if r.stdout != "HELLO/GREETING" {
+		t.Errorf("reply %q, want HELLO/GREETING", r.stdout)
+	}
+	r = runCLI(t, "fail\n", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "20s", "-").wantCode(t, 2)
+	if !strings.Contains(r.stderr, "CommandError: boom") || strings.Contains(r.stderr, "some detail") || r.stdout != "" {
+		t.Errorf("responder failure: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	eventually(t, "the failed request in the .dlq", func() bool { return queueDepth(t, conn, acemq.DeadLetterQueue(q)) == 1 })
+
+	if code := srv.stop(t, syscall.SIGINT); code != 0 {
+		t.Fatalf("serve exited %d after SIGINT\nstderr:\n%s", code, srv.stderr)
+	}
+	counters := jsonLines(t, srv.stdout.String())
+	if len(counters) != 1 || counters[0]["answered"] != json.Number("1") || counters[0]["failed"] != json.Number("1") || counters[0]["unanswerable"] != json.Number("0") {
+		t.Errorf("counters %v", srv.stdout)
+	}
+}
+
+func TestServeFailingCommandExitsTwoForAsk(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := "acemq-cli-test.fail." + suffix()
+	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	srv := startCLI(t, "--url", url, "serve", "--queue", q, "--declare", "--", "sh", "-c", "echo boom >&2; exit 1")
+	waitConsumers(t, conn, q, 1, srv)
+	r := runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "20s", "x").wantCode(t, 2)
+	if !strings.Contains(r.stderr, "boom") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	if code := srv.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM", code)
+	}
+	if !strings.Contains(srv.stdout.String(), "answered 0, failed 1, unanswerable 0") {
+		t.Errorf("counters %q", srv.stdout)
+	}
+}
+
+func TestAskTimeoutAndUnroutable(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := testQueue(t, conn, "nobody-answers")
+	r := runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "300ms", "x").wantCode(t, 3)
+	if !strings.Contains(r.stderr, "no reply within 300ms") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", "acemq-cli-test.nothing."+suffix(), "x").wantCode(t, 4)
+}
+
+func TestServeUsage(t *testing.T) {
+	runCLI(t, "", "serve", "--queue", "q").wantCode(t, 1)
+	r := runCLI(t, "", "--url", "memory://x", "serve", "--queue", "q", "--", "no-such-command-acemq").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "no-such-command-acemq") {
+		t.Errorf("stderr %q", r.stderr)
+	}
 }

@@ -114,6 +114,8 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newEnvelopeCmd(),
 		newPublishCmd(),
 		newConsumeCmd(),
+		newAskCmd(),
+		newServeCmd(),
 	)
 	return root
 }

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/rpc"
+	"github.com/spf13/cobra"
+)
+
+type serveFlags struct {
+	queue          string
+	concurrency    int
+	declare        bool
+	ct             string
+	commandTimeout time.Duration
+	drain          time.Duration
+	json           bool
+	metricsAddr    string
+}
+
+// CommandError is the failure a responder sends back when COMMAND exits
+// non-zero: the last line of its standard error. Callers see it as
+// "CommandError: <line>".
+type CommandError struct {
+	// Line is the last non-empty line the command wrote on standard error,
+	// or a description of how it ended when it wrote none.
+	Line string
+	// ExitCode is the command's exit status (-1 when it was killed).
+	ExitCode int
+}
+
+func (e *CommandError) Error() string { return e.Line }
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve --queue Q [--concurrency N] [--declare] -- COMMAND [ARGS...]",
+		Short: "Answer requests on a queue by running a command",
+		Long: `serve answers each request arriving on a queue by running COMMAND with the
+request body on standard input. What the command writes on standard output
+is the reply. A command that exits non-zero is answered with an error
+carrying the last line of its standard error (the caller sees
+"CommandError: <line>" and 'acemq ask' exits 2), and the request is
+dead-lettered to Q.dlq like any failed request.
+
+The command's standard error is passed through to serve's. It also gets the
+request's envelope in its environment: ACEMQ_MESSAGE_ID, ACEMQ_CORRELATION_ID,
+ACEMQ_CAUSATION_ID, ACEMQ_TYPE, ACEMQ_ATTEMPT, ACEMQ_ROUTING_KEY and
+ACEMQ_CONTENT_TYPE.
+
+Replies are sent with --content-type (default application/json). With
+--declare the queue is declared first (durable, quorum); otherwise it must
+exist. Like every consumer, serve declares Q.dlq and Q.parked.
+
+SIGINT or SIGTERM stops taking requests, lets the running commands finish
+(up to --drain), and prints the counters: answered, failed, unanswerable.`,
+		Example: `  acemq serve --queue pricing --declare -- jq -c '{pence: 250, sku: .sku}'
+  acemq serve --queue shout --concurrency 4 -- tr a-z A-Z`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return withCode(exitFailure, errors.New("serve needs a COMMAND after --, for example: acemq serve --queue q -- cat"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServe(cmd, args, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.queue, "queue", "", "queue to answer requests on")
+	fl.IntVar(&f.concurrency, "concurrency", 1, "requests handled at once")
+	fl.BoolVar(&f.declare, "declare", false, "declare the queue (durable, quorum) before serving")
+	fl.StringVar(&f.ct, "content-type", "application/json", "content type of the replies")
+	fl.DurationVar(&f.commandTimeout, "command-timeout", 0, "kill a command running longer than this and answer with an error (0: no limit)")
+	fl.DurationVar(&f.drain, "drain", acemq.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running commands may take to finish")
+	fl.BoolVar(&f.json, "json", false, "print the final counters as one JSON object")
+	addMetricsFlag(fl, &f.metricsAddr)
+	_ = cmd.MarkFlagRequired("queue")
+	return cmd
+}
+
+// serveCounters are what serve reports when it stops.
+type serveCounters struct {
+	Answered     int64 `json:"answered"`
+	Failed       int64 `json:"failed"`
+	Unanswerable int64 `json:"unanswerable"`
+}
+
+func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
+	if f.concurrency < 1 {
+		return withCode(exitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return withCode(exitFailure, fmt.Errorf("cannot run %q: %w", args[0], err))
+	}
+	conn, err := connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer closeConn(cmd, conn)
+	ctx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
+	defer cancel()
+	if f.declare {
+		if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: f.queue, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}); err != nil {
+			return withCode(exitFailure, fmt.Errorf("declaring %s: %w", f.queue, err))
+		}
+	} else if _, err := conn.Transport().InspectQueue(ctx, f.queue); err != nil {
+		if errors.Is(err, driver.ErrNotFound) {
+			return withCode(exitFailure, fmt.Errorf("queue %q does not exist (use --declare to create it)", f.queue))
+		}
+		return withCode(exitFailure, err)
+	}
+
+	stopMetrics, err := startMetrics(cmd, conn, f.metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+
+	errOut := &lockedWriter{w: cmd.ErrOrStderr()}
+	var failed atomic.Int64
+	h := func(hctx context.Context, m acemq.Message[[]byte]) ([]byte, error) {
+		out, err := runCommand(hctx, path, args, m, f.commandTimeout, errOut)
+		if err != nil {
+			failed.Add(1)
+		}
+		return out, err
+	}
+	resp, err := rpc.Serve(ctx, conn, f.queue, h,
+		acemq.WithCodec(rawCodec{contentType: f.ct}), acemq.Concurrency(f.concurrency),
+		acemq.Prefetch(max(f.concurrency, 1)), acemq.DrainTimeout(f.drain))
+	if err != nil {
+		return withCode(exitFailure, fmt.Errorf("starting the responder on %s: %w", f.queue, err))
+	}
+	fmt.Fprintf(errOut, "serving %s with %s (concurrency %d); SIGINT or SIGTERM stops\n", f.queue, strings.Join(args, " "), f.concurrency)
+
+	var stopErr error
+	select {
+	case <-cmd.Context().Done():
+	case <-resp.Done():
+		stopErr = fmt.Errorf("the responder on %s stopped (was the queue deleted?)", f.queue)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), f.drain+5*time.Second)
+	defer dcancel()
+	if err := resp.Close(dctx); err != nil {
+		fmt.Fprintf(errOut, "acemq: stopping the responder: %v\n", err)
+	}
+	c := serveCounters{Answered: resp.Answered(), Failed: failed.Load(), Unanswerable: resp.Unanswerable()}
+	if f.json {
+		b, _ := marshalLine(c)
+		_, _ = cmd.OutOrStdout().Write(b)
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "answered %d, failed %d, unanswerable %d\n", c.Answered, c.Failed, c.Unanswerable)
+	}
+	if stopErr != nil {
+		return withCode(exitFailure, stopErr)
+	}
+	return nil
+}
+
+// runCommand runs the command for one request.
+func runCommand(ctx context.Context, path string, args []string, m acemq.Message[[]byte], timeout time.Duration, errOut io.Writer) ([]byte, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	c := exec.CommandContext(ctx, path, args[1:]...)
+	c.Stdin = bytes.NewReader(m.Payload)
+	var stdout bytes.Buffer
+	tail := &tailBuffer{max: 4096}
+	c.Stdout = &stdout
+	c.Stderr = io.MultiWriter(tail, errOut)
+	env := m.Envelope
+	c.Env = append(os.Environ(),
+		"ACEMQ_MESSAGE_ID="+env.ID(),
+		"ACEMQ_CORRELATION_ID="+env.CorrelationID(),
+		"ACEMQ_CAUSATION_ID="+env.CausationID(),
+		"ACEMQ_TYPE="+env.Type(),
+		"ACEMQ_ATTEMPT="+strconv.Itoa(env.Attempt()),
+		"ACEMQ_ROUTING_KEY="+m.RoutingKey,
+		"ACEMQ_CONTENT_TYPE="+m.ContentType,
+	)
+	c.WaitDelay = 5 * time.Second
+	err := c.Run()
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		line := tail.lastLine()
+		if line == "" {
+			line = fmt.Sprintf("%s exited with %s", args[0], ee.ProcessState)
+			if ctx.Err() == context.DeadlineExceeded {
+				line = fmt.Sprintf("%s was killed after running for %s", args[0], timeout)
+			}
+		}
+		return nil, &CommandError{Line: line, ExitCode: ee.ExitCode()}
+	}
+	return nil, &CommandError{Line: fmt.Sprintf("could not run %s: %v", args[0], err), ExitCode: -1}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+// lastLine is the last non-empty line written.
+func (t *tailBuffer) lastLine() string {
+	lines := strings.Split(strings.TrimRight(string(t.b), "\r\n\t "), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// lockedWriter serialises writes from concurrent commands.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
