@@ -81,6 +81,7 @@ func Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
 	stop()
 	if err != nil {
 		c.cancel()
+		c.wg.Wait()
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
@@ -151,6 +152,10 @@ type conn struct {
 	subs   map[*subscription]struct{}
 
 	topo topology
+	// exchanges known to exist: a publish to any other exchange checks it
+	// first, because publishing to a missing exchange closes the
+	// publishing channel, failing every publish outstanding on it.
+	exchanges sync.Map
 }
 
 // session is one AMQP connection and the channels the driver keeps on it.
@@ -365,6 +370,9 @@ func (c *conn) watch(s *session) error {
 func (c *conn) reconnect(cause error) *session {
 	last := cause
 	for attempt := 1; ; attempt++ {
+		if c.isClosing() {
+			return nil
+		}
 		d := backoff(attempt)
 		c.emit(driver.Event{Kind: driver.EventRetrying, Attempt: attempt, Delay: d, Err: last})
 		t := time.NewTimer(d)

@@ -203,7 +203,7 @@ func (sub *subscription) run(att *attachment) {
 			att.close()
 			return
 		}
-		if att = sub.reattach(att.s); att == nil {
+		if att = sub.reattach(); att == nil {
 			return
 		}
 	}
@@ -229,11 +229,11 @@ func (sub *subscription) pump(att *attachment) bool {
 	}
 }
 
-// reattach subscribes again after the channel of prev died: on prev itself
-// if only the channel failed, else on the recovered connection. It returns
+// reattach subscribes again after the channel died: on the same
+// connection if only the channel failed, else on the recovered one. It returns
 // nil when the subscription is stopped, the connection closed, or the
 // broker refuses the subscription (its queue is gone, say).
-func (sub *subscription) reattach(prev *session) *attachment {
+func (sub *subscription) reattach() *attachment {
 	c := sub.c
 	refusals := 0
 	for {
@@ -254,20 +254,30 @@ func (sub *subscription) reattach(prev *session) *attachment {
 			return att
 		}
 		if s.ac.IsClosed() {
-			prev = s
 			continue
 		}
 		// The connection is up but the broker refused. An exclusive
-		// consumer or queue of the lost connection may linger for a
-		// moment: retry a few times, except when the queue is gone.
+		// queue or consumer of the lost connection may linger until the
+		// broker notices that connection is gone (up to its heartbeat
+		// timeout), so keep trying for a while, declaring a recorded
+		// queue again if it is missing; a missing queue the connection
+		// did not declare ends the subscription.
+		code := 0
 		var ae *amqp.Error
-		if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+		if errors.As(err, &ae) {
+			code = ae.Code
+		}
+		recorded := c.topo.hasQueue(sub.spec.Queue)
+		if code == amqp.NotFound && !recorded {
 			return nil
 		}
-		if refusals++; refusals > 5 {
+		if refusals++; refusals > 60 {
 			return nil
 		}
-		t := time.NewTimer(time.Duration(refusals) * 200 * time.Millisecond)
+		if recorded && (code == amqp.NotFound || code == amqp.ResourceLocked) {
+			_ = c.topo.redeclareQueue(s.ac, sub.spec.Queue)
+		}
+		t := time.NewTimer(min(time.Duration(refusals)*200*time.Millisecond, 2*time.Second))
 		select {
 		case <-t.C:
 		case <-sub.stop:
@@ -276,7 +286,6 @@ func (sub *subscription) reattach(prev *session) *attachment {
 		case <-s.dead:
 			t.Stop()
 		}
-		_ = prev
 	}
 }
 

@@ -344,6 +344,14 @@ func (pc *pubChan) shutdown() {
 	clear(pc.byID)
 	pc.qmu.Unlock()
 	c := pc.s.c
+	if reason != nil && reason.Code == amqp.NotFound {
+		// An exchange was deleted behind our back: check it again next time.
+		if _, rest, ok := strings.Cut(reason.Reason, "no exchange '"); ok {
+			if name, _, ok := strings.Cut(rest, "'"); ok {
+				c.exchanges.Delete(name)
+			}
+		}
+	}
 	for _, p := range failed {
 		pc.resolve(p, lostError(p, reason, c.isClosing()))
 	}
@@ -440,6 +448,12 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	if m.Transient {
 		pub.DeliveryMode = amqp.Transient
 	}
+	if r := c.blocked.Load(); r != nil {
+		return nil, blockedError(*r)
+	}
+	if err := c.checkExchange(ctx, m.Exchange); err != nil {
+		return nil, err
+	}
 	for {
 		if r := c.blocked.Load(); r != nil {
 			return nil, blockedError(*r)
@@ -526,4 +540,19 @@ func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 		}
 	}
 	return errs
+}
+
+// checkExchange makes sure a publish does not name a missing exchange: the
+// broker would close the publishing channel, and every other publish
+// outstanding on it would be lost. Exchanges this connection declared,
+// inspected or published to before are known; others are checked once with
+// a passive declaration.
+func (c *conn) checkExchange(ctx context.Context, name string) error {
+	if name == "" || strings.HasPrefix(name, "amq.") {
+		return nil
+	}
+	if _, ok := c.exchanges.Load(name); ok {
+		return nil
+	}
+	return c.InspectExchange(ctx, name)
 }

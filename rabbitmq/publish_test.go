@@ -287,3 +287,31 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestPublishToExchangeDeletedElsewhere(t *testing.T) {
+	c := openTest(t, nil)
+	other := openTest(t, nil)
+	ctx := ctxFor(t, 30*time.Second)
+	ex := uniqueName("x")
+	if err := c.DeclareExchange(ctx, driver.Exchange{Name: ex, Kind: driver.Fanout}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteExchange(t, ex) })
+	if err := c.Publish(ctx, driver.Message{Exchange: ex, MessageID: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.DeleteExchange(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Publish(ctx, driver.Message{Exchange: ex, MessageID: "2"})
+	if !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("publish to an exchange deleted by another connection: %v", err)
+	}
+	// Known missing now: checked before publishing, without a channel error.
+	if err := c.Publish(ctx, driver.Message{Exchange: ex, MessageID: "3"}); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("second publish: %v", err)
+	}
+	if err := c.Publish(ctx, driver.Message{Exchange: "amq.fanout", MessageID: "4"}); err != nil {
+		t.Fatal(err)
+	}
+}

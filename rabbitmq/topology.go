@@ -233,9 +233,6 @@ func mapErr(op, kind, name string, err error) error {
 			return &driver.AccessError{Code: ae.Code, Text: ae.Reason}
 		}
 	}
-	if errors.Is(err, driver.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("acemq: %s %s %q: %w", op, kind, name, err)
-	}
 	return fmt.Errorf("acemq: %s %s %q: %w", op, kind, name, err)
 }
 
@@ -257,6 +254,7 @@ func (c *conn) DeclareExchange(ctx context.Context, e driver.Exchange) error {
 	}
 	e.Kind = kind
 	c.topo.addExchange(e)
+	c.exchanges.Store(e.Name, struct{}{})
 	return nil
 }
 
@@ -350,6 +348,7 @@ func (c *conn) DeleteExchange(ctx context.Context, name string) error {
 		return mapErr("delete", "exchange", name, err)
 	}
 	c.topo.removeExchange(name)
+	c.exchanges.Delete(name)
 	return nil
 }
 
@@ -372,5 +371,53 @@ func (c *conn) InspectExchange(ctx context.Context, name string) error {
 	err := c.withChannel(ctx, func(ch *amqp.Channel) error {
 		return ch.ExchangeDeclarePassive(name, driver.Direct, false, false, false, false, nil)
 	})
-	return mapErr("inspect", "exchange", name, err)
+	if err != nil {
+		return mapErr("inspect", "exchange", name, err)
+	}
+	c.exchanges.Store(name, struct{}{})
+	return nil
+}
+
+func (t *topology) hasQueue(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.queues[name]
+	return ok
+}
+
+// redeclareQueue declares the recorded queue name and its bindings again,
+// for a subscription that finds its queue missing after a reconnection
+// (an exclusive queue the broker had not yet removed with the old
+// connection when the topology was redeclared).
+func (t *topology) redeclareQueue(ac *amqp.Connection, name string) error {
+	t.mu.Lock()
+	q, ok := t.queues[name]
+	var bindings []driver.Binding
+	for _, b := range t.bindings {
+		if b.Queue == name {
+			bindings = append(bindings, b)
+		}
+	}
+	t.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ch, err := ac.Channel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if !ch.IsClosed() {
+			_ = ch.Close()
+		}
+	}()
+	if _, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, q.Exclusive, false, toAMQPTableLax(q.Args)); err != nil {
+		return err
+	}
+	for _, b := range bindings {
+		if err := ch.QueueBind(b.Queue, b.RoutingKey, b.Exchange, false, toAMQPTableLax(b.Args)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
