@@ -340,3 +340,23 @@ func TestServeUsage(t *testing.T) {
 		t.Errorf("stderr %q", r.stderr)
 	}
 }
+
+func TestDemoOnRabbitMQ(t *testing.T) {
+	conn, url := brokerConn(t)
+	r := runCLI(t, "", "demo", "--url", url).wantCode(t, 0)
+	checkDemoOutput(t, r.stdout)
+	_, rest, ok := strings.Cut(r.stdout, "names end in ")
+	if !ok || len(rest) < 8 {
+		t.Fatalf("no suffix in the demo output:\n%s", r.stdout)
+	}
+	sfx := rest[:8]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".documents"} {
+		name := "acemq-demo-" + sfx + q
+		if _, err := conn.Transport().InspectQueue(ctx, name); err == nil {
+			t.Errorf("the demo left %s behind", name)
+			_, _ = conn.Transport().DeleteQueue(ctx, name)
+		}
+	}
+}

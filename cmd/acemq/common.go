@@ -104,8 +104,3 @@ func suffix() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// isTimeout reports whether err is a deadline.
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded)
-}

@@ -221,14 +221,9 @@ func (d *demo) runSteps(ctx context.Context) {
 		return
 	}
 	d.ordersStep(ctx, q)
-	for _, s := range extraDemoSteps {
-		s(ctx, d)
-	}
+	d.pricingStep(ctx)
+	d.documentStep(ctx)
 }
-
-// extraDemoSteps run after the orders step (request/reply, claim check,
-// route, replay), each from the file of the package it shows.
-var extraDemoSteps []func(ctx context.Context, d *demo)
 
 // names of the orders part.
 type ordersNames struct {
@@ -261,6 +256,26 @@ func (d *demo) setupOrders(ctx context.Context) (ordersNames, error) {
 	d.say("topology: exchange %s (topic) → queue %s (quorum), binding order.*", n.exchange, n.queue)
 	d.say("          dead letters go to %s, parked messages to %s\n", acemq.DeadLetterQueue(n.queue), acemq.ParkedQueue(n.queue))
 	return n, nil
+}
+
+// closeAtEnd registers a consumer's (or responder's) Close, run before the
+// queues it reads are deleted.
+func (d *demo) closeAtEnd(close func(context.Context) error) {
+	d.cleanups = append(d.cleanups, func(ctx context.Context) {
+		if err := close(ctx); err != nil {
+			d.say("cleanup: %v", err)
+		}
+	})
+}
+
+// declareQueue declares a durable quorum queue for a step and registers it
+// (and its dead-letter half) for deletion.
+func (d *demo) declareQueue(ctx context.Context, name string) error {
+	if _, err := d.conn.Transport().DeclareQueue(ctx, driver.Queue{Name: name, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}); err != nil {
+		return err
+	}
+	d.cleanupQueues(name, acemq.DeadLetterQueue(name), acemq.ParkedQueue(name))
+	return nil
 }
 
 // cleanupQueues registers queues for deletion at the end.
@@ -315,7 +330,7 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 		d.step("orders", promise, err, "")
 		return
 	}
-	defer c.Close(context.Background())
+	d.closeAtEnd(c.Close)
 
 	pub := acemq.NewPublisher[order](d.conn, n.exchange)
 	orders := []order{

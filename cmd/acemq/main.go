@@ -60,9 +60,6 @@ func (e *exitError) Unwrap() error { return e.err }
 // withCode wraps err so that the process exits with code.
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
-// silentExit exits with code without printing anything more.
-func silentExit(code int) error { return &exitError{code: code, printed: true} }
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -137,12 +137,39 @@ func TestUnknownFlagExitsOne(t *testing.T) {
 
 func TestDemoOnMemory(t *testing.T) {
 	r := runCLI(t, "", "demo").wantCode(t, 0)
+	checkDemoOutput(t, r.stdout)
+}
+
+// demoSteps are the steps every demo run must report as ok.
+var demoSteps = []string{"orders", "pricing", "documents"}
+
+// checkDemoOutput checks the summary of a successful demo run.
+func checkDemoOutput(t *testing.T, out string) {
+	t.Helper()
 	for _, want := range []string{"every step did what it says", "STEP", "QUEUE", "acked", "retried", "rejected", "parked"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(r.stdout, "FAILED") {
-		t.Errorf("demo output reports a failure:\n%s", r.stdout)
+	_, summary, ok := strings.Cut(out, "STEP ")
+	if !ok {
+		t.Fatalf("no summary table:\n%s", out)
+	}
+	for _, step := range demoSteps {
+		found := false
+		for _, line := range strings.Split(summary, "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == step {
+				found = true
+				if f[1] != "ok" {
+					t.Errorf("step %s: %s", step, line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("step %s missing from the summary:\n%s", step, summary)
+		}
+	}
+	if strings.Contains(out, "FAILED") {
+		t.Errorf("demo output reports a failure:\n%s", out)
 	}
 }
