@@ -1,0 +1,203 @@
+package rpc_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/rpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+type observed struct {
+	reader *sdkmetric.ManualReader
+	spans  *tracetest.SpanRecorder
+}
+
+func observe(t *testing.T) (observed, []acemq.Option) {
+	o := observed{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.spans))
+	t.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	return o, []acemq.Option{acemq.WithMeterProvider(mp), acemq.WithTracerProvider(tp)}
+}
+
+func (o observed) metrics(t *testing.T) map[string]metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := o.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricdata.Metrics{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sm.Scope.Name == acemq.InstrumentationScope {
+				out[m.Name] = m
+			}
+		}
+	}
+	return out
+}
+
+func attrs(set attribute.Set) map[string]string {
+	out := map[string]string{}
+	for _, kv := range set.ToSlice() {
+		out[string(kv.Key)] = kv.Value.Emit()
+	}
+	return out
+}
+
+// 8. acemq.request.total and acemq.request.duration, written by the caller
+// only, tagged routing.key and outcome; a CLIENT span per call.
+func TestRequestMetricsAndSpans(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		caller, callerOpts := observe(t)
+		callee, calleeOpts := observe(t)
+		conn := e.connect(callerOpts...)
+		serverConn := e.connect(calleeOpts...)
+
+		prices := e.queue("prices")
+		serve(t, serverConn, prices, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			if m.Payload.SKU == "fail" {
+				return quote{}, errors.New("nope")
+			}
+			return price(ctx, m)
+		})
+		if err := e.admin.Transport().Bind(bg, driver.Binding{Queue: prices, Exchange: "amq.direct", RoutingKey: prices}); err != nil {
+			t.Fatal(err)
+		}
+		silent := e.queue("silent")
+		missing := "missing-" + silent
+
+		direct := open[priceRequest, quote](t, conn, "", prices)
+		viaExchange := open[priceRequest, quote](t, conn, "amq.direct", prices)
+		slow := open[priceRequest, quote](t, conn, "", silent, rpc.Timeout(30*time.Millisecond))
+		nowhere := open[priceRequest, quote](t, conn, "", missing)
+
+		if _, err := direct.Ask(bg, priceRequest{SKU: "A"}); err != nil {
+			t.Fatal(err)
+		}
+		var re *rpc.ResponderError
+		if _, err := direct.Ask(bg, priceRequest{SKU: "fail"}); !errors.As(err, &re) {
+			t.Fatal(err)
+		}
+		if _, err := viaExchange.Ask(bg, priceRequest{SKU: "A"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := slow.Ask(bg, priceRequest{SKU: "A"}); !errors.Is(err, rpc.ErrTimeout) {
+			t.Fatal(err)
+		}
+		if _, err := nowhere.Ask(bg, priceRequest{SKU: "A"}); err == nil {
+			t.Fatal("an unroutable request succeeded")
+		}
+
+		ms := caller.metrics(t)
+		total, ok := ms["acemq.request.total"].Data.(metricdata.Sum[int64])
+		if !ok || !total.IsMonotonic {
+			t.Fatalf("acemq.request.total is not a monotonic int64 counter: %#v", ms["acemq.request.total"])
+		}
+		counts := map[[2]string]int64{}
+		for _, dp := range total.DataPoints {
+			a := attrs(dp.Attributes)
+			if len(a) != 2 {
+				t.Fatalf("acemq.request.total attributes %v; want routing.key and outcome only", a)
+			}
+			counts[[2]string{a["routing.key"], a["outcome"]}] += dp.Value
+		}
+		want := map[[2]string]int64{
+			{prices, "answered"}:  3,
+			{silent, "timed_out"}: 1,
+			{missing, "failed"}:   1,
+		}
+		for k, v := range want {
+			if counts[k] != v {
+				t.Errorf("acemq.request.total%v = %d, want %d (all: %v)", k, counts[k], v, counts)
+			}
+		}
+		if len(counts) != len(want) {
+			t.Errorf("unexpected series: %v", counts)
+		}
+
+		dm := ms["acemq.request.duration"]
+		if dm.Unit != "s" {
+			t.Fatalf("acemq.request.duration unit %q, want s", dm.Unit)
+		}
+		hist, ok := dm.Data.(metricdata.Histogram[float64])
+		if !ok {
+			t.Fatalf("acemq.request.duration is not a float64 histogram: %#v", dm.Data)
+		}
+		var observedCalls uint64
+		for _, dp := range hist.DataPoints {
+			a := attrs(dp.Attributes)
+			observedCalls += dp.Count
+			if a["outcome"] == "timed_out" && dp.Sum < 0.030 {
+				t.Errorf("a timed-out call was recorded at %.3fs, before its 30ms deadline", dp.Sum)
+			}
+		}
+		if observedCalls != 5 {
+			t.Errorf("acemq.request.duration observed %d calls, want 5", observedCalls)
+		}
+
+		for name := range callee.metrics(t) {
+			if name == "acemq.request.total" || name == "acemq.request.duration" {
+				t.Errorf("the responder's connection wrote %s", name)
+			}
+		}
+
+		var requestSpans []sdktrace.ReadOnlySpan
+		for _, s := range caller.spans.Ended() {
+			if s.SpanKind() == trace.SpanKindClient {
+				requestSpans = append(requestSpans, s)
+			}
+		}
+		if len(requestSpans) != 5 {
+			t.Fatalf("%d CLIENT spans, want 5", len(requestSpans))
+		}
+		outcomes := map[string]int{}
+		for _, s := range requestSpans {
+			a := attrs(attribute.NewSet(s.Attributes()...))
+			outcome := a["messaging.acemq.outcome"]
+			outcomes[s.Name()+" "+outcome]++
+			if s.InstrumentationScope().Name != "org.acemq.amqp" {
+				t.Errorf("span scope %q", s.InstrumentationScope().Name)
+			}
+			if a["messaging.system"] != "rabbitmq" || a["messaging.operation"] != "request" {
+				t.Errorf("span %s attributes %v", s.Name(), a)
+			}
+			if a["messaging.message.id"] == "" || a["messaging.message.conversation_id"] != a["messaging.message.id"] {
+				t.Errorf("span %s id %q conversation %q", s.Name(), a["messaging.message.id"], a["messaging.message.conversation_id"])
+			}
+			dest := a["messaging.destination.name"]
+			if s.Name() != dest+" request" {
+				t.Errorf("span %q for destination %q", s.Name(), dest)
+			}
+			wantErr := outcome == "timed_out" || outcome == "failed"
+			if (s.Status().Code == codes.Error) != wantErr {
+				t.Errorf("span %s outcome %s has status %v", s.Name(), outcome, s.Status())
+			}
+		}
+		wantSpans := map[string]int{
+			prices + " request answered":  2,
+			"amq.direct request answered": 1,
+			silent + " request timed_out": 1,
+			missing + " request failed":   1,
+		}
+		for k, v := range wantSpans {
+			if outcomes[k] != v {
+				t.Errorf("spans %q: %d, want %d (all: %v)", k, outcomes[k], v, outcomes)
+			}
+		}
+	})
+}
