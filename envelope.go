@@ -514,13 +514,20 @@ func cloneElem(v reflect.Value, t reflect.Type) reflect.Value {
 // route travels comma-joined) and drops empty ones. It returns nil when no
 // step is left.
 func cleanRoute(steps []string) []string {
-	var out []string
+	n := 0
+	for _, s := range steps {
+		n += strings.Count(s, ",") + 1
+	}
+	out := make([]string, 0, n)
 	for _, s := range steps {
 		for part := range strings.SplitSeq(s, ",") {
 			if part = strings.TrimSpace(part); part != "" {
 				out = append(out, part)
 			}
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

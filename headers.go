@@ -168,7 +168,7 @@ func clampInt(n int64) int {
 func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[string]any {
 	e = e.orDefault()
 	if dst == nil {
-		dst = make(map[string]any, 8+len(e.headers)+len(e.reserved))
+		dst = make(map[string]any, e.headerCount())
 	}
 	for k, v := range e.headers {
 		dst[k] = cloneValue(v)
@@ -209,6 +209,24 @@ func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[strin
 		}
 	}
 	return dst
+}
+
+// headerCount is the number of headers AppendHeaders writes, so that a
+// map made for them never grows.
+func (e Envelope) headerCount() int {
+	n := 6 + len(e.headers) + len(e.reserved) // id, type, version, correlation, attempt, first-seen
+	for _, s := range [...]string{e.causationID, e.origin, e.err, e.claim} {
+		if s != "" {
+			n++
+		}
+	}
+	if len(e.route) > 0 {
+		n += 2
+		if e.routeID != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // WireType is the x-acemq-type value AppendHeaders would write for
