@@ -470,14 +470,18 @@ func publishOutcome(err error, confirmed bool) string {
 
 // publishIdentity reads the message id, type and correlation for a publish
 // span: from env when it was built, else from the headers written for it.
+// The type is read from the headers, where an empty type has been
+// defaulted to the routing key.
 func publishIdentity(m *driver.Message, env Envelope) (id, typ, corr string) {
-	if env.built() {
-		return env.ID(), env.Type(), env.CorrelationID()
-	}
-	id = m.MessageID
 	typ, _ = m.Headers[HeaderType].(string)
+	if env.built() {
+		if typ == "" {
+			typ = env.Type()
+		}
+		return env.ID(), typ, env.CorrelationID()
+	}
 	corr, _ = m.Headers[HeaderCorrelation].(string)
-	return id, typ, corr
+	return m.MessageID, typ, corr
 }
 
 // processStart is called when a delivery is taken up, before decoding; the

@@ -1,0 +1,124 @@
+package acemq
+
+import (
+	"context"
+	"testing"
+
+	"github.com/acemq/acemq/driver"
+	"go.opentelemetry.io/otel"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// TestTelemetryCostsNoAllocations: with the global no-op providers, or
+// configured no-op ones, the hooks on the publish and consume paths
+// allocate nothing and write no headers.
+func TestTelemetryCostsNoAllocations(t *testing.T) {
+	if !isGlobalTracerDelegate(otel.GetTracerProvider()) {
+		t.Skip("a test in this binary installed a global tracer provider")
+	}
+	cases := map[string]telemetryConfig{
+		"global": {},
+		"noop":   {meters: metricnoop.NewMeterProvider(), tracers: tracenoop.NewTracerProvider()},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := newObserver(cfg)
+			if o.tracing() {
+				t.Fatalf("tracing is on with %s providers", name)
+			}
+			env := MustEnvelope(Fields{Type: "order.placed"})
+			m := driver.Message{RoutingKey: "orders", Headers: env.AppendHeaders(nil, "orders")}
+			d := driver.Delivery{RoutingKey: "orders", Headers: m.Headers}
+			s := Settlement{Queue: "orders", Envelope: env, Outcome: OutcomeRetried, Where: WhereConsumer}
+			ctx := context.Background()
+			n := len(m.Headers)
+			allocs := testing.AllocsPerRun(200, func() {
+				_, done := o.publishStart(ctx, &m, env)
+				done(nil, 0)
+				hctx, end := o.processStart(ctx, "orders", &d, env)
+				if end != nil || hctx != ctx {
+					t.Fatal("processStart started a span")
+				}
+				_ = o.within(ctx, &d)
+				o.settled(s)
+				o.connEvent(driver.Event{Kind: driver.EventLost})
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per message with %s providers, want 0", allocs, name)
+			}
+			if len(m.Headers) != n {
+				t.Errorf("publishStart wrote headers with tracing off: %v", m.Headers)
+			}
+		})
+	}
+}
+
+func TestTableCarrier(t *testing.T) {
+	var tbl driver.Table
+	c := tableCarrier{t: &tbl}
+	if c.Get("traceparent") != "" || len(c.Keys()) != 0 {
+		t.Fatal("an empty carrier has values")
+	}
+	c.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	if tbl == nil || c.Get("traceparent") == "" || len(c.Keys()) != 1 {
+		t.Fatalf("Set did not create the table: %v", tbl)
+	}
+	tbl["tracestate"] = []byte("k=v")
+	if c.Get("tracestate") != "k=v" {
+		t.Errorf("a []byte header is not read: %q", c.Get("tracestate"))
+	}
+	tbl["tracestate"] = int32(7)
+	if c.Get("tracestate") != "" {
+		t.Errorf("a non-string header is read as %q", c.Get("tracestate"))
+	}
+}
+
+func TestPublishOutcome(t *testing.T) {
+	cases := []struct {
+		err       error
+		confirmed bool
+		want      string
+	}{
+		{nil, true, "confirmed"},
+		{nil, false, "published"},
+		{&driver.ReturnError{Code: 312, Text: "NO_ROUTE"}, true, "unroutable"},
+		{driver.ErrBlocked, true, "refused"},
+		{driver.ErrLost, true, "failed"},
+		{driver.ErrNacked, true, "failed"},
+		{context.DeadlineExceeded, true, "failed"},
+	}
+	for _, c := range cases {
+		if got := publishOutcome(c.err, c.confirmed); got != c.want {
+			t.Errorf("publishOutcome(%v, %v) = %s, want %s", c.err, c.confirmed, got, c.want)
+		}
+	}
+}
+
+// BenchmarkTelemetryHooks measures the telemetry hooks of one message
+// alone (publish, process, settlement), without a broker.
+func BenchmarkTelemetryHooks(b *testing.B) {
+	b.Run("none", func(b *testing.B) { benchHooks(b, telemetryConfig{}) })
+	b.Run("noop", func(b *testing.B) {
+		benchHooks(b, telemetryConfig{meters: metricnoop.NewMeterProvider(), tracers: tracenoop.NewTracerProvider()})
+	})
+}
+
+func benchHooks(b *testing.B, cfg telemetryConfig) {
+	o := newObserver(cfg)
+	env := MustEnvelope(Fields{Type: "order.placed"})
+	m := driver.Message{RoutingKey: "orders", Headers: env.AppendHeaders(nil, "orders")}
+	d := driver.Delivery{RoutingKey: "orders", Headers: m.Headers}
+	s := Settlement{Queue: "orders", Envelope: env, Outcome: OutcomeAcked}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, done := o.publishStart(ctx, &m, env)
+		done(nil, 0)
+		_, end := o.processStart(ctx, "orders", &d, env)
+		if end != nil {
+			end(s)
+		}
+		o.settled(s)
+	}
+}
