@@ -1,0 +1,113 @@
+package rabbitmq
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+func TestToAMQPTable(t *testing.T) {
+	flat := driver.Table{"a": "x", "b": int64(1), "t": time.Unix(1, 0)}
+	at, err := toAMQPTable(flat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := at.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	nested := driver.Table{
+		"n":   driver.Table{"d": driver.Decimal{Scale: 1, Value: 5}, "u": uint64(7)},
+		"arr": []any{driver.Table{"k": uint(3)}, "s"},
+	}
+	at, err = toAMQPTable(nested)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := at.Validate(); err != nil {
+		t.Fatalf("converted table is not valid for amqp091: %v", err)
+	}
+	n := at["n"].(amqp.Table)
+	if n["d"] != (amqp.Decimal{Scale: 1, Value: 5}) || n["u"] != int64(7) {
+		t.Fatalf("nested = %#v", n)
+	}
+	if _, ok := nested["n"].(driver.Table)["d"].(driver.Decimal); !ok {
+		t.Fatal("the caller's table was modified")
+	}
+	if _, err := toAMQPTable(driver.Table{"bad": struct{}{}}); err == nil {
+		t.Fatal("an unsupported value was accepted")
+	}
+	if _, err := toAMQPTable(driver.Table{"big": uint64(1 << 63)}); err == nil {
+		t.Fatal("an out-of-range uint64 was accepted")
+	}
+}
+
+func TestFromAMQPTable(t *testing.T) {
+	in := amqp.Table{
+		"x-death": []any{amqp.Table{"count": int64(1), "d": amqp.Decimal{Scale: 2, Value: 1}}},
+		"n":       amqp.Table{"m": amqp.Table{"k": "v"}},
+		"s":       "plain",
+	}
+	out := fromAMQPTable(in)
+	deaths := out["x-death"].([]any)
+	death, ok := deaths[0].(driver.Table)
+	if !ok || death["d"] != (driver.Decimal{Scale: 2, Value: 1}) {
+		t.Fatalf("x-death = %#v", out["x-death"])
+	}
+	if _, ok := out["n"].(driver.Table)["m"].(driver.Table); !ok {
+		t.Fatalf("n = %#v", out["n"])
+	}
+	if fromAMQPTable(nil) != nil {
+		t.Fatal("nil table")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 5: 16 * time.Second, 6: 30 * time.Second, 40: 30 * time.Second} {
+		for range 20 {
+			d := backoff(n)
+			if d < want*8/10 || d > min(want*12/10, 30*time.Second) {
+				t.Fatalf("backoff(%d) = %v, want %v ± 20%% capped at 30s", n, d, want)
+			}
+		}
+	}
+}
+
+func TestConfigDefaultsAndChecks(t *testing.T) {
+	cfg := driver.Config{URLs: []string{"amqp://h/"}}
+	if err := checkConfig(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxOutstanding != 1000 || cfg.ConfirmTimeout != 10*time.Second || cfg.DialTimeout != 30*time.Second {
+		t.Fatalf("defaults %+v", cfg)
+	}
+	for _, bad := range []driver.Config{{}, {URLs: []string{"http://h/"}}, {URLs: []string{"amqp://u:pw@h:port/"}}} {
+		if err := checkConfig(&bad); err == nil {
+			t.Errorf("%v accepted", bad.URLs)
+		}
+	}
+}
+
+func TestConnectionName(t *testing.T) {
+	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
+		t.Skip("rabbitmqctl is not available")
+	}
+	name := uniqueName("name")
+	c := openTest(t, func(cfg *driver.Config) { cfg.Name = name })
+	if err := c.Ping(ctxFor(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_connections", "client_properties").CombinedOutput()
+	if err != nil {
+		t.Skipf("rabbitmqctl list_connections: %v", err)
+	}
+	if !strings.Contains(string(out), name) || !strings.Contains(string(out), Product) {
+		t.Fatalf("connection %q (product %q) not listed:\n%s", name, Product, out)
+	}
+}
