@@ -303,18 +303,33 @@ func TestReplyPublishFails(t *testing.T) {
 }
 
 // 7. answered is counted before the reply is published: a caller holding
-// its answer reads a count that includes it, with no wait.
+// its answer reads a count that includes it, with no wait. The responder's
+// publish of each reply is held, after the reply has gone out, until the
+// caller has read the counter, so a count made after the publish would be
+// seen missing.
 func TestAnsweredBeforeReply(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
-		conn := e.connect()
+		checked := make(chan struct{})
+		hold := &hooks{publish: func(m driver.Message, send func() error) error {
+			err := send()
+			if strings.HasPrefix(m.RoutingKey, rpc.ReplyQueuePrefix) {
+				select {
+				case <-checked:
+				case <-time.After(10 * time.Second):
+				}
+			}
+			return err
+		}}
 		q := e.queue("prices")
-		responder := serve(t, conn, q, price)
-		r := open[priceRequest, quote](t, conn, "", q)
+		responder := serve(t, e.connectHooked(hold), q, price)
+		r := open[priceRequest, quote](t, e.connect(), "", q)
 		for i := 1; i <= 20; i++ {
 			if _, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil {
 				t.Fatal(err)
 			}
-			if n := responder.Answered(); n != int64(i) {
+			n := responder.Answered()
+			checked <- struct{}{}
+			if n != int64(i) {
 				t.Fatalf("after answer %d, Answered() = %d", i, n)
 			}
 		}

@@ -54,7 +54,7 @@ func (o observed) metrics(t *testing.T) map[string]metricdata.Metrics {
 func attrs(set attribute.Set) map[string]string {
 	out := map[string]string{}
 	for _, kv := range set.ToSlice() {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 	}
 	return out
 }
