@@ -138,7 +138,7 @@ func (x *tel) series(t testing.TB, name string) []string {
 	for _, s := range sets {
 		var kv []string
 		for _, a := range s.ToSlice() {
-			kv = append(kv, string(a.Key)+"="+a.Value.Emit())
+			kv = append(kv, string(a.Key)+"="+a.Value.String())
 		}
 		out = append(out, strings.Join(kv, ","))
 	}

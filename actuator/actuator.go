@@ -1,0 +1,350 @@
+// Package actuator serves the AceMQ family's operational endpoints over
+// HTTP (WIRE.md §11.6):
+//
+//   - /acemq-metrics: the family's metrics in the Prometheus text format,
+//     rendered by the official Prometheus client from an OpenTelemetry SDK
+//     meter provider that the Actuator owns;
+//   - /acemq-health: the health of the watched connections and checks, as
+//     the family's JSON report; HTTP 503 only when it is down;
+//   - /acemq-info: the library, the application and what the transport
+//     supports, as JSON.
+//
+// The root package acemq depends on the OpenTelemetry API only; this
+// package brings in the SDK, the Prometheus exporter and the Prometheus
+// client, so a program pays for them only when it imports it.
+//
+// A program builds the Actuator first, connects with its meter provider,
+// then watches the connection:
+//
+//	act, err := actuator.New(actuator.WithApplication("orders", "1.4.2"))
+//	if err != nil { … }
+//	conn, err := acemq.Connect(ctx, url, acemq.WithMeterProvider(act.MeterProvider()))
+//	if err != nil { … }
+//	act.Watch(conn)
+//	go actuator.ListenAndServe(ctx, actuator.DefaultAddr, act)
+//
+// The endpoints are unauthenticated by design: bind them to the loopback
+// interface (the default) or put them behind something that authenticates.
+package actuator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// Endpoint paths and the default bind address (WIRE.md §11.6, §12).
+const (
+	PathMetrics = "/acemq-metrics"
+	PathHealth  = "/acemq-health"
+	PathInfo    = "/acemq-info"
+	DefaultAddr = "127.0.0.1:9464"
+)
+
+// Library is the library name /acemq-info reports.
+const Library = "acemq-go"
+
+// HealthUnknown is the status /acemq-health reports, with HTTP 200, while
+// no connection or check is watched.
+const HealthUnknown acemq.HealthStatus = "unknown"
+
+// Actuator is an http.Handler serving the family's endpoints, and the
+// OpenTelemetry meter provider whose metrics /acemq-metrics renders. It is
+// safe for concurrent use.
+type Actuator struct {
+	registry *prometheus.Registry
+	provider *sdkmetric.MeterProvider
+	mux      *http.ServeMux
+	app      application
+
+	mu     sync.Mutex
+	conns  []*acemq.Conn
+	checks []acemq.HealthCheck
+}
+
+type application struct {
+	name, version string
+}
+
+type config struct {
+	app      application
+	registry *prometheus.Registry
+	sdkOpts  []sdkmetric.Option
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithApplication names the application and its version for /acemq-info.
+func WithApplication(name, version string) Option {
+	return func(c *config) { c.app = application{name, version} }
+}
+
+// WithRegistry renders the metrics through reg instead of a registry of the
+// Actuator's own, so that /acemq-metrics also shows what else is
+// registered there (for example Go runtime collectors). The family's
+// metrics must not collide with names already in reg.
+func WithRegistry(reg *prometheus.Registry) Option {
+	return func(c *config) { c.registry = reg }
+}
+
+// WithMeterProviderOptions passes options (a resource, more readers or
+// views) to the SDK meter provider the Actuator builds.
+func WithMeterProviderOptions(opts ...sdkmetric.Option) Option {
+	return func(c *config) { c.sdkOpts = append(c.sdkOpts, opts...) }
+}
+
+// New builds an Actuator and its meter provider. Pass MeterProvider to
+// acemq.WithMeterProvider (or install it with otel.SetMeterProvider) so the
+// connections' metrics reach /acemq-metrics.
+//
+// Metric names are rendered with dots as underscores and no suffixes
+// added: acemq.publish.total is acemq_publish_total, acemq.publish.duration
+// is acemq_publish_duration (in seconds, not acemq_publish_duration_seconds).
+// Durations use buckets from 5 ms to 60 s, attempts 1 to 10. No
+// otel_scope_* labels and no target_info metric are written.
+func New(opts ...Option) (*Actuator, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	reg := cfg.registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	exp, err := otelprom.New(
+		otelprom.WithRegisterer(reg),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithoutSuffixes),
+		otelprom.WithoutScopeInfo(),
+		otelprom.WithoutTargetInfo(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("actuator: creating the Prometheus exporter: %w", err)
+	}
+	sdkOpts := append([]sdkmetric.Option{
+		sdkmetric.WithReader(exp),
+		sdkmetric.WithView(bucketView(sdkmetric.InstrumentKindHistogram, "s", acemq.DurationBuckets())),
+		sdkmetric.WithView(sdkmetric.NewView(
+			sdkmetric.Instrument{Name: acemq.MetricConsumeAttempts, Scope: instrumentation.Scope{Name: acemq.InstrumentationScope}},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: acemq.AttemptBuckets()}},
+		)),
+	}, cfg.sdkOpts...)
+	a := &Actuator{
+		registry: reg,
+		provider: sdkmetric.NewMeterProvider(sdkOpts...),
+		app:      cfg.app,
+	}
+	a.mux = http.NewServeMux()
+	a.mux.Handle("GET "+PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	a.mux.HandleFunc("GET "+PathHealth, a.serveHealth)
+	a.mux.HandleFunc("GET "+PathInfo, a.serveInfo)
+	return a, nil
+}
+
+// bucketView gives every family histogram of the unit (durations in
+// seconds, including those of packages built on acemq) the same buckets.
+func bucketView(kind sdkmetric.InstrumentKind, unit string, bounds []float64) sdkmetric.View {
+	return sdkmetric.NewView(
+		sdkmetric.Instrument{Name: "acemq.*", Kind: kind, Unit: unit, Scope: instrumentation.Scope{Name: acemq.InstrumentationScope}},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: bounds}},
+	)
+}
+
+// MeterProvider is the SDK meter provider whose metrics /acemq-metrics
+// renders.
+func (a *Actuator) MeterProvider() *sdkmetric.MeterProvider { return a.provider }
+
+// Registry is the Prometheus registry /acemq-metrics renders.
+func (a *Actuator) Registry() *prometheus.Registry { return a.registry }
+
+// Watch adds a connection: its health joins /acemq-health and, for the
+// first connection watched, its capabilities make /acemq-info's transport.
+// Watching does not record its metrics: connect with
+// acemq.WithMeterProvider(a.MeterProvider()) for that.
+func (a *Actuator) Watch(c *acemq.Conn) {
+	a.mu.Lock()
+	a.conns = append(a.conns, c)
+	a.checks = append(a.checks, c)
+	a.mu.Unlock()
+}
+
+// AddHealthCheck adds a named check (a database, a downstream service) to
+// /acemq-health.
+func (a *Actuator) AddHealthCheck(name string, check acemq.HealthCheck) {
+	a.mu.Lock()
+	a.checks = append(a.checks, acemq.NamedHealth(name, check))
+	a.mu.Unlock()
+}
+
+// Health is the report /acemq-health serves: the worst of the watched
+// connections and checks, each kept as a part (acemq.AggregateHealth,
+// bounded at 5 s), or HealthUnknown when nothing is watched.
+func (a *Actuator) Health(ctx context.Context) acemq.HealthReport {
+	a.mu.Lock()
+	checks := append([]acemq.HealthCheck(nil), a.checks...)
+	a.mu.Unlock()
+	if len(checks) == 0 {
+		return acemq.HealthReport{
+			Status:  HealthUnknown,
+			Detail:  "no connection or health check is watched",
+			Checked: time.Now().UTC(),
+			Parts:   map[string]any{},
+		}
+	}
+	return acemq.AggregateHealth(ctx, checks...)
+}
+
+// Shutdown stops the meter provider. The handler keeps serving, with no
+// new measurements.
+func (a *Actuator) Shutdown(ctx context.Context) error { return a.provider.Shutdown(ctx) }
+
+// ServeHTTP serves /acemq-metrics, /acemq-health and /acemq-info (GET and
+// HEAD); any other path is 404.
+func (a *Actuator) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+func (a *Actuator) serveHealth(w http.ResponseWriter, r *http.Request) {
+	rep := a.Health(r.Context())
+	code := http.StatusOK
+	if rep.Status == acemq.HealthDown {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, rep)
+}
+
+// Info is the /acemq-info document.
+type Info struct {
+	Library        string `json:"library"`
+	LibraryVersion string `json:"libraryVersion"`
+	// Name and Version are the application's (WithApplication).
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Transport maps each capability of the family's vocabulary to whether
+	// the first watched connection's broker supports it; all false while
+	// none is watched. transactions, priority and delayed-delivery are
+	// always false: the library does not offer them.
+	Transport map[string]bool `json:"transport"`
+}
+
+// Info is the document /acemq-info serves.
+func (a *Actuator) Info() Info {
+	a.mu.Lock()
+	var caps driver.Capabilities
+	if len(a.conns) > 0 {
+		caps = a.conns[0].Capabilities()
+	}
+	a.mu.Unlock()
+	return Info{
+		Library:        Library,
+		LibraryVersion: LibraryVersion(),
+		Name:           a.app.name,
+		Version:        a.app.version,
+		Transport: map[string]bool{
+			"publisher-confirms": caps.PublisherConfirms,
+			"dead-lettering":     caps.DeadLettering,
+			"quorum-queues":      caps.QuorumQueues,
+			"streams":            caps.Streams,
+			"recovery":           caps.Recovery,
+			"transactions":       false,
+			"priority":           false,
+			"delayed-delivery":   false,
+		},
+	}
+}
+
+func (a *Actuator) serveInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, a.Info())
+}
+
+// LibraryVersion is the version of module github.com/acemq/acemq in the
+// running binary's build information, or "devel" when it has none (a
+// build from a checkout of the module itself, or go run).
+func LibraryVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	const mod = "github.com/acemq/acemq"
+	v := ""
+	if bi.Main.Path == mod {
+		v = bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == mod {
+			v = d.Version
+			if d.Replace != nil && d.Replace.Version != "" {
+				v = d.Replace.Version
+			}
+		}
+	}
+	if v == "" || v == "(devel)" {
+		return "devel"
+	}
+	return v
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "actuator: encoding the response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// ListenAndServe serves h on addr (DefaultAddr, 127.0.0.1:9464, when
+// empty) until ctx is done, then shuts the server down, giving requests in
+// progress up to 5 s. It returns nil after a shutdown caused by ctx, and
+// the listener's error otherwise (for example, the port is taken).
+func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("actuator: listening on %s: %w", addr, err)
+	}
+	return Serve(ctx, ln, h)
+}
+
+// Serve is ListenAndServe on a listener the caller opened (for example on
+// port 0, to learn the port from ln.Addr).
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("actuator: serving on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
