@@ -1,0 +1,126 @@
+package rpc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/rpc"
+)
+
+type PriceRequest struct {
+	SKU string `json:"sku"`
+}
+
+type Quote struct {
+	Pence int `json:"pence"`
+}
+
+// A responder on the price-requests queue and a requester asking it, on
+// the in-process broker.
+func Example() {
+	ctx := context.Background()
+	conn, err := acemq.Connect(ctx, "memory://example-rpc")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The application declares the request queue; Serve never does.
+	if err := acemq.NewTopology().Queue("price-requests").Apply(ctx, conn); err != nil {
+		log.Fatal(err)
+	}
+
+	responder, err := rpc.Serve(ctx, conn, "price-requests",
+		func(ctx context.Context, m acemq.Message[PriceRequest]) (Quote, error) {
+			return Quote{Pence: 250}, nil
+		}, acemq.Concurrency(4))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer responder.Close(ctx)
+
+	// One requester per connection, built at start-up: it owns a reply
+	// queue and a consumer, and serves any number of concurrent calls.
+	ask, err := rpc.Open[PriceRequest, Quote](ctx, conn, "", "price-requests")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ask.Close(ctx)
+
+	quote, err := ask.Ask(ctx, PriceRequest{SKU: "A-1"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Answered is counted before the reply leaves: no wait is needed.
+	fmt.Println(quote.Pence, responder.Answered())
+	// Output: 250 1
+}
+
+// A responder that fails tells the caller at once, with the reason.
+func ExampleResponderError() {
+	ctx := context.Background()
+	conn, _ := acemq.Connect(ctx, "memory://example-rpc-failure")
+	defer conn.Close(ctx)
+	_ = acemq.NewTopology().Queue("stock").Apply(ctx, conn)
+
+	responder, _ := rpc.Serve(ctx, conn, "stock",
+		func(ctx context.Context, m acemq.Message[PriceRequest]) (Quote, error) {
+			return Quote{}, errors.New("out of stock")
+		})
+	defer responder.Close(ctx)
+	ask, _ := rpc.Open[PriceRequest, Quote](ctx, conn, "", "stock")
+	defer ask.Close(ctx)
+
+	_, err := ask.Ask(ctx, PriceRequest{SKU: "A-1"})
+	var re *rpc.ResponderError
+	if errors.As(err, &re) {
+		fmt.Println(re.Text)
+	}
+	fmt.Println(responder.Answered())
+	// Output:
+	// errorString: out of stock
+	// 0
+}
+
+// No reply in time is a timeout: it matches rpc.ErrTimeout and
+// context.DeadlineExceeded. It says no answer arrived, not that nothing
+// happened.
+func ExampleTimeout() {
+	ctx := context.Background()
+	conn, _ := acemq.Connect(ctx, "memory://example-rpc-timeout")
+	defer conn.Close(ctx)
+	_ = acemq.NewTopology().Queue("nobody-home").Apply(ctx, conn)
+
+	ask, _ := rpc.Open[PriceRequest, Quote](ctx, conn, "", "nobody-home", rpc.Timeout(5*time.Second))
+	defer ask.Close(ctx)
+
+	_, err := ask.Ask(ctx, PriceRequest{SKU: "A-1"}, rpc.Timeout(20*time.Millisecond))
+	fmt.Println(errors.Is(err, rpc.ErrTimeout), errors.Is(err, context.DeadlineExceeded), ask.TimedOut())
+	// Output: true true 1
+}
+
+// The envelope given to Ask is sent as given, except its id and
+// correlation, which belong to the call.
+func ExampleWithEnvelope() {
+	ctx := context.Background()
+	conn, _ := acemq.Connect(ctx, "memory://example-rpc-envelope")
+	defer conn.Close(ctx)
+	_ = acemq.NewTopology().Queue("typed").Apply(ctx, conn)
+
+	responder, _ := rpc.Serve(ctx, conn, "typed",
+		func(ctx context.Context, m acemq.Message[PriceRequest]) (string, error) {
+			tenant, _ := m.Envelope.Header("tenant")
+			return fmt.Sprintf("%s v%d for %v", m.Envelope.Type(), m.Envelope.Version(), tenant), nil
+		})
+	defer responder.Close(ctx)
+	ask, _ := rpc.Open[PriceRequest, string](ctx, conn, "", "typed")
+	defer ask.Close(ctx)
+
+	env := acemq.MustEnvelope(acemq.Fields{Type: "price.request", Version: 2, Headers: map[string]any{"tenant": "acme"}})
+	answer, _ := ask.Ask(ctx, PriceRequest{SKU: "A-1"}, rpc.WithEnvelope(env))
+	fmt.Println(answer)
+	// Output: price.request v2 for acme
+}
