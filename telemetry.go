@@ -29,38 +29,45 @@ const InstrumentationScope = "org.acemq.amqp"
 // their own families (acemq.request.*, acemq.pipeline.*) through
 // Conn.MeterProvider.
 const (
-	MetricPublishTotal         = "acemq.publish.total"
-	MetricPublishDuration      = "acemq.publish.duration"
-	MetricConsumeTotal         = "acemq.consume.total"
-	MetricConsumeDuration      = "acemq.consume.duration"
-	MetricConsumeAttempts      = "acemq.consume.attempts"
-	MetricConsumeInFlight      = "acemq.consume.in.flight"
-	MetricRetried              = "acemq.messages.retried.total"
-	MetricDeadLettered         = "acemq.messages.dead.lettered.total"
-	MetricSetAsideFailed       = "acemq.messages.set.aside.failed"
-	MetricRungMissing          = "acemq.retry.rung.missing"
-	MetricConnectionEvents     = "acemq.connection.events"
+	MetricPublishTotal     = "acemq.publish.total"
+	MetricPublishDuration  = "acemq.publish.duration"
+	MetricConsumeTotal     = "acemq.consume.total"
+	MetricConsumeDuration  = "acemq.consume.duration"
+	MetricConsumeAttempts  = "acemq.consume.attempts"
+	MetricConsumeInFlight  = "acemq.consume.in.flight"
+	MetricRetried          = "acemq.messages.retried.total"
+	MetricDeadLettered     = "acemq.messages.dead.lettered.total"
+	MetricSetAsideFailed   = "acemq.messages.set.aside.failed"
+	MetricRungMissing      = "acemq.retry.rung.missing"
+	MetricConnectionEvents = "acemq.connection.events"
+)
+
+// Publish outcomes (WIRE.md §10.3), span attribute names (§10.4) and span
+// event names.
+const (
 	publishOutcomeConfirmed    = "confirmed"
 	publishOutcomePublished    = "published"
 	publishOutcomeUnroutable   = "unroutable"
 	publishOutcomeFailed       = "failed"
 	publishOutcomeRefused      = "refused"
-	messagingSystem            = "rabbitmq"
-	attrSystem                 = "messaging.system"
-	attrDestination            = "messaging.destination.name"
-	attrOperation              = "messaging.operation"
-	attrMessageID              = "messaging.message.id"
-	attrConversationID         = "messaging.message.conversation_id"
-	attrRoutingKey             = "messaging.rabbitmq.destination.routing_key"
-	attrMessageType            = "messaging.acemq.message_type"
-	attrAttempt                = "messaging.acemq.attempt"
-	attrOutcome                = "messaging.acemq.outcome"
-	attrReason                 = "messaging.acemq.reason"
-	attrRetryDelayMillis       = "messaging.acemq.retry_delay_ms"
-	eventRetried               = "message.retried"
-	eventDeadLettered          = "message.dead_lettered"
-	eventParked                = "message.parked"
 	outcomeRequeuedSpanOutcome = "requeued"
+
+	messagingSystem      = "rabbitmq"
+	attrSystem           = "messaging.system"
+	attrDestination      = "messaging.destination.name"
+	attrOperation        = "messaging.operation"
+	attrMessageID        = "messaging.message.id"
+	attrConversationID   = "messaging.message.conversation_id"
+	attrRoutingKey       = "messaging.rabbitmq.destination.routing_key"
+	attrMessageType      = "messaging.acemq.message_type"
+	attrAttempt          = "messaging.acemq.attempt"
+	attrOutcome          = "messaging.acemq.outcome"
+	attrReason           = "messaging.acemq.reason"
+	attrRetryDelayMillis = "messaging.acemq.retry_delay_ms"
+
+	eventRetried      = "message.retried"
+	eventDeadLettered = "message.dead_lettered"
+	eventParked       = "message.parked"
 )
 
 // DurationBuckets are the histogram bucket boundaries, in seconds, that the
@@ -563,6 +570,11 @@ func endProcessSpan(span trace.Span, s Settlement) {
 	case errors.As(s.Err, &pe):
 		span.RecordError(s.Err)
 		span.SetStatus(codes.Error, s.Err.Error())
+	case s.SettleErr != nil:
+		// The decision's broker actions failed (a republish refused, lost
+		// or unroutable, an ack that failed).
+		span.RecordError(s.SettleErr)
+		span.SetStatus(codes.Error, s.SettleErr.Error())
 	case s.Outcome == OutcomeDeadLettered:
 		span.SetStatus(codes.Error, s.Reason)
 	case outcome == publishOutcomeFailed:
