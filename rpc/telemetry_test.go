@@ -165,8 +165,19 @@ func TestRequestMetricsAndSpans(t *testing.T) {
 		if len(requestSpans) != 5 {
 			t.Fatalf("%d CLIENT spans, want 5", len(requestSpans))
 		}
+		// The request's publish runs inside the request span: the
+		// connection's PRODUCER span is its child.
+		parents := map[trace.SpanID]bool{}
+		for _, s := range caller.spans.Ended() {
+			if s.SpanKind() == trace.SpanKindProducer {
+				parents[s.Parent().SpanID()] = true
+			}
+		}
 		outcomes := map[string]int{}
 		for _, s := range requestSpans {
+			if !parents[s.SpanContext().SpanID()] {
+				t.Errorf("the request span %s has no publish span under it", s.Name())
+			}
 			a := attrs(attribute.NewSet(s.Attributes()...))
 			outcome := a["messaging.acemq.outcome"]
 			outcomes[s.Name()+" "+outcome]++
