@@ -7,6 +7,8 @@ import (
 	"github.com/acemq/acemq/driver"
 	"go.opentelemetry.io/otel"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -121,4 +123,40 @@ func benchHooks(b *testing.B, cfg telemetryConfig) {
 		}
 		o.settled(s)
 	}
+}
+
+// FuzzTraceHeaders feeds arbitrary traceparent and tracestate values, as
+// a delivery from anyone may carry, through the process and publish spans:
+// nothing panics, a malformed parent starts a new trace, and the publish
+// writes a well-formed traceparent of the same trace as the process span.
+func FuzzTraceHeaders(f *testing.F) {
+	f.Add("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "congo=t61rcWkgMzE")
+	f.Add("00-00000000000000000000000000000000-0000000000000000-00", "")
+	f.Add("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "a=1,b=2")
+	f.Add("garbage", "=,=,=")
+	f.Add("", "")
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	o := newObserver(telemetryConfig{meters: metricnoop.NewMeterProvider(), tracers: tp})
+	env := MustEnvelope(Fields{Type: "t"})
+	f.Fuzz(func(t *testing.T, parent, state string) {
+		d := driver.Delivery{Headers: driver.Table{"traceparent": parent, "tracestate": []byte(state)}}
+		ctx, end := o.processStart(context.Background(), "q", &d, env)
+		if end == nil {
+			t.Fatal("no process span with an SDK tracer provider")
+		}
+		proc := trace.SpanContextFromContext(ctx)
+		if !proc.IsValid() {
+			t.Fatal("the process span has no valid context")
+		}
+		m := driver.Message{RoutingKey: "q"}
+		_, done := o.publishStart(o.within(context.Background(), &d), &m, env)
+		done(nil, 0)
+		end(Settlement{Queue: "q", Outcome: OutcomeAcked})
+		got, _ := m.Headers["traceparent"].(string)
+		sc := trace.SpanContextFromContext(propagator.Extract(context.Background(), tableCarrier{t: &m.Headers}))
+		if !sc.IsValid() || sc.TraceID() != proc.TraceID() {
+			t.Fatalf("the publish wrote traceparent %q, not of trace %s", got, proc.TraceID())
+		}
+	})
 }
