@@ -193,7 +193,11 @@ func (p *Pipeline) Start(ctx context.Context, payload any, opts ...StartOption) 
 		return "", fmt.Errorf("route: encoding the first message of pipeline %q: %w", p.name, err)
 	}
 	runID = uuid.NewString()
-	env := cfg.env.WithRoute(p.steps, 0, runID)
+	env, err := freshEnvelope(cfg.env)
+	if err != nil {
+		return "", err
+	}
+	env = env.WithRoute(p.steps, 0, runID)
 	if env.Origin() == "" {
 		env = env.WithOrigin(p.conn.Origin())
 	}
@@ -227,8 +231,11 @@ func StartSlip(ctx context.Context, conn *acemq.Conn, slip Slip, payload any, op
 	if err != nil {
 		return acemq.Envelope{}, fmt.Errorf("route: encoding the first message of a slip run: %w", err)
 	}
-	env, err := cfg.env.WithHeader(acemq.HeaderRoutingSlip, slip.String())
+	env, err := freshEnvelope(cfg.env)
 	if err != nil {
+		return acemq.Envelope{}, err
+	}
+	if env, err = env.WithHeader(acemq.HeaderRoutingSlip, slip.String()); err != nil {
 		return acemq.Envelope{}, err
 	}
 	if env.Origin() == "" {
@@ -246,6 +253,13 @@ func StartSlip(ctx context.Context, conn *acemq.Conn, slip Slip, payload any, op
 		return env, fmt.Errorf("route: starting a slip run at exchange %q, routing key %q: %w", first.Exchange, first.RoutingKey, err)
 	}
 	return env, nil
+}
+
+// freshEnvelope is env as the start of a new run: its fields, without any
+// unknown x-acemq-* headers it may have been read with (those belong to the
+// message it was read from, WIRE.md §2.5).
+func freshEnvelope(env acemq.Envelope) (acemq.Envelope, error) {
+	return acemq.NewEnvelope(env.Fields())
 }
 
 // Result is what a step hands on: a payload for the next step (Forward) or

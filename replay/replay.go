@@ -1,0 +1,284 @@
+// Package replay moves messages out of a dead-letter queue ({q}.dlq) or a
+// parking queue ({q}.parked) back to where they belong, by default the
+// source queue {q} through the default exchange (WIRE.md §9.6).
+//
+// Each moved message keeps its body, message-id, content type, first-seen
+// time, route and every header (unknown x-acemq-* headers included), has
+// x-acemq-error removed and its attempt reset to 1 (unless KeepAttempts),
+// and is stamped with acemq-replayed-from, acemq-replayed-at and
+// acemq-replay-count. Each move is published persistent, mandatory and
+// confirmed before the original is acknowledged, so a replay that is
+// interrupted — by its deadline, a cancelled context, a crash or a broker
+// failure — can duplicate a message but never lose one.
+//
+// A message the filter declines is held, unacknowledged, until the replay
+// ends, and then every held message is put back (nack with requeue) at
+// once. Putting each back as it is declined would return it to the head of
+// the queue, where the next fetch would take it again, endlessly.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
+)
+
+// Reason says why a replay stopped.
+type Reason string
+
+// The reasons a replay stops (WIRE.md §9.6).
+const (
+	// Drained: the source queue had nothing more to fetch.
+	Drained Reason = "drained"
+	// LimitReached: the limit of moved messages was reached.
+	LimitReached Reason = "limit"
+	// DeadlineExceeded: the context's deadline passed.
+	DeadlineExceeded Reason = "deadline"
+	// Cancelled: the context was cancelled.
+	Cancelled Reason = "cancelled"
+	// Failed: a fetch, publish or acknowledgement failed; Result.Err says
+	// which. The message being moved was put back.
+	Failed Reason = "failed"
+)
+
+// LegacyReplayCount is the reserved spelling of the replay count that Java
+// up to 0.4 and .NET up to 0.5.0 wrote. It is read as a fallback and carried
+// through, never written.
+const LegacyReplayCount = "x-acemq-replay-count"
+
+// ReplayedAtLayout is how acemq-replayed-at is written: RFC 3339, UTC,
+// milliseconds, Z.
+const ReplayedAtLayout = "2006-01-02T15:04:05.000Z"
+
+// Result is what a replay did.
+type Result struct {
+	// Source is the queue messages were moved from.
+	Source string
+	// Exchange and RoutingKey are where they were published.
+	Exchange   string
+	RoutingKey string
+	// Moved counts messages published to the target and acknowledged on
+	// the source (or, when Reason is Failed because an acknowledgement
+	// failed, published but still on the source).
+	Moved int
+	// Skipped counts messages the filter declined; they were put back.
+	Skipped int
+	// Reason is why the replay stopped.
+	Reason Reason
+	// Err is set when Reason is Failed.
+	Err error
+}
+
+func (r Result) String() string {
+	s := fmt.Sprintf("replayed %d from %s to exchange %q routing key %q (%d skipped): %s", r.Moved, r.Source, r.Exchange, r.RoutingKey, r.Skipped, r.Reason)
+	if r.Err != nil {
+		s += ": " + r.Err.Error()
+	}
+	return s
+}
+
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	exchange, routingKey string
+	targetSet            bool
+	limit                int
+	filter               func(acemq.Envelope) bool
+	keepAttempts         bool
+	now                  func() time.Time
+}
+
+// To publishes the moved messages to exchange with routingKey instead of to
+// the source's queue through the default exchange.
+func To(exchange, routingKey string) Option {
+	return func(c *config) { c.exchange, c.routingKey, c.targetSet = exchange, routingKey, true }
+}
+
+// ToQueue publishes the moved messages to queue through the default
+// exchange.
+func ToQueue(queue string) Option { return To("", queue) }
+
+// Limit stops the replay after n messages have been moved (0, the default,
+// means no limit).
+func Limit(n int) Option { return func(c *config) { c.limit = n } }
+
+// Filter moves only the messages for which keep returns true; the others
+// are held until the replay ends and then put back on the source.
+func Filter(keep func(env acemq.Envelope) bool) Option { return func(c *config) { c.filter = keep } }
+
+// KeepAttempts keeps each message's x-acemq-attempt instead of resetting it
+// to 1, so a message that exhausted its attempts is dead-lettered again at
+// its first failure.
+func KeepAttempts() Option { return func(c *config) { c.keepAttempts = true } }
+
+// Target is where a replay from source publishes by default: the queue
+// source names without its .dlq or .parked suffix, through the default
+// exchange. ok is false for a source with neither suffix.
+func Target(source string) (queue string, ok bool) {
+	for _, suffix := range []string{".dlq", ".parked"} {
+		if q, found := strings.CutSuffix(source, suffix); found && q != "" {
+			return q, true
+		}
+	}
+	return "", false
+}
+
+// Run moves messages from the queue source (usually acemq.DeadLetterQueue(q)
+// or acemq.ParkedQueue(q)) to their target, one at a time, until the source
+// is drained, the limit is reached, ctx ends, or a step fails. It fetches
+// with basic.get and never consumes, so it does not compete with the
+// prefetch of a consumer on the source (there should be none).
+//
+// The error is Result.Err (nil unless Reason is Failed), also returned as a
+// value so that it is hard to ignore; invalid arguments return an error and
+// a zero Result.
+func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (Result, error) {
+	cfg := config{now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if conn == nil {
+		return Result{}, errors.New("replay: Run needs a connection")
+	}
+	if source == "" {
+		return Result{}, errors.New("replay: Run needs a source queue, for example acemq.DeadLetterQueue(\"orders.new\")")
+	}
+	if cfg.limit < 0 {
+		return Result{}, fmt.Errorf("replay: the limit must be 0 (none) or more, not %d", cfg.limit)
+	}
+	if !cfg.targetSet {
+		q, ok := Target(source)
+		if !ok {
+			return Result{}, fmt.Errorf("replay: %q does not end in .dlq or .parked, so the target is not known: name one with replay.To or replay.ToQueue", source)
+		}
+		cfg.exchange, cfg.routingKey = "", q
+	}
+	res := Result{Source: source, Exchange: cfg.exchange, RoutingKey: cfg.routingKey}
+	t := conn.Transport()
+	if _, err := t.InspectQueue(ctx, source); err != nil {
+		res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: the source queue %q: %w", source, err))
+		return res, res.Err
+	}
+
+	var held []driver.Delivery
+	defer func() {
+		// Put back what the filter declined, all at once, now that nothing
+		// will fetch again.
+		for i := range held {
+			_ = held[i].Nack(true)
+		}
+	}()
+
+	for {
+		if cfg.limit > 0 && res.Moved >= cfg.limit {
+			res.Reason = LimitReached
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			res.Reason, _ = stopReason(ctx, nil)
+			return res, nil
+		}
+		d, ok, err := t.Get(ctx, source)
+		if err != nil {
+			res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: fetching from %q: %w", source, err))
+			return res, res.Err
+		}
+		if !ok {
+			res.Reason = Drained
+			return res, nil
+		}
+		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+		if cfg.filter != nil && !cfg.filter(env) {
+			held = append(held, d)
+			res.Skipped++
+			continue
+		}
+		out, err := cfg.stamp(d, env, source)
+		if err != nil {
+			_ = d.Nack(true)
+			res.Reason, res.Err = Failed, err
+			return res, err
+		}
+		if err := conn.Publish(ctx, out); err != nil {
+			// Not confirmed (or unroutable): the original goes back. A
+			// publish that reached the broker without a confirm arriving
+			// becomes a duplicate, never a loss.
+			_ = d.Nack(true)
+			res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: publishing message %s to exchange %q with routing key %q: %w", env.ID(), cfg.exchange, cfg.routingKey, err))
+			return res, res.Err
+		}
+		res.Moved++
+		if err := d.Ack(); err != nil {
+			res.Reason = Failed
+			res.Err = fmt.Errorf("replay: message %s was published to its target but could not be acknowledged on %q, so it stays there too and a later replay will move it again: %w", env.ID(), source, err)
+			return res, res.Err
+		}
+	}
+}
+
+// stopReason classifies a stop: the context's end wins over the error it
+// caused.
+func stopReason(ctx context.Context, err error) (Reason, error) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return DeadlineExceeded, nil
+	case ctx.Err() != nil:
+		return Cancelled, nil
+	}
+	return Failed, err
+}
+
+// stamp builds the republish of d (WIRE.md §9.6).
+func (cfg *config) stamp(d driver.Delivery, env acemq.Envelope, source string) (acemq.Outbound, error) {
+	prev, ok := env.Header(acemq.HeaderReplayCount)
+	if !ok {
+		prev, ok = env.UnknownReserved()[LegacyReplayCount]
+	}
+	var count int64
+	if ok {
+		if n, readable := wire.Int(prev); readable && n > 0 {
+			count = n
+		}
+	}
+	if count < math.MaxInt64 {
+		count++
+	}
+	var countValue any = count // 64-bit only when 32 bits cannot hold it
+	if count <= math.MaxInt32 {
+		countValue = int32(count)
+	}
+	headers := env.Headers()
+	headers[acemq.HeaderReplayedFrom] = source
+	headers[acemq.HeaderReplayedAt] = cfg.now().UTC().Format(ReplayedAtLayout)
+	headers[acemq.HeaderReplayCount] = countValue
+	next, err := env.WithError("").WithHeaders(headers)
+	if err != nil {
+		return acemq.Outbound{}, fmt.Errorf("replay: message %s: %w", env.ID(), err)
+	}
+	if !cfg.keepAttempts {
+		next = next.WithAttempt(1)
+	}
+	if _, typed := d.Headers[acemq.HeaderType]; !typed {
+		// The type was never on the message; let it default to the
+		// target's routing key rather than to the dead-letter queue's.
+		next = next.WithType("")
+	}
+	return acemq.Outbound{
+		Exchange:      cfg.exchange,
+		RoutingKey:    cfg.routingKey,
+		Envelope:      next,
+		ContentType:   d.ContentType,
+		Body:          d.Body,
+		ReplyTo:       d.ReplyTo,
+		CorrelationID: d.CorrelationID,
+		AlwaysConfirm: true,
+	}, nil
+}
