@@ -156,6 +156,11 @@ type conn struct {
 	// first, because publishing to a missing exchange closes the
 	// publishing channel, failing every publish outstanding on it.
 	exchanges sync.Map
+
+	// publishes whose callers stopped waiting for their confirms
+	abMu       sync.Mutex
+	abandoned  []*pending
+	abandonedN atomic.Int32
 }
 
 // session is one AMQP connection and the channels the driver keeps on it.

@@ -13,24 +13,24 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// A publish goes through one pubChan: an amqp091 channel plus a dispatcher
-// goroutine that receives the channel's confirms and returns. Publishes
-// are serialised on the channel (as amqp091 does anyway) only while their
-// frames are written; each then waits for its own confirm on its own
-// pending, without holding any lock.
+// A publish goes through one pubChan: an amqp091 channel (in confirm mode
+// unless confirms are off) and a watcher goroutine that notices when the
+// channel dies and opens a replacement. Each publish waits for its own
+// amqp091 deferred confirmation, which the connection's reader goroutine
+// resolves directly, so the confirm path adds no goroutine hand-off and no
+// lock to the raw client's.
 //
-// Confirm-mode delivery tags are assigned by the broker in publish order,
-// starting at 1 on each channel, and amqp091 hands confirms to listeners
-// resequenced in that order, so the outstanding publishes of a channel form
-// a FIFO queue: each confirm settles the publish at the head. A
-// basic.return arrives before the confirm of its publish on the same
-// channel; the dispatcher handles both from one goroutine, with the return
-// channel unbuffered, so the return is always recorded on its pending
-// before the confirm settles it.
+// Returns: RabbitMQ sends basic.return before the basic.ack of the same
+// publish on the same channel, and amqp091's reader hands the return to
+// the channel's buffered return listener before it resolves the ack. So
+// when a mandatory publish sees its ack, its return (if any) is already in
+// that buffer or was taken out by another publisher; publishers drain the
+// buffer under qmu, recording each return on the outstanding publish with
+// its message-id, and then read their own.
 
 // slot holds the current pubChan of one publishing position on a session.
 // When a channel dies while its connection lives on (a channel error), the
-// dispatcher installs a replacement.
+// watcher installs a replacement.
 type slot struct {
 	confirm bool
 	pc      atomic.Pointer[pubChan]
@@ -43,21 +43,17 @@ type pubChan struct {
 	sl      *slot
 	ch      *amqp.Channel
 	confirm bool
-	confs   chan amqp.Confirmation
 	rets    chan amqp.Return
 	closes  chan *amqp.Error
-	gone    chan struct{} // closed once dead, its pendings failed and a replacement tried
+	reason  atomic.Pointer[amqp.Error] // why the channel closed
+	closed  chan struct{}              // closed once reason is set
+	gone    chan struct{}              // closed once a replacement was tried
 
-	mu   sync.Mutex // serialises sends; guards seq and dead
-	seq  uint64     // delivery tag of the last publish
-	dead bool
-
-	qmu  sync.Mutex // guards q and byID; never held across I/O
-	q    ring
-	byID map[string]*pending // mandatory publishes by message-id, oldest first
+	qmu  sync.Mutex          // guards byID and draining rets
+	byID map[string]*pending // outstanding mandatory publishes by message-id, oldest first
 }
 
-// openPubChan opens a publishing channel for sl and starts its dispatcher.
+// openPubChan opens a publishing channel for sl and starts its watcher.
 func (s *session) openPubChan(sl *slot) error {
 	ch, err := s.ac.Channel()
 	if err != nil {
@@ -68,6 +64,7 @@ func (s *session) openPubChan(sl *slot) error {
 		sl:      sl,
 		ch:      ch,
 		confirm: sl.confirm,
+		closed:  make(chan struct{}),
 		gone:    make(chan struct{}),
 		byID:    map[string]*pending{},
 	}
@@ -77,71 +74,38 @@ func (s *session) openPubChan(sl *slot) error {
 			_ = ch.Close()
 			return err
 		}
-		pc.confs = ch.NotifyPublish(make(chan amqp.Confirmation, s.c.cfg.MaxOutstanding+16))
-		pc.rets = ch.NotifyReturn(make(chan amqp.Return))
+		// Every return belongs to an outstanding mandatory publish (at
+		// most MaxOutstanding) and is drained when that publish
+		// completes, so this buffer does not fill up.
+		pc.rets = ch.NotifyReturn(make(chan amqp.Return, s.c.cfg.MaxOutstanding+16))
 	}
 	s.c.wg.Add(1)
-	go pc.run()
+	go pc.watch()
 	sl.pc.Store(pc)
 	return nil
 }
 
-// pending is one publish awaiting its confirm. Pendings are pooled; one
-// whose publisher stopped waiting (timeout, ctx) is left to the collector.
+// pending is one publish awaiting its confirm. Pendings are pooled.
 type pending struct {
-	seq        uint64
+	pc         *pubChan
+	dc         *amqp.DeferredConfirmation
 	mandatory  bool
 	msgID      string
 	exchange   string
 	routingKey string
-	ret        *driver.ReturnError // set by the dispatcher on basic.return
+	ret        *driver.ReturnError // recorded from a basic.return, under qmu
 	next       *pending            // next newer mandatory pending with the same message-id
-	done       chan error          // buffered: the dispatcher never blocks
 	timer      *time.Timer
 }
 
-var pendingPool = sync.Pool{New: func() any { return &pending{done: make(chan error, 1)} }}
+var pendingPool = sync.Pool{New: func() any { return new(pending) }}
 
 func getPending() *pending { return pendingPool.Get().(*pending) }
 
 func putPending(p *pending) {
-	p.ret, p.next = nil, nil
+	p.pc, p.dc, p.ret, p.next = nil, nil, nil, nil
 	p.msgID, p.exchange, p.routingKey = "", "", ""
 	pendingPool.Put(p)
-}
-
-// ring is a FIFO queue of pendings.
-type ring struct {
-	buf  []*pending
-	head int
-	n    int
-}
-
-func (r *ring) push(p *pending) {
-	if r.n == len(r.buf) {
-		nb := make([]*pending, max(64, 2*len(r.buf)))
-		for i := 0; i < r.n; i++ {
-			nb[i] = r.buf[(r.head+i)%len(r.buf)]
-		}
-		r.buf, r.head = nb, 0
-	}
-	r.buf[(r.head+r.n)%len(r.buf)] = p
-	r.n++
-}
-
-func (r *ring) front() *pending { return r.buf[r.head] }
-
-func (r *ring) popFront() *pending {
-	p := r.buf[r.head]
-	r.buf[r.head] = nil
-	r.head = (r.head + 1) % len(r.buf)
-	r.n--
-	return p
-}
-
-func (r *ring) popBack() {
-	r.buf[(r.head+r.n-1)%len(r.buf)] = nil
-	r.n--
 }
 
 // errGone: the channel died before the message was written; the publish
@@ -153,44 +117,25 @@ func (pc *pubChan) send(ctx context.Context, m *driver.Message, pub *amqp.Publis
 	var p *pending
 	if pc.confirm {
 		p = getPending()
+		p.pc = pc
 		p.mandatory = m.Mandatory
 		p.msgID = m.MessageID
 		p.exchange = m.Exchange
 		p.routingKey = m.RoutingKey
-	}
-	pc.mu.Lock()
-	if pc.dead {
-		pc.mu.Unlock()
-		if p != nil {
-			putPending(p)
+		if p.tracked() {
+			pc.qmu.Lock()
+			pc.link(p)
+			pc.qmu.Unlock()
 		}
-		return nil, errGone
 	}
-	if p != nil {
-		pc.seq++
-		p.seq = pc.seq
-		pc.qmu.Lock()
-		pc.q.push(p)
-		if p.mandatory && p.msgID != "" {
-			pc.linkID(p)
-		}
-		pc.qmu.Unlock()
-	}
-	err := pc.ch.PublishWithContext(ctx, m.Exchange, m.RoutingKey, m.Mandatory, false, *pub)
-	if err != nil && p != nil {
-		// Nothing was sent, so no confirm will come: take p back. It is
-		// still the newest entry because pc.mu is held.
-		pc.seq--
-		pc.qmu.Lock()
-		pc.q.popBack()
-		if p.mandatory && p.msgID != "" {
-			pc.unlinkNewest(p)
-		}
-		pc.qmu.Unlock()
-	}
-	pc.mu.Unlock()
+	dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, m.Exchange, m.RoutingKey, m.Mandatory, false, *pub)
 	if err != nil {
 		if p != nil {
+			if p.tracked() {
+				pc.qmu.Lock()
+				pc.unlink(p)
+				pc.qmu.Unlock()
+			}
 			putPending(p)
 		}
 		if errors.Is(err, amqp.ErrClosed) || pc.ch.IsClosed() {
@@ -201,11 +146,17 @@ func (pc *pubChan) send(ctx context.Context, m *driver.Message, pub *amqp.Publis
 		}
 		return nil, fmt.Errorf("acemq: the publish failed: %w", err)
 	}
+	if p != nil {
+		p.dc = dc
+	}
 	return p, nil
 }
 
-// linkID appends p to the chain of pendings with its message-id. qmu held.
-func (pc *pubChan) linkID(p *pending) {
+// tracked reports whether a return can be matched to p.
+func (p *pending) tracked() bool { return p.mandatory && p.msgID != "" }
+
+// link appends p to the chain of pendings with its message-id. qmu held.
+func (pc *pubChan) link(p *pending) {
 	first, ok := pc.byID[p.msgID]
 	if !ok {
 		pc.byID[p.msgID] = p
@@ -217,144 +168,82 @@ func (pc *pubChan) linkID(p *pending) {
 	first.next = p
 }
 
-// unlinkOldest removes p, the oldest pending with its id. qmu held.
-func (pc *pubChan) unlinkOldest(p *pending) {
-	if first := pc.byID[p.msgID]; first == p {
+// unlink removes p from the chain of its message-id. qmu held.
+func (pc *pubChan) unlink(p *pending) {
+	first := pc.byID[p.msgID]
+	switch {
+	case first == nil:
+	case first == p:
 		if p.next != nil {
 			pc.byID[p.msgID] = p.next
 		} else {
 			delete(pc.byID, p.msgID)
 		}
+	default:
+		for q := first; q.next != nil; q = q.next {
+			if q.next == p {
+				q.next = p.next
+				break
+			}
+		}
 	}
 	p.next = nil
 }
 
-// unlinkNewest removes p, the newest pending with its id. qmu held.
-func (pc *pubChan) unlinkNewest(p *pending) {
-	first := pc.byID[p.msgID]
-	if first == p {
-		delete(pc.byID, p.msgID)
-		return
-	}
-	for first != nil && first.next != p {
-		first = first.next
-	}
-	if first != nil {
-		first.next = nil
-	}
-}
-
-// run is the dispatcher.
-func (pc *pubChan) run() {
-	defer pc.s.c.wg.Done()
-	if pc.confirm {
-		rets := pc.rets
-	loop:
-		for {
-			select {
-			case r, ok := <-rets:
-				if !ok {
-					rets = nil
-					continue
-				}
-				pc.onReturn(&r)
-			case cf, ok := <-pc.confs:
-				if !ok {
-					break loop
-				}
-				pc.onConfirm(cf)
-			}
-		}
-	} else {
-		for range pc.closes {
-		}
-	}
-	pc.shutdown()
-}
-
-func (pc *pubChan) onReturn(r *amqp.Return) {
-	if r.MessageId == "" {
-		return
-	}
-	pc.qmu.Lock()
-	for p := pc.byID[r.MessageId]; p != nil; p = p.next {
-		if p.ret == nil {
-			p.ret = &driver.ReturnError{
-				Exchange:   r.Exchange,
-				RoutingKey: r.RoutingKey,
-				Code:       int(r.ReplyCode),
-				Text:       r.ReplyText,
-			}
-			break
-		}
-	}
-	pc.qmu.Unlock()
-}
-
-func (pc *pubChan) onConfirm(cf amqp.Confirmation) {
+// drainReturns records every buffered return on the oldest outstanding
+// publish with its message-id that has none yet; returns that match no
+// publish are dropped. qmu held.
+func (pc *pubChan) drainReturns() {
 	for {
-		pc.qmu.Lock()
-		if pc.q.n == 0 || pc.q.front().seq > cf.DeliveryTag {
-			pc.qmu.Unlock()
+		select {
+		case r, ok := <-pc.rets:
+			if !ok {
+				return
+			}
+			if r.MessageId == "" {
+				continue
+			}
+			for p := pc.byID[r.MessageId]; p != nil; p = p.next {
+				if p.ret == nil {
+					p.ret = &driver.ReturnError{
+						Exchange:   r.Exchange,
+						RoutingKey: r.RoutingKey,
+						Code:       int(r.ReplyCode),
+						Text:       r.ReplyText,
+					}
+					break
+				}
+			}
+		default:
 			return
 		}
-		p := pc.q.popFront()
-		if p.mandatory && p.msgID != "" {
-			pc.unlinkOldest(p)
-		}
-		pc.qmu.Unlock()
-		switch {
-		case p.seq < cf.DeliveryTag:
-			// amqp091 dropped this confirm (a listener stalled for
-			// seconds): the outcome is unknown.
-			pc.resolve(p, fmt.Errorf("%w (its confirm was not received)", driver.ErrLost))
-			continue
-		case !cf.Ack:
-			pc.resolve(p, fmt.Errorf("%w (message-id %q)", driver.ErrNacked, p.msgID))
-		case p.ret != nil:
-			pc.resolve(p, p.ret)
-		default:
-			pc.resolve(p, nil)
-		}
-		return
 	}
 }
 
-func (pc *pubChan) resolve(p *pending, err error) {
-	p.done <- err
-	<-pc.s.c.sem
-}
-
-// shutdown fails the outstanding publishes of a dead channel and, when the
-// connection lives on, installs a replacement channel.
-func (pc *pubChan) shutdown() {
-	pc.mu.Lock()
-	pc.dead = true
-	pc.mu.Unlock()
-	var reason *amqp.Error
-	select {
-	case reason = <-pc.closes:
-	default:
-	}
-	pc.qmu.Lock()
-	var failed []*pending
-	for pc.q.n > 0 {
-		failed = append(failed, pc.q.popFront())
-	}
-	clear(pc.byID)
-	pc.qmu.Unlock()
+// watch waits for the channel to close, records why, and installs a
+// replacement when the connection lives on.
+func (pc *pubChan) watch() {
 	c := pc.s.c
-	if reason != nil && reason.Code == amqp.NotFound {
-		// An exchange was deleted behind our back: check it again next time.
-		if _, rest, ok := strings.Cut(reason.Reason, "no exchange '"); ok {
-			if name, _, ok := strings.Cut(rest, "'"); ok {
-				c.exchanges.Delete(name)
+	defer c.wg.Done()
+	var reason *amqp.Error
+	for e := range pc.closes {
+		if e != nil {
+			reason = e
+		}
+	}
+	if reason != nil {
+		pc.reason.Store(reason)
+		if reason.Code == amqp.NotFound {
+			// An exchange was deleted behind our back: check it again
+			// before the next publish to it.
+			if _, rest, ok := strings.Cut(reason.Reason, "no exchange '"); ok {
+				if name, _, ok := strings.Cut(rest, "'"); ok {
+					c.exchanges.Delete(name)
+				}
 			}
 		}
 	}
-	for _, p := range failed {
-		pc.resolve(p, lostError(p, reason, c.isClosing()))
-	}
+	close(pc.closed)
 	pc.replace()
 	close(pc.gone)
 }
@@ -395,6 +284,75 @@ func (pc *pubChan) replace() {
 	}
 }
 
+// finish turns p's resolved confirmation into the publish's result and
+// gives back its permit.
+func (c *conn) finish(p *pending) error {
+	pc := p.pc
+	acked := p.dc.Acked()
+	var err error
+	if p.mandatory {
+		pc.qmu.Lock()
+		pc.drainReturns()
+		if p.tracked() {
+			if acked && p.ret != nil {
+				err = p.ret
+			}
+			pc.unlink(p)
+		}
+		pc.qmu.Unlock()
+	}
+	if !acked {
+		if pc.ch.IsClosed() {
+			// amqp091 resolves the confirmations of a closing channel as
+			// nacks: those publishes were lost, not refused.
+			<-pc.closed
+			err = lostError(p, pc.reason.Load(), c.isClosing())
+		} else {
+			err = fmt.Errorf("%w (message-id %q)", driver.ErrNacked, p.msgID)
+		}
+	}
+	<-c.sem
+	if c.abandonedN.Load() > 0 {
+		c.sweep()
+	}
+	return err
+}
+
+// abandon records a publish whose caller stopped waiting: it keeps its
+// permit until its confirmation arrives, and sweep then gives it back.
+func (c *conn) abandon(p *pending) {
+	c.abMu.Lock()
+	c.abandoned = append(c.abandoned, p)
+	c.abandonedN.Store(int32(len(c.abandoned)))
+	c.abMu.Unlock()
+}
+
+// sweep gives back the permits of abandoned publishes that are resolved.
+func (c *conn) sweep() {
+	c.abMu.Lock()
+	defer c.abMu.Unlock()
+	keep := c.abandoned[:0]
+	for _, p := range c.abandoned {
+		select {
+		case <-p.dc.Done():
+			if p.mandatory {
+				p.pc.qmu.Lock()
+				p.pc.drainReturns()
+				if p.tracked() {
+					p.pc.unlink(p)
+				}
+				p.pc.qmu.Unlock()
+			}
+			<-c.sem
+		default:
+			keep = append(keep, p)
+		}
+	}
+	clear(c.abandoned[len(keep):])
+	c.abandoned = keep
+	c.abandonedN.Store(int32(len(keep)))
+}
+
 // pick returns the slot a publish goes through.
 func (s *session) pick(confirm bool) *slot {
 	if !confirm {
@@ -415,16 +373,26 @@ func (c *conn) acquire(ctx context.Context) error {
 	}
 	t := time.NewTimer(c.cfg.ConfirmTimeout)
 	defer t.Stop()
-	select {
-	case c.sem <- struct{}{}:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%d publishes are already waiting for a confirm and none completed within %s: %w",
-			len(c.sem), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for a permit to publish: %w", ctx.Err())
-	case <-c.closing:
-		return driver.ErrClosed
+	// Abandoned publishes give their permits back when their confirms
+	// arrive; nobody is waiting on them, so look now and then.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case c.sem <- struct{}{}:
+			return nil
+		case <-tick.C:
+			if c.abandonedN.Load() > 0 {
+				c.sweep()
+			}
+		case <-t.C:
+			return fmt.Errorf("%d publishes are already waiting for a confirm and none completed within %s: %w",
+				len(c.sem), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a permit to publish: %w", ctx.Err())
+		case <-c.closing:
+			return driver.ErrClosed
+		}
 	}
 }
 
@@ -491,8 +459,10 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 
 // wait waits for p's confirm, up to ConfirmTimeout and within ctx.
 func (c *conn) wait(ctx context.Context, p *pending) error {
+	done := p.dc.Done()
 	select {
-	case err := <-p.done:
+	case <-done:
+		err := c.finish(p)
 		putPending(p)
 		return err
 	default:
@@ -503,15 +473,18 @@ func (c *conn) wait(ctx context.Context, p *pending) error {
 		p.timer.Reset(c.cfg.ConfirmTimeout)
 	}
 	select {
-	case err := <-p.done:
+	case <-done:
 		p.timer.Stop()
+		err := c.finish(p)
 		putPending(p)
 		return err
 	case <-p.timer.C:
+		c.abandon(p)
 		return fmt.Errorf("no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
 			c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
 	case <-ctx.Done():
 		p.timer.Stop()
+		c.abandon(p)
 		return fmt.Errorf("waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
 	}
 }
