@@ -20,7 +20,7 @@ import (
 )
 
 // brokerConn connects the test process to RabbitMQ, for setting up and
-// checking what the binary does.
+// checking what the acemqBinary does.
 func brokerConn(t *testing.T) (*acemq.Conn, string) {
 	t.Helper()
 	url := testenv.AMQPURL(t)
@@ -195,7 +195,7 @@ func TestConsumeTimeoutExitsThree(t *testing.T) {
 	runCLI(t, "", "--url", url, "consume", "--queue", q+".missing").wantCode(t, 1)
 }
 
-// background is a binary running while a test talks to it.
+// background is a acemqBinary running while a test talks to it.
 type background struct {
 	cmd            *exec.Cmd
 	stdout, stderr *syncBuffer
@@ -220,11 +220,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startCLI starts the binary in the background; it is killed at the end of
+// startCLI starts the acemqBinary in the background; it is killed at the end of
 // the test if it is still running.
 func startCLI(t *testing.T, args ...string) *background {
 	t.Helper()
-	b := &background{cmd: exec.Command(binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	b := &background{cmd: exec.Command(acemqBinary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	b.cmd.Stdout, b.cmd.Stderr = b.stdout, b.stderr
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// binary is the acemq command built once for the end-to-end tests.
-var binary string
+// acemqBinary is the acemq command built once for the end-to-end tests.
+var acemqBinary string
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -29,11 +29,11 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "acemq")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	acemqBinary = filepath.Join(dir, "acemq")
+	build := exec.Command("go", "build", "-o", acemqBinary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the acemq binary:", err)
+		fmt.Fprintln(os.Stderr, "building the acemq acemqBinary:", err)
 		return 1
 	}
 	code := m.Run()
@@ -46,13 +46,13 @@ func testMain(m *testing.M) int {
 	return code
 }
 
-// result is one run of the binary.
+// result is one run of the acemqBinary.
 type result struct {
 	code           int
 	stdout, stderr string
 }
 
-// runCLI runs the binary with args and stdin, within a deadline.
+// runCLI runs the acemqBinary with args and stdin, within a deadline.
 func runCLI(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	return acemqEnv(t, nil, stdin, args...)
@@ -62,7 +62,7 @@ func acemqEnv(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, acemqBinary, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer

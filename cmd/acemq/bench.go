@@ -1,0 +1,567 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/rpc"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+type benchFlags struct {
+	messages   int
+	size       int
+	queueType  string
+	producers  int
+	consumers  int
+	window     int
+	prefetch   int
+	rpc        bool
+	requests   int
+	compareRaw bool
+	json       bool
+	timeout    time.Duration
+}
+
+// benchResult is one measured phase.
+type benchResult struct {
+	Phase    string  `json:"phase"`  // publish, consume, request
+	Client   string  `json:"client"` // acemq or raw
+	Messages int     `json:"messages"`
+	Errors   int     `json:"errors"`
+	Seconds  float64 `json:"seconds"`
+	Rate     float64 `json:"ratePerSecond"`
+	P50      float64 `json:"p50Ms"`
+	P95      float64 `json:"p95Ms"`
+	P99      float64 `json:"p99Ms"`
+	Max      float64 `json:"maxMs"`
+}
+
+// benchRatio compares acemq with the raw client for one phase.
+type benchRatio struct {
+	Phase string `json:"phase"`
+	// Throughput is acemq's rate divided by the raw client's (1 = as fast).
+	Throughput float64 `json:"throughput"`
+	// P50 is acemq's median latency divided by the raw client's (1 = as
+	// quick; above 1 = slower).
+	P50 float64 `json:"p50"`
+}
+
+// benchReport is what bench --json prints.
+type benchReport struct {
+	URL string `json:"url"`
+	// QueuePrefix begins the names of the queues the run created (and
+	// deleted).
+	QueuePrefix string        `json:"queuePrefix"`
+	Messages    int           `json:"messages"`
+	Size        int           `json:"size"`
+	QueueType   string        `json:"queueType"`
+	Producers   int           `json:"producers"`
+	Consumers   int           `json:"consumers"`
+	Window      int           `json:"confirmWindow"`
+	Prefetch    int           `json:"prefetch"`
+	Requests    int           `json:"requests,omitempty"`
+	Results     []benchResult `json:"results"`
+	Ratios      []benchRatio  `json:"ratios,omitempty"`
+	OK          bool          `json:"ok"`
+	FailReason  string        `json:"failReason,omitempty"`
+}
+
+func newBenchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [--messages N] [--size B] [--queue-type quorum|classic] [--producers P] [--consumers C] [--confirm-window W] [--rpc] [--compare-raw] [--json]",
+		Short: "Measure publish, consume and request/reply throughput and latency",
+		Long: `bench measures the broker through the library, as RabbitMQ's PerfTest does:
+P producers publish N messages of B bytes (persistent, mandatory, each
+confirmed; each producer keeps up to W publishes waiting for a confirm) to a
+fresh queue while C consumers read and acknowledge them.
+
+It reports, for each phase, the rate in messages per second and the latency
+percentiles p50, p95, p99 and max:
+
+  publish   from a publish to its confirm
+  consume   from the publish to the delivery (end to end; every message
+            carries its send time in its first 8 bytes)
+  request   (--rpc) a round trip through a responder that echoes the body,
+            with P callers at once
+
+--compare-raw runs the same work through plain github.com/rabbitmq/amqp091-go
+(the same queue type, confirms, mandatory, prefetch and acknowledgements) in
+the same run and prints acemq's figures divided by the raw client's: the cost
+of envelopes, codecs and settlement. It needs an amqp:// or amqps:// URL.
+
+Numbers from one run on a shared machine are indicative: run several times
+and on an idle broker before drawing conclusions. bench deletes the queues it
+creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
+		Example: `  acemq bench --messages 20000 --size 512 --producers 2 --consumers 2
+  acemq bench --rpc --compare-raw --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.messages, "messages", 10000, "messages to publish and consume")
+	fl.IntVar(&f.size, "size", 1024, "body size in bytes (at least 8)")
+	fl.StringVar(&f.queueType, "queue-type", "quorum", "queue type: quorum or classic")
+	fl.IntVar(&f.producers, "producers", 1, "concurrent publishers (and concurrent callers with --rpc)")
+	fl.IntVar(&f.consumers, "consumers", 1, "concurrent consumers")
+	fl.IntVar(&f.window, "confirm-window", 100, "publishes each producer keeps waiting for a confirm")
+	fl.IntVar(&f.prefetch, "prefetch", 200, "prefetch of each consumer")
+	fl.BoolVar(&f.rpc, "rpc", false, "also measure request/reply")
+	fl.IntVar(&f.requests, "requests", 2000, "requests to make with --rpc")
+	fl.BoolVar(&f.compareRaw, "compare-raw", false, "run the same work through plain amqp091-go and print the ratio")
+	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
+	return cmd
+}
+
+func (f benchFlags) validate(url string) error {
+	switch {
+	case f.messages < 1:
+		return fmt.Errorf("--messages must be at least 1, not %d", f.messages)
+	case f.size < 8:
+		return fmt.Errorf("--size must be at least 8 (the send time rides in the first 8 bytes), not %d", f.size)
+	case f.queueType != "quorum" && f.queueType != "classic":
+		return fmt.Errorf("--queue-type must be quorum or classic, not %q", f.queueType)
+	case f.producers < 1 || f.consumers < 1:
+		return fmt.Errorf("--producers and --consumers must be at least 1")
+	case f.window < 1:
+		return fmt.Errorf("--confirm-window must be at least 1, not %d", f.window)
+	case f.prefetch < 1:
+		return fmt.Errorf("--prefetch must be at least 1, not %d", f.prefetch)
+	case f.rpc && f.requests < 1:
+		return fmt.Errorf("--requests must be at least 1, not %d", f.requests)
+	case f.compareRaw && !strings.HasPrefix(url, "amqp://") && !strings.HasPrefix(url, "amqps://"):
+		return fmt.Errorf("--compare-raw needs an amqp:// or amqps:// URL (plain amqp091-go cannot reach %s)", driver.RedactURL(url))
+	}
+	return nil
+}
+
+func runBench(cmd *cobra.Command, f benchFlags) error {
+	url := brokerURL(cmd)
+	if err := f.validate(url); err != nil {
+		return withCode(exitFailure, err)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	conn, err := connect(cmd, acemq.WithMaxOutstanding(max(1000, f.producers*f.window)))
+	if err != nil {
+		return err
+	}
+	defer closeConn(cmd, conn)
+
+	b := &bench{f: f, conn: conn, url: url, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
+	defer b.cleanup()
+	rep := benchReport{URL: driver.RedactURL(url), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
+		Producers: f.producers, Consumers: f.consumers, Window: f.window, Prefetch: f.prefetch, OK: true}
+	if f.rpc {
+		rep.Requests = f.requests
+	}
+	fail := func(err error) {
+		if rep.OK {
+			rep.OK, rep.FailReason = false, err.Error()
+		}
+	}
+	add := func(rs ...benchResult) {
+		for _, r := range rs {
+			rep.Results = append(rep.Results, r)
+			if r.Errors > 0 {
+				fail(fmt.Errorf("%s (%s): %d of %d failed", r.Phase, r.Client, r.Errors, r.Messages))
+			}
+		}
+	}
+
+	b.status("publish and consume through acemq")
+	pub, con, err := b.acemqPubSub(ctx)
+	if err != nil {
+		fail(err)
+	}
+	add(pub, con)
+	if f.compareRaw && ctx.Err() == nil {
+		b.status("publish and consume through plain amqp091-go")
+		rpub, rcon, err := rawPubSub(ctx, b)
+		if err != nil {
+			fail(err)
+		}
+		add(rpub, rcon)
+		rep.Ratios = append(rep.Ratios, ratio("publish", pub, rpub), ratio("consume", con, rcon))
+	}
+	if f.rpc && ctx.Err() == nil {
+		b.status("request/reply through acemq")
+		req, err := b.acemqRPC(ctx)
+		if err != nil {
+			fail(err)
+		}
+		add(req)
+		if f.compareRaw && ctx.Err() == nil {
+			b.status("request/reply through plain amqp091-go")
+			rreq, err := rawRPC(ctx, b)
+			if err != nil {
+				fail(err)
+			}
+			add(rreq)
+			rep.Ratios = append(rep.Ratios, ratio("request", req, rreq))
+		}
+	}
+	if ctx.Err() != nil {
+		fail(fmt.Errorf("stopped: %w", ctx.Err()))
+	}
+
+	out := cmd.OutOrStdout()
+	if f.json {
+		bs, err := marshalLine(rep)
+		if err != nil {
+			return err
+		}
+		_, _ = out.Write(bs)
+	} else {
+		printBench(out, rep)
+	}
+	if !rep.OK {
+		return withCode(exitFailure, errors.New(rep.FailReason))
+	}
+	return nil
+}
+
+// bench holds one run's shared state.
+type bench struct {
+	f        benchFlags
+	conn     *acemq.Conn
+	url      string
+	sfx      string
+	progress bool
+	errOut   io.Writer
+
+	mu     sync.Mutex
+	queues []string
+}
+
+func (b *bench) status(s string) {
+	if b.progress {
+		fmt.Fprintf(b.errOut, "bench: %s…\n", s)
+	}
+}
+
+// queue declares a fresh queue of the configured type and registers it (and
+// the dead-letter half a consumer declares) for deletion.
+func (b *bench) queue(ctx context.Context, name string) (string, error) {
+	q := "acemq-bench-" + b.sfx + "." + name
+	args := driver.Table{}
+	if b.f.queueType == "quorum" {
+		args["x-queue-type"] = "quorum"
+	}
+	b.mu.Lock()
+	b.queues = append(b.queues, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	b.mu.Unlock()
+	if _, err := b.conn.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true, Args: args}); err != nil {
+		return "", fmt.Errorf("declaring %s: %w", q, err)
+	}
+	return q, nil
+}
+
+func (b *bench) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, q := range b.queues {
+		if _, err := b.conn.Transport().DeleteQueue(ctx, q); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			fmt.Fprintf(b.errOut, "acemq: deleting %s: %v\n", q, err)
+		}
+	}
+}
+
+// bar is a progress bar on stderr, or nil.
+func (b *bench) bar(n int, what string) *progressbar.ProgressBar {
+	if !b.progress {
+		return nil
+	}
+	return progressbar.NewOptions(n, progressbar.OptionSetWriter(b.errOut), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish())
+}
+
+// stamp makes a body of the configured size carrying now in its first 8
+// bytes.
+func (b *bench) stamp() []byte {
+	body := make([]byte, b.f.size)
+	binary.BigEndian.PutUint64(body, uint64(time.Now().UnixNano()))
+	return body
+}
+
+// sentAt reads the send time from a body.
+func sentAt(body []byte) (time.Time, bool) {
+	if len(body) < 8 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(body))), true
+}
+
+// shares splits n into k nearly equal parts.
+func shares(n, k int) []int {
+	out := make([]int, k)
+	for i := range out {
+		out[i] = n / k
+		if i < n%k {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	mu          sync.Mutex
+	d           []time.Duration
+	first, last time.Time
+}
+
+func (l *latencies) add(d time.Duration, at time.Time) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	if l.first.IsZero() || at.Before(l.first) {
+		l.first = at
+	}
+	if at.After(l.last) {
+		l.last = at
+	}
+	l.mu.Unlock()
+}
+
+func (l *latencies) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.d)
+}
+
+// result summarises the latencies of a phase that took elapsed.
+func (l *latencies) result(phase, client string, total, errs int, elapsed time.Duration) benchResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := benchResult{Phase: phase, Client: client, Messages: total, Errors: errs, Seconds: elapsed.Seconds()}
+	if elapsed > 0 {
+		r.Rate = float64(len(l.d)) / elapsed.Seconds()
+	}
+	if len(l.d) == 0 {
+		return r
+	}
+	d := slices.Clone(l.d)
+	slices.Sort(d)
+	pct := func(p float64) float64 {
+		i := int(p*float64(len(d))+0.5) - 1
+		i = min(max(i, 0), len(d)-1)
+		return ms(d[i])
+	}
+	r.P50, r.P95, r.P99, r.Max = pct(0.50), pct(0.95), pct(0.99), ms(d[len(d)-1])
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// ratio divides acemq's figures by the raw client's.
+func ratio(phase string, a, raw benchResult) benchRatio {
+	r := benchRatio{Phase: phase}
+	if raw.Rate > 0 {
+		r.Throughput = a.Rate / raw.Rate
+	}
+	if raw.P50 > 0 {
+		r.P50 = a.P50 / raw.P50
+	}
+	return r
+}
+
+// acemqPubSub publishes and consumes through the library.
+func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err error) {
+	f := b.f
+	q, err := b.queue(ctx, "acemq")
+	if err != nil {
+		return benchResult{Phase: "publish", Client: "acemq"}, benchResult{Phase: "consume", Client: "acemq"}, err
+	}
+	var conLat latencies
+	done := make(chan struct{})
+	var received atomic.Int64
+	codec := acemq.WithCodec(rawCodec{contentType: "application/octet-stream"})
+	var consumers []*acemq.Consumer
+	defer func() {
+		for _, c := range consumers {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = c.Close(cctx)
+			cancel()
+		}
+	}()
+	for i := 0; i < f.consumers; i++ {
+		c, err := acemq.Consume(ctx, b.conn, q, func(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
+			now := time.Now()
+			if t, ok := sentAt(m.Body); ok {
+				conLat.add(now.Sub(t), now)
+			}
+			if received.Add(1) == int64(f.messages) {
+				close(done)
+			}
+			return acemq.Accept()
+		}, codec, acemq.Prefetch(f.prefetch), acemq.ConsumerTag(fmt.Sprintf("acemq-bench-%d", i+1)))
+		if err != nil {
+			return benchResult{Phase: "publish", Client: "acemq"}, benchResult{Phase: "consume", Client: "acemq"}, err
+		}
+		consumers = append(consumers, c)
+	}
+
+	p := acemq.NewPublisher[[]byte](b.conn, "", codec)
+	var pubLat latencies
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	bar := b.bar(f.messages, "publish")
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, n := range shares(f.messages, f.producers) {
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			sem := make(chan struct{}, f.window)
+			var inner sync.WaitGroup
+			for i := 0; i < n && ctx.Err() == nil; i++ {
+				sem <- struct{}{}
+				inner.Add(1)
+				go func() {
+					defer func() { <-sem; inner.Done() }()
+					body := b.stamp()
+					t0 := time.Now()
+					if _, err := p.Send(ctx, q, body); err != nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					now := time.Now()
+					pubLat.add(now.Sub(t0), now)
+					if bar != nil {
+						_ = bar.Add(1)
+					}
+				}()
+			}
+			inner.Wait()
+		}(n)
+	}
+	wg.Wait()
+	pubElapsed := time.Since(start)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	pub = pubLat.result("publish", "acemq", f.messages, int(failed.Load()), pubElapsed)
+	if failed.Load() == 0 {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	conElapsed := conLat.last.Sub(start)
+	con = conLat.result("consume", "acemq", f.messages, f.messages-conLat.count(), conElapsed)
+	if e, ok := firstErr.Load().(error); ok {
+		return pub, con, fmt.Errorf("publishing through acemq: %w", e)
+	}
+	return pub, con, ctx.Err()
+}
+
+// acemqRPC measures request/reply through the rpc package.
+func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
+	f := b.f
+	res := benchResult{Phase: "request", Client: "acemq", Messages: f.requests}
+	q, err := b.queue(ctx, "rpc")
+	if err != nil {
+		return res, err
+	}
+	codec := rawCodec{contentType: "application/octet-stream"}
+	resp, err := rpc.Serve(ctx, b.conn, q, func(_ context.Context, m acemq.Message[[]byte]) ([]byte, error) {
+		return m.Payload, nil
+	}, acemq.WithCodec(codec), acemq.Prefetch(f.prefetch), acemq.Concurrency(f.producers))
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = resp.Close(cctx)
+		cancel()
+	}()
+	req, err := rpc.Open[[]byte, []byte](ctx, b.conn, "", q, rpc.WithCodec(codec))
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = req.Close(cctx)
+		cancel()
+	}()
+	var lat latencies
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	bar := b.bar(f.requests, "request")
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, n := range shares(f.requests, f.producers) {
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			for i := 0; i < n && ctx.Err() == nil; i++ {
+				t0 := time.Now()
+				if _, err := req.Ask(ctx, b.stamp()); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				now := time.Now()
+				lat.add(now.Sub(t0), now)
+				if bar != nil {
+					_ = bar.Add(1)
+				}
+			}
+		}(n)
+	}
+	wg.Wait()
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	res = lat.result("request", "acemq", f.requests, f.requests-lat.count(), time.Since(start))
+	if e, ok := firstErr.Load().(error); ok {
+		return res, fmt.Errorf("asking through acemq: %w", e)
+	}
+	return res, ctx.Err()
+}
+
+// printBench prints the report as tables.
+func printBench(w io.Writer, rep benchReport) {
+	fmt.Fprintf(w, "acemq bench on %s: %d messages of %d bytes, %s queue, %d producer(s), %d consumer(s), confirm window %d, prefetch %d\n\n",
+		rep.URL, rep.Messages, rep.Size, rep.QueueType, rep.Producers, rep.Consumers, rep.Window, rep.Prefetch)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PHASE\tCLIENT\tMESSAGES\tFAILED\tSECONDS\tMSG/S\tP50 MS\tP95 MS\tP99 MS\tMAX MS\t")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", r.Phase, r.Client, r.Messages, r.Errors, r.Seconds, r.Rate, r.P50, r.P95, r.P99, r.Max)
+	}
+	tw.Flush()
+	if len(rep.Ratios) > 0 {
+		fmt.Fprintln(w, "\nacemq ÷ amqp091-go (throughput above 1 is faster; p50 above 1 is slower):")
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "PHASE\tTHROUGHPUT\tP50\t")
+		for _, r := range rep.Ratios {
+			fmt.Fprintf(tw, "%s\t%.2fx\t%.2fx\t\n", r.Phase, r.Throughput, r.P50)
+		}
+		tw.Flush()
+	}
+	if rep.OK {
+		fmt.Fprintln(w, "\nevery message was confirmed and delivered")
+	} else {
+		fmt.Fprintf(w, "\nFAILED: %s\n", rep.FailReason)
+	}
+}

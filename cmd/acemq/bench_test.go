@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchReportOf parses bench --json output.
+func benchReportOf(t *testing.T, out string) benchReport {
+	t.Helper()
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bench --json printed %q: %v", out, err)
+	}
+	return rep
+}
+
+// checkResult checks one phase of a successful run.
+func checkResult(t *testing.T, rep benchReport, phase, client string, n int) {
+	t.Helper()
+	for _, r := range rep.Results {
+		if r.Phase != phase || r.Client != client {
+			continue
+		}
+		if r.Messages != n || r.Errors != 0 || r.Rate <= 0 {
+			t.Errorf("%s/%s: %+v", phase, client, r)
+		}
+		if !(r.P50 <= r.P95 && r.P95 <= r.P99 && r.P99 <= r.Max) {
+			t.Errorf("%s/%s: percentiles out of order: %+v", phase, client, r)
+		}
+		return
+	}
+	t.Errorf("no %s/%s result in %+v", phase, client, rep.Results)
+}
+
+func TestBenchOnMemory(t *testing.T) {
+	r := runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "300", "--size", "64", "--producers", "2", "--consumers", "2", "--rpc", "--requests", "50", "--json").wantCode(t, 0)
+	rep := benchReportOf(t, r.stdout)
+	if !rep.OK || rep.Messages != 300 || rep.Producers != 2 || rep.QueueType != "quorum" {
+		t.Errorf("report %+v", rep)
+	}
+	checkResult(t, rep, "publish", "acemq", 300)
+	checkResult(t, rep, "consume", "acemq", 300)
+	checkResult(t, rep, "request", "acemq", 50)
+
+	text := runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "50", "--queue-type", "classic").wantCode(t, 0)
+	for _, want := range []string{"P50 MS", "P99 MS", "MAX MS", "publish", "consume", "every message was confirmed and delivered"} {
+		if !strings.Contains(text.stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.stdout)
+		}
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	runCLI(t, "", "--url", "memory://x", "bench", "--size", "4").wantCode(t, 1)
+	runCLI(t, "", "--url", "memory://x", "bench", "--queue-type", "stream").wantCode(t, 1)
+	r := runCLI(t, "", "--url", "memory://x", "bench", "--compare-raw").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "amqp://") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
+	conn, url := brokerConn(t)
+	r := runCLI(t, "", "--url", url, "bench", "--messages", "500", "--size", "128", "--rpc", "--requests", "100", "--compare-raw", "--json").wantCode(t, 0)
+	rep := benchReportOf(t, r.stdout)
+	for _, c := range []string{"acemq", "raw"} {
+		checkResult(t, rep, "publish", c, 500)
+		checkResult(t, rep, "consume", c, 500)
+		checkResult(t, rep, "request", c, 100)
+	}
+	if len(rep.Ratios) != 3 {
+		t.Errorf("ratios %+v", rep.Ratios)
+	}
+	for _, ra := range rep.Ratios {
+		if ra.Throughput <= 0 || ra.P50 <= 0 {
+			t.Errorf("ratio %+v", ra)
+		}
+	}
+	// Its queues are gone.
+	if !strings.HasPrefix(rep.QueuePrefix, "acemq-bench-") {
+		t.Fatalf("queue prefix %q", rep.QueuePrefix)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, q := range []string{"acemq", "raw", "rpc", "rpc-raw", "acemq.dlq", "rpc.parked"} {
+		if _, err := conn.Transport().InspectQueue(ctx, rep.QueuePrefix+q); err == nil {
+			t.Errorf("bench left %s%s behind", rep.QueuePrefix, q)
+			_, _ = conn.Transport().DeleteQueue(ctx, rep.QueuePrefix+q)
+		}
+	}
+}
