@@ -180,6 +180,7 @@ type session struct {
 	getAk *acker
 }
 
+// String describes the connection without revealing a password.
 func (c *conn) String() string {
 	name := c.cfg.Name
 	if name == "" {
@@ -650,7 +651,8 @@ func (c *conn) Ping(ctx context.Context) error {
 // Close closes the connection: reconnection stops, every subscription ends
 // and its Deliveries channel closes, and publishes still awaiting a confirm
 // fail with an error wrapping driver.ErrLost. It waits for the driver's
-// goroutines to finish. Closing twice is harmless.
+// goroutines to finish, so it must not be called from an OnEvent callback
+// (call it from another goroutine). Closing twice is harmless.
 func (c *conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
