@@ -360,3 +360,66 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 		}
 	}
 }
+
+func TestReplay(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := testQueue(t, conn, "replay")
+	dlq := acemq.DeadLetterQueue(q)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: dlq, Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	deleteAtEnd(t, conn, dlq)
+	for i, typ := range []string{"order.placed", "order.cancelled", "order.placed", "order.placed"} {
+		runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", dlq, "--type", typ, fmt.Sprintf(`{"n":%d}`, i)).wantCode(t, 0)
+	}
+
+	r := runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--type", "order.cancelled", "--json").wantCode(t, 0)
+	res := jsonLines(t, r.stdout)
+	if len(res) != 1 || res[0]["moved"] != json.Number("1") || res[0]["skipped"] != json.Number("3") || res[0]["reason"] != "drained" || res[0]["routingKey"] != q {
+		t.Fatalf("filtered replay: %v", r.stdout)
+	}
+	r = runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--limit", "1").wantCode(t, 0)
+	if !strings.Contains(r.stdout, "moved 1, skipped 0") || !strings.Contains(r.stdout, "stopped: limit") {
+		t.Errorf("limited replay: %q", r.stdout)
+	}
+	r = runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--keep-attempts").wantCode(t, 0)
+	if !strings.Contains(r.stdout, "moved 2, skipped 0") || !strings.Contains(r.stdout, "stopped: drained") {
+		t.Errorf("replay: %q", r.stdout)
+	}
+	lines := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--json").wantCode(t, 0).stdout)
+	if len(lines) != 4 {
+		t.Fatalf("%d messages back on %s, want 4", len(lines), q)
+	}
+	if lines[0]["type"] != "order.cancelled" {
+		t.Errorf("the filtered replay moved %v first", lines[0]["type"])
+	}
+	for _, m := range lines {
+		h := m["headers"].(map[string]any)
+		if h["acemq-replayed-from"] != dlq || h["acemq-replay-count"] != json.Number("1") {
+			t.Errorf("replay stamps: %v", h)
+		}
+	}
+	if n := queueDepth(t, conn, dlq); n != 0 {
+		t.Errorf("%d left in %s", n, dlq)
+	}
+
+	// To an exchange and routing key.
+	runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", dlq, "x").wantCode(t, 0)
+	other := testQueue(t, conn, "replay-to")
+	r = runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--to-exchange", "", "--to-routing-key", other).wantCode(t, 0)
+	if !strings.Contains(r.stdout, "moved 1") {
+		t.Errorf("replay --to: %q", r.stdout)
+	}
+	eventually(t, "the message on "+other, func() bool { return queueDepth(t, conn, other) == 1 })
+}
+
+func TestReplayUsage(t *testing.T) {
+	runCLI(t, "", "--url", "memory://x", "replay", "--queue", "orders.new").wantCode(t, 1)
+	runCLI(t, "", "--url", "memory://x", "replay", "--queue", "orders.new.dlq", "--to-exchange", "x").wantCode(t, 1)
+	r := runCLI(t, "", "--url", "memory://x", "replay", "--queue", "orders.new.dlq").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/replay"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+type replayFlags struct {
+	queue         string
+	toExchange    string
+	toRoutingKey  string
+	limit         int
+	typ           string
+	keepAttempts  bool
+	timeout       time.Duration
+	json          bool
+	setExchange   bool
+	setRoutingKey bool
+}
+
+// replayChunk is how many messages one replay.Run moves between progress
+// updates.
+const replayChunk = 50
+
+// replayJSON is what replay --json prints.
+type replayJSON struct {
+	Source     string `json:"source"`
+	Exchange   string `json:"exchange"`
+	RoutingKey string `json:"routingKey"`
+	Moved      int    `json:"moved"`
+	Skipped    int    `json:"skipped"`
+	Reason     string `json:"reason"`
+	Error      string `json:"error,omitempty"`
+}
+
+func newReplayCmd() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay --queue Q.dlq [--to-exchange E --to-routing-key K] [--limit N] [--type T] [--keep-attempts]",
+		Short: "Move dead-lettered (or parked) messages back into circulation",
+		Long: `replay moves messages out of a dead-letter queue (Q.dlq) or a parking queue
+(Q.parked) back to Q through the default exchange, or to --to-exchange with
+--to-routing-key. It stops when the queue is drained, --limit messages have
+moved, --timeout passes, or a step fails, and prints how many it moved, how
+many it skipped and why it stopped (drained, limit, deadline, cancelled,
+failed).
+
+Each message keeps its body, message id, content type, first-seen time, route
+and headers; its x-acemq-error is removed, its attempt is reset to 1 (unless
+--keep-attempts), and it is stamped with acemq-replayed-from, -at and -count.
+Each is published confirmed and mandatory before the original is
+acknowledged, so an interrupted replay can duplicate a message, never lose
+one.
+
+--type T moves only messages of envelope type T; the others are put back on
+the source when the replay ends (skipped).
+
+Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
+(the message being moved was put back) or anything else.`,
+		Example: `  acemq replay --queue orders.new.dlq
+  acemq replay --queue orders.new.parked --type order.placed --limit 10
+  acemq replay --queue orders.new.dlq --to-exchange orders --to-routing-key order.retry --keep-attempts`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.setExchange = cmd.Flags().Changed("to-exchange")
+			f.setRoutingKey = cmd.Flags().Changed("to-routing-key")
+			return runReplay(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.queue, "queue", "", "the queue to move messages out of (Q.dlq or Q.parked)")
+	fl.StringVar(&f.toExchange, "to-exchange", "", "publish to this exchange instead of Q (with --to-routing-key)")
+	fl.StringVar(&f.toRoutingKey, "to-routing-key", "", "routing key to publish with (with --to-exchange)")
+	fl.IntVar(&f.limit, "limit", 0, "move at most this many messages (0: no limit)")
+	fl.StringVar(&f.typ, "type", "", "move only messages of this envelope type")
+	fl.BoolVar(&f.keepAttempts, "keep-attempts", false, "keep each message's attempt instead of resetting it to 1")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop after this long (0: no limit; Ctrl-C stops)")
+	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	_ = cmd.MarkFlagRequired("queue")
+	return cmd
+}
+
+func runReplay(cmd *cobra.Command, f replayFlags) error {
+	if f.limit < 0 {
+		return withCode(exitFailure, fmt.Errorf("--limit must not be negative, not %d", f.limit))
+	}
+	if f.setExchange != f.setRoutingKey {
+		return withCode(exitFailure, errors.New("--to-exchange and --to-routing-key go together: give both, or neither to replay to the source's own queue"))
+	}
+	if !f.setExchange {
+		if _, ok := replay.Target(f.queue); !ok {
+			return withCode(exitFailure, fmt.Errorf("%q ends in neither .dlq nor .parked, so there is no queue to put its messages back on: give --to-exchange and --to-routing-key", f.queue))
+		}
+	}
+	ctx := cmd.Context()
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	conn, err := connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer closeConn(cmd, conn)
+	info, err := conn.Transport().InspectQueue(ctx, f.queue)
+	if err != nil {
+		if errors.Is(err, driver.ErrNotFound) {
+			return withCode(exitFailure, fmt.Errorf("queue %q does not exist", f.queue))
+		}
+		return withCode(exitFailure, err)
+	}
+
+	var opts []replay.Option
+	if f.setExchange {
+		opts = append(opts, replay.To(f.toExchange, f.toRoutingKey))
+	}
+	if f.keepAttempts {
+		opts = append(opts, replay.KeepAttempts())
+	}
+	if f.typ != "" {
+		typ := f.typ
+		opts = append(opts, replay.Filter(func(env acemq.Envelope) bool { return env.Type() == typ }))
+	}
+
+	var bar *progressbar.ProgressBar
+	if stderrIsTerminal(cmd) && !f.json {
+		total := info.Messages
+		if f.limit > 0 {
+			total = min(total, f.limit)
+		}
+		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying"),
+			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+
+	var res replay.Result
+	if f.typ != "" {
+		// A filtered replay holds what it declines until it ends, so it
+		// runs in one piece: in pieces, each would fetch the declined
+		// messages again.
+		if f.limit > 0 {
+			opts = append(opts, replay.Limit(f.limit))
+		}
+		res, _ = replay.Run(ctx, conn, f.queue, opts...)
+		if bar != nil {
+			_ = bar.Add(res.Moved)
+		}
+	} else {
+		// In pieces of replayChunk, to show progress.
+		for {
+			chunk := replayChunk
+			if f.limit > 0 {
+				chunk = min(chunk, f.limit-res.Moved)
+			}
+			r, _ := replay.Run(ctx, conn, f.queue, append(opts, replay.Limit(chunk))...)
+			if bar != nil {
+				_ = bar.Add(r.Moved)
+			}
+			res.Source, res.Exchange, res.RoutingKey = r.Source, r.Exchange, r.RoutingKey
+			res.Moved += r.Moved
+			res.Skipped += r.Skipped
+			res.Reason, res.Err = r.Reason, r.Err
+			if r.Reason != replay.LimitReached || (f.limit > 0 && res.Moved >= f.limit) {
+				break
+			}
+		}
+	}
+	if bar != nil {
+		_ = bar.Finish()
+	}
+
+	out := cmd.OutOrStdout()
+	if f.json {
+		j := replayJSON{Source: f.queue, Exchange: res.Exchange, RoutingKey: res.RoutingKey, Moved: res.Moved, Skipped: res.Skipped, Reason: string(res.Reason)}
+		if res.Err != nil {
+			j.Error = res.Err.Error()
+		}
+		b, err := marshalLine(j)
+		if err != nil {
+			return err
+		}
+		_, _ = out.Write(b)
+	} else {
+		target := fmt.Sprintf("exchange %q with routing key %q", res.Exchange, res.RoutingKey)
+		if res.Exchange == "" {
+			target = "queue " + res.RoutingKey
+		}
+		fmt.Fprintf(out, "moved %d, skipped %d from %s to %s; stopped: %s\n", res.Moved, res.Skipped, f.queue, target, describeReason(res.Reason))
+	}
+	switch res.Reason {
+	case replay.Drained, replay.LimitReached:
+		return nil
+	case replay.DeadlineExceeded:
+		return withCode(exitTimeout, fmt.Errorf("timed out after %s", f.timeout))
+	case replay.Cancelled:
+		return withCode(exitFailure, errors.New("interrupted"))
+	}
+	if res.Err != nil {
+		return withCode(exitFailure, res.Err)
+	}
+	return withCode(exitFailure, fmt.Errorf("the replay stopped: %s", res.Reason))
+}
+
+// describeReason says why a replay stopped, in words.
+func describeReason(r replay.Reason) string {
+	switch r {
+	case replay.Drained:
+		return "drained (nothing left to move)"
+	case replay.LimitReached:
+		return "limit (moved as many as asked)"
+	case replay.DeadlineExceeded:
+		return "deadline (--timeout passed)"
+	case replay.Cancelled:
+		return "cancelled"
+	case replay.Failed:
+		return "failed (the message being moved was put back)"
+	}
+	return string(r)
+}
