@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -226,5 +227,24 @@ func (m meter) stop(b *testing.B, n int) {
 		if bc := brokerClock(); bc >= 0 {
 			b.ReportMetric(float64((bc-m.broker).Microseconds())/float64(n), "broker-cpu-µs/msg")
 		}
+	}
+}
+
+// side is one side of a comparison: raw, rawhdr or acemq.
+type side struct {
+	name string
+	run  func(b *testing.B)
+}
+
+// compare runs the sides one after the other, in the order given, or the
+// reverse when ACEMQ_PERF_ORDER=reverse: scripts/perf-compare alternates,
+// so that neither side always runs first on a broker still busy with the
+// other's queue.
+func compare(b *testing.B, sides ...side) {
+	if os.Getenv("ACEMQ_PERF_ORDER") == "reverse" {
+		slices.Reverse(sides)
+	}
+	for _, s := range sides {
+		b.Run(s.name, s.run)
 	}
 }

@@ -30,8 +30,9 @@ func BenchmarkConsume(b *testing.B) {
 			name = "c8"
 		}
 		b.Run(name, func(b *testing.B) {
-			b.Run("raw", func(b *testing.B) { rawConsume(b, url, conc) })
-			b.Run("acemq", func(b *testing.B) { acemqConsume(b, url, conc) })
+			compare(b,
+				side{"raw", func(b *testing.B) { rawConsume(b, url, conc) }},
+				side{"acemq", func(b *testing.B) { acemqConsume(b, url, conc) }})
 		})
 	}
 }

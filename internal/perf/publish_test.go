@@ -31,14 +31,16 @@ import (
 func BenchmarkPublish(b *testing.B) {
 	url := brokerURL(b)
 	b.Run("batch", func(b *testing.B) {
-		b.Run("raw", func(b *testing.B) { rawPublishWindow(b, url, false) })
-		b.Run("rawhdr", func(b *testing.B) { rawPublishWindow(b, url, true) })
-		b.Run("acemq", func(b *testing.B) { acemqSendAll(b, url) })
+		compare(b,
+			side{"raw", func(b *testing.B) { rawPublishWindow(b, url, false) }},
+			side{"rawhdr", func(b *testing.B) { rawPublishWindow(b, url, true) }},
+			side{"acemq", func(b *testing.B) { acemqSendAll(b, url) }})
 	})
 	b.Run("send16", func(b *testing.B) {
-		b.Run("raw", func(b *testing.B) { rawPublishConcurrent(b, url, false) })
-		b.Run("rawhdr", func(b *testing.B) { rawPublishConcurrent(b, url, true) })
-		b.Run("acemq", func(b *testing.B) { acemqSend(b, url) })
+		compare(b,
+			side{"raw", func(b *testing.B) { rawPublishConcurrent(b, url, false) }},
+			side{"rawhdr", func(b *testing.B) { rawPublishConcurrent(b, url, true) }},
+			side{"acemq", func(b *testing.B) { acemqSend(b, url) }})
 	})
 }
 

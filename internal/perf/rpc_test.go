@@ -43,12 +43,14 @@ const (
 func BenchmarkRPC(b *testing.B) {
 	url := brokerURL(b)
 	b.Run("seq", func(b *testing.B) {
-		b.Run("raw", func(b *testing.B) { runRPC(b, 1, newRawRPC(b, url)) })
-		b.Run("acemq", func(b *testing.B) { runRPC(b, 1, newAcemqRPC(b, url)) })
+		compare(b,
+			side{"raw", func(b *testing.B) { runRPC(b, 1, newRawRPC(b, url)) }},
+			side{"acemq", func(b *testing.B) { runRPC(b, 1, newAcemqRPC(b, url)) }})
 	})
 	b.Run("c32", func(b *testing.B) {
-		b.Run("raw", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url)) })
-		b.Run("acemq", func(b *testing.B) { runRPC(b, rpcCallers, newAcemqRPC(b, url)) })
+		compare(b,
+			side{"raw", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url)) }},
+			side{"acemq", func(b *testing.B) { runRPC(b, rpcCallers, newAcemqRPC(b, url)) }})
 	})
 }
 

@@ -1,0 +1,247 @@
+// Command perfcompare reads the output of several runs of the
+// internal/perf benchmarks (one file per run, each run holding the raw and
+// the acemq side of every workload) and prints one table: for each
+// workload the median of the raw and acemq results, the median of the
+// per-run ratios, their range, and whether the target is met.
+//
+// Ratios are taken within a run (raw and acemq measured minutes apart on
+// the same broker) and only then summarised, so a machine that is slower
+// in one run than in another moves both sides together.
+//
+// Usage:
+//
+//	perfcompare run-1.txt run-2.txt ...
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// target is what a workload must reach.
+type target struct {
+	metric string  // "msgs/s" (higher is better) or "p50-µs" (lower is better)
+	bound  float64 // ratio acemq/raw: at least (msgs/s), at most (p50-µs)
+	label  string
+}
+
+// targets of the performance issue, by workload (benchmark name without
+// the side).
+var targets = map[string]target{
+	"Publish/batch":  {"msgs/s", 0.90, "≥ 0.90"},
+	"Publish/send16": {"msgs/s", 0.90, "≥ 0.90"},
+	"Consume/c1":     {"msgs/s", 0.90, "≥ 0.90"},
+	"Consume/c8":     {"msgs/s", 0.90, "≥ 0.90"},
+	"RPC/seq":        {"p50-µs", 1.25, "≤ 1.25"},
+	"RPC/c32":        {"msgs/s", 0.85, "≥ 0.85"},
+}
+
+// order is the order of the table's rows.
+var order = []string{"Publish/batch", "Publish/send16", "Consume/c1", "Consume/c8", "RPC/seq", "RPC/c32"}
+
+// result is one benchmark line's metrics.
+type result map[string]float64
+
+// run is one file: workload → side → result.
+type run map[string]map[string]result
+
+var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+func parse(r io.Reader) (run, error) {
+	out := run{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		name := m[1]
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			continue
+		}
+		workload, side := name[:i], name[i+1:]
+		f := strings.Fields(m[2])
+		res := result{}
+		for j := 0; j+1 < len(f); j += 2 {
+			v, err := strconv.ParseFloat(f[j], 64)
+			if err != nil {
+				continue
+			}
+			res[f[j+1]] = v
+		}
+		if out[workload] == nil {
+			out[workload] = map[string]result{}
+		}
+		out[workload][side] = res
+	}
+	return out, sc.Err()
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// row is one line of the table.
+type row struct {
+	workload, metric, vs, targetLabel string
+	raw, acemq                        float64
+	ratio, lo, hi                     float64
+	cpuRaw, cpuAcemq                  float64
+	runs                              int
+	verdict                           string
+}
+
+func summarise(runs []run, workload, base string, t target, withTarget bool) (row, bool) {
+	var raws, aces, ratios, cpuR, cpuA []float64
+	for _, r := range runs {
+		sides := r[workload]
+		rb, okb := sides[base]
+		ra, oka := sides["acemq"]
+		if !okb || !oka || rb[t.metric] == 0 || ra[t.metric] == 0 {
+			continue
+		}
+		raws = append(raws, rb[t.metric])
+		aces = append(aces, ra[t.metric])
+		ratios = append(ratios, ra[t.metric]/rb[t.metric])
+		cpuR = append(cpuR, rb["cpu-µs/msg"])
+		cpuA = append(cpuA, ra["cpu-µs/msg"])
+	}
+	if len(ratios) == 0 {
+		return row{}, false
+	}
+	rw := row{
+		workload: workload, metric: t.metric, vs: base,
+		raw: median(raws), acemq: median(aces),
+		ratio: median(ratios), lo: slices.Min(ratios), hi: slices.Max(ratios),
+		cpuRaw: median(cpuR), cpuAcemq: median(cpuA),
+		runs: len(ratios), targetLabel: "—", verdict: "(for reference)",
+	}
+	if withTarget {
+		rw.targetLabel = t.label
+		met := rw.ratio >= t.bound
+		if t.metric == "p50-µs" {
+			met = rw.ratio <= t.bound
+		}
+		rw.verdict = "met"
+		if !met {
+			rw.verdict = "MISSED"
+		}
+	}
+	return rw, true
+}
+
+func main() {
+	markdown := flag.Bool("markdown", false, "print a Markdown table")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: perfcompare [-markdown] run-1.txt run-2.txt ...")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	var runs []run
+	for _, name := range flag.Args() {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "perfcompare:", err)
+			os.Exit(1)
+		}
+		r, err := parse(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "perfcompare: reading %s: %v\n", name, err)
+			os.Exit(1)
+		}
+		runs = append(runs, r)
+	}
+	var rows []row
+	for _, w := range order {
+		t := targets[w]
+		if rw, ok := summarise(runs, w, "raw", t, true); ok {
+			rows = append(rows, rw)
+		}
+		if rw, ok := summarise(runs, w, "rawhdr", t, false); ok {
+			rows = append(rows, rw)
+		}
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(os.Stderr, "perfcompare: no pair of raw and acemq results found")
+		os.Exit(1)
+	}
+	printTable(os.Stdout, rows, *markdown)
+	for _, rw := range rows {
+		if rw.verdict == "MISSED" {
+			os.Exit(3)
+		}
+	}
+}
+
+func unit(metric string) string {
+	if metric == "p50-µs" {
+		return "p50 µs"
+	}
+	return "msgs/s"
+}
+
+func printTable(w io.Writer, rows []row, markdown bool) {
+	head := []string{"workload", "vs", "metric", "raw", "acemq", "ratio", "range", "runs", "target", "result", "client CPU µs/msg raw→acemq"}
+	var lines [][]string
+	for _, r := range rows {
+		lines = append(lines, []string{
+			r.workload, r.vs, unit(r.metric),
+			fmt.Sprintf("%.0f", r.raw), fmt.Sprintf("%.0f", r.acemq),
+			fmt.Sprintf("%.2f", r.ratio), fmt.Sprintf("%.2f–%.2f", r.lo, r.hi),
+			strconv.Itoa(r.runs), r.targetLabel, r.verdict,
+			fmt.Sprintf("%.1f → %.1f", r.cpuRaw, r.cpuAcemq),
+		})
+	}
+	if markdown {
+		fmt.Fprintln(w, "| "+strings.Join(head, " | ")+" |")
+		fmt.Fprintln(w, "|"+strings.Repeat("---|", len(head)))
+		for _, l := range lines {
+			fmt.Fprintln(w, "| "+strings.Join(l, " | ")+" |")
+		}
+		return
+	}
+	width := make([]int, len(head))
+	for i, h := range head {
+		width[i] = len([]rune(h))
+	}
+	for _, l := range lines {
+		for i, c := range l {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	pr := func(cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			b.WriteString(c)
+			if i < len(cells)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(c))+2))
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	pr(head)
+	for _, l := range lines {
+		pr(l)
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const runA = `goos: linux
+BenchmarkPublish/batch/raw-2     	   20000	     39157 ns/op	         9.702 cpu-µs/msg	     20000 msgs/s	    1660 B/op	      38 allocs/op
+BenchmarkPublish/batch/acemq-2   	   20000	    123968 ns/op	        27.77 cpu-µs/msg	      9000 msgs/s	    7239 B/op	      98 allocs/op
+BenchmarkRPC/seq/raw-2     	    5000	    950780 ns/op	       400 p50-µs	      1052 msgs/s
+BenchmarkRPC/seq/acemq-2   	    5000	   1146557 ns/op	       440 p50-µs	       872.2 msgs/s
+--- FAIL: BenchmarkConsume/c1/acemq-2
+`
+
+const runB = `BenchmarkPublish/batch/acemq-2   	   20000	    123968 ns/op	      19000 msgs/s
+BenchmarkPublish/batch/raw-2     	   20000	    123968 ns/op	      20000 msgs/s
+BenchmarkRPC/seq/raw-2     	    5000	    950780 ns/op	       400 p50-µs
+BenchmarkRPC/seq/acemq-2   	    5000	   1146557 ns/op	       600 p50-µs
+BenchmarkRPC/seq/acemq-2   	    5000	   1146557 ns/op	       600 p50-µs
+`
+
+func TestSummarise(t *testing.T) {
+	var runs []run
+	for _, s := range []string{runA, runB, runA} {
+		r, err := parse(strings.NewReader(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	pub, ok := summarise(runs, "Publish/batch", "raw", targets["Publish/batch"], true)
+	if !ok {
+		t.Fatal("no Publish/batch row")
+	}
+	// Per-run ratios 0.45, 0.95, 0.45: the median is 0.45, not the ratio
+	// of the medians.
+	if pub.ratio != 0.45 || pub.lo != 0.45 || pub.hi != 0.95 || pub.runs != 3 || pub.verdict != "MISSED" {
+		t.Errorf("Publish/batch row = %+v", pub)
+	}
+	seq, _ := summarise(runs, "RPC/seq", "raw", targets["RPC/seq"], true)
+	// Latency ratios 1.1, 1.5, 1.1: median 1.1, within 1.25.
+	if seq.ratio != 1.1 || seq.verdict != "met" {
+		t.Errorf("RPC/seq row = %+v", seq)
+	}
+	if _, ok := summarise(runs, "Consume/c1", "raw", targets["Consume/c1"], true); ok {
+		t.Error("a workload with no results produced a row")
+	}
+	var out bytes.Buffer
+	printTable(&out, []row{pub, seq}, true)
+	if !strings.Contains(out.String(), "| Publish/batch | raw | msgs/s | 20000 | 9000 | 0.45 | 0.45–0.95 | 3 | ≥ 0.90 | MISSED |") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
