@@ -352,11 +352,16 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 	sfx := rest[:8]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".documents"} {
+	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".documents", ".fulfil.validate", ".fulfil.dispatch.dlq"} {
 		name := "acemq-demo-" + sfx + q
 		if _, err := conn.Transport().InspectQueue(ctx, name); err == nil {
 			t.Errorf("the demo left %s behind", name)
 			_, _ = conn.Transport().DeleteQueue(ctx, name)
+		}
+	}
+	for _, ex := range []string{".orders", ".fulfil"} {
+		if err := conn.Transport().InspectExchange(ctx, "acemq-demo-"+sfx+ex); err == nil {
+			t.Errorf("the demo left exchange acemq-demo-%s%s behind", sfx, ex)
 		}
 	}
 }

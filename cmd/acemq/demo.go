@@ -109,6 +109,9 @@ func (d *demo) narrate(verb, what string, env acemq.Envelope) {
 	if r := env.Route(); len(r) > 0 {
 		fmt.Fprintf(&b, " route=%s@%d", strings.Join(r, ","), env.RoutePosition())
 	}
+	if n, ok := env.Header(acemq.HeaderReplayCount); ok {
+		fmt.Fprintf(&b, " replays=%v", n)
+	}
 	if e := env.Error(); e != "" {
 		fmt.Fprintf(&b, " error=%q", e)
 	}
@@ -223,6 +226,8 @@ func (d *demo) runSteps(ctx context.Context) {
 	d.ordersStep(ctx, q)
 	d.pricingStep(ctx)
 	d.documentStep(ctx)
+	d.routeStep(ctx)
+	d.replayStep(ctx, q)
 }
 
 // names of the orders part.
@@ -320,6 +325,10 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 			}
 			d.say("            %s: succeeded on attempt %d", o.ID, m.Envelope.Attempt())
 		case "poison":
+			if from, ok := m.Envelope.Header(acemq.HeaderReplayedFrom); ok {
+				d.say("            %s: replayed from %v after the quantity rule was fixed; accepting", o.ID, from)
+				return acemq.Accept()
+			}
 			d.say("            %s: quantity %d can never be fulfilled; rejecting", o.ID, o.Qty)
 			return acemq.Reject(fmt.Errorf("quantity %d is not a valid order", o.Qty))
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
+	"github.com/acemq/acemq/replay"
+	"github.com/acemq/acemq/route"
 	"github.com/acemq/acemq/rpc"
 )
 
@@ -159,4 +161,110 @@ func (d *demo) documentStep(ctx context.Context) {
 	case <-ctx.Done():
 		d.step("documents", promise, ctx.Err(), "")
 	}
+}
+
+// routeStep runs an order along a declared three-step route: each step does
+// its work and the library forwards the result to the next, each hop a new
+// message caused by the one before, in the same conversation.
+func (d *demo) routeStep(ctx context.Context) {
+	const promise = "run an order along validate → reserve → dispatch, one hop per step, causation chained"
+	d.say("step 4: route — %s", promise)
+	steps := []string{"validate", "reserve", "dispatch"}
+	p, err := route.NewPipeline(d.conn, "acemq-demo-"+d.sfx+".fulfil", steps)
+	if err != nil {
+		d.step("route", promise, err, "")
+		return
+	}
+	d.cleanupExchange(p.Name())
+	for _, s := range steps {
+		d.cleanupQueues(p.Queue(s), acemq.DeadLetterQueue(p.Queue(s)), acemq.ParkedQueue(p.Queue(s)))
+	}
+	if err := p.Declare(ctx); err != nil {
+		d.step("route", promise, err, "")
+		return
+	}
+	d.say("  pipeline %s: exchange %s, queues %s", strings.Join(steps, " → "), p.Name(), strings.Join([]string{p.Queue(steps[0]), "…"}, ", "))
+
+	type hop struct {
+		step string
+		env  acemq.Envelope
+	}
+	hops := make(chan hop, len(steps))
+	for i, s := range steps {
+		last := i == len(steps)-1
+		step := s
+		c, err := route.Step(ctx, p, step, func(ctx context.Context, m acemq.Message[order]) (route.Result[order], error) {
+			d.narrate(step, m.Payload.ID, m.Envelope)
+			hops <- hop{step: step, env: m.Envelope}
+			if last {
+				return route.End[order](), nil
+			}
+			o := m.Payload
+			o.Note = o.Note + "+" + step
+			return route.Forward(o), nil
+		}, acemq.DrainTimeout(5*time.Second))
+		if err != nil {
+			d.step("route", promise, err, "")
+			return
+		}
+		d.closeAtEnd(c.Close)
+	}
+	runID, err := p.Start(ctx, order{ID: "o-7", SKU: "A-1", Qty: 1, Note: "routed"})
+	if err != nil {
+		d.step("route", promise, err, "")
+		return
+	}
+	d.say("  started run %s", short(runID))
+	var got []hop
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for len(got) < len(steps) && err == nil {
+		select {
+		case h := <-hops:
+			got = append(got, h)
+		case <-wctx.Done():
+			err = fmt.Errorf("only %d of %d steps ran: %w", len(got), len(steps), wctx.Err())
+		}
+	}
+	for i := 0; err == nil && i < len(got); i++ {
+		h := got[i]
+		switch {
+		case h.step != steps[i]:
+			err = fmt.Errorf("hop %d ran step %s, expected %s", i+1, h.step, steps[i])
+		case h.env.RouteID() != runID:
+			err = fmt.Errorf("hop %d carries run id %s, expected %s", i+1, h.env.RouteID(), runID)
+		case h.env.RoutePosition() != i:
+			err = fmt.Errorf("hop %d is at position %d, expected %d", i+1, h.env.RoutePosition(), i)
+		case i > 0 && h.env.CausationID() != got[i-1].env.ID():
+			err = fmt.Errorf("hop %d was not caused by hop %d", i+1, i)
+		case i > 0 && h.env.CorrelationID() != got[0].env.CorrelationID():
+			err = fmt.Errorf("hop %d left the conversation", i+1)
+		}
+	}
+	d.step("route", promise, err, fmt.Sprintf("run %s: %d hops, each caused by the one before, one correlation", short(runID), len(got)))
+}
+
+// replayStep moves the poison order out of orders.new.dlq back onto
+// orders.new, where (the rule having been fixed) it is now accepted.
+func (d *demo) replayStep(ctx context.Context, n ordersNames) {
+	const promise = "replay the dead-lettered order from .dlq; accepted on its second life"
+	d.say("step 5: replay — %s", promise)
+	dlq := acemq.DeadLetterQueue(n.queue)
+	before := d.count(n.queue, acemq.OutcomeAcked)
+	res, err := replay.Run(ctx, d.conn, dlq)
+	if err == nil && res.Moved != 1 {
+		err = fmt.Errorf("moved %d messages from %s, expected 1 (%s)", res.Moved, dlq, res.Reason)
+	}
+	if err != nil {
+		d.step("replay", promise, err, "")
+		return
+	}
+	d.say("  replay moved %d from %s to %s; stopped: %s", res.Moved, dlq, res.RoutingKey, res.Reason)
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	err = waitFor(wctx, "the replayed order to be accepted", func() bool { return d.count(n.queue, acemq.OutcomeAcked) > before })
+	if err == nil {
+		err = d.expectQueue(ctx, dlq, 0)
+	}
+	d.step("replay", promise, err, fmt.Sprintf("moved %d, skipped %d (%s); the order was accepted and %s is empty", res.Moved, res.Skipped, res.Reason, dlq))
 }

@@ -141,7 +141,7 @@ func TestDemoOnMemory(t *testing.T) {
 }
 
 // demoSteps are the steps every demo run must report as ok.
-var demoSteps = []string{"orders", "pricing", "documents"}
+var demoSteps = []string{"orders", "pricing", "documents", "route", "replay"}
 
 // checkDemoOutput checks the summary of a successful demo run.
 func checkDemoOutput(t *testing.T, out string) {
