@@ -49,11 +49,11 @@ func unique(t *testing.T) string {
 	return fmt.Sprintf("rp-%s-%08x", strings.Trim(n, "-"), rand.Uint32())
 }
 
-func connect(t *testing.T, url string) *acemq.Conn {
+func connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithName(t.Name()))
+	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithName(t.Name())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +364,29 @@ func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 			t.Fatalf("%v, %v", res, err)
 		}
 		waitCount(t, c, dlq, 3)
+	})
+}
+
+// A replay's publishes are confirmed even when the connection's are not:
+// without the confirm (and its return) an unroutable move would be acked
+// away and lost.
+func TestReplayConfirmsOnAConnectionWithoutConfirms(t *testing.T) {
+	eachBroker(t, func(t *testing.T, url string) {
+		c := connect(t, url, acemq.WithoutConfirms())
+		q := queues(t, c)
+		dlq := acemq.DeadLetterQueue(q)
+		fill(t, c, dlq, 2)
+		res, err := replay.Run(context.Background(), c, dlq, replay.ToQueue(unique(t)+"-missing"))
+		var ue *acemq.UnroutableError
+		if res.Reason != replay.Failed || !errors.As(err, &ue) {
+			t.Fatalf("%v, %v", res, err)
+		}
+		waitCount(t, c, dlq, 2)
+		res, err = replay.Run(context.Background(), c, dlq)
+		if err != nil || res.Moved != 2 {
+			t.Fatalf("%v, %v", res, err)
+		}
+		waitCount(t, c, q, 2)
 	})
 }
 
