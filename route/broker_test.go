@@ -693,3 +693,43 @@ func TestNewPipelineRefusesBadNames(t *testing.T) {
 		t.Fatalf("queue %q", p.Queue("ship"))
 	}
 }
+
+func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
+	eachBroker(t, func(t *testing.T, url string) {
+		c, _ := connect(t, url)
+		ctx := context.Background()
+		p := pipeline(t, c, "a", "b")
+		var tries atomic.Int32
+		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+			tries.Add(1)
+			return route.Forward(m.Payload).WithHeader("x-acemq-mine", "no"), nil
+		}, acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Start(ctx, Order{ID: "o-11"}); err != nil {
+			t.Fatal(err)
+		}
+		d := getOne(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		stop(t, ca)
+		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Error()
+		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "x-acemq-mine") {
+			t.Fatalf("reason %q", reason)
+		}
+		if tries.Load() != 1 {
+			t.Fatalf("the step ran %d times; a fatal output must not be retried", tries.Load())
+		}
+		if n := queueLen(t, c, p.Queue("b")); n != 0 {
+			t.Fatalf("%d messages reached step b", n)
+		}
+	})
+}
+
+func queueLen(t *testing.T, c *acemq.Conn, q string) int {
+	t.Helper()
+	info, err := c.Transport().InspectQueue(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Messages
+}

@@ -368,7 +368,8 @@ type server[In, Out any] struct {
 
 // hop is where a run stands on arrival.
 type hop struct {
-	slip     *Slip
+	slip     *Slip // as it arrived
+	advanced Slip  // with the current stop done, for the next hop
 	declared bool
 	route    []string
 	position int
@@ -388,6 +389,7 @@ func (s *server[In, Out]) handle(ctx context.Context, m acemq.Message[In]) acemq
 			return acemq.Reject(acemq.Fatal(fmt.Errorf("the %s header cannot be read: %w", acemq.HeaderRoutingSlip, err)))
 		}
 		at.slip = &slip
+		at.advanced = slip.Advance(time.Now())
 	}
 	if r := env.Route(); len(r) > 0 {
 		at.declared, at.route, at.position, at.runID = true, r, env.RoutePosition(), env.RouteID()
@@ -420,21 +422,16 @@ func (s *server[In, Out]) handle(ctx context.Context, m acemq.Message[In]) acemq
 		s.finish(ctx, m.Envelope, stepLabel, OutcomeEndedEarly)
 		return acemq.Accept()
 	}
-	out, err := s.forward(ctx, m.Envelope, at, target, res)
-	if err != nil {
-		if out.fatal {
-			return acemq.Reject(acemq.Fatal(err))
-		}
-		return acemq.Retry(err)
-	}
-	return acemq.Accept()
+	// A hop that is not confirmed is retried through the step's policy
+	// (and so dead-lettered rather than lost); one that can never be
+	// published is marked fatal.
+	return acemq.Result(s.forward(ctx, m.Envelope, at, target, res))
 }
 
 // next is the next hop's destination, or last when this step ends the run.
 func (s *server[In, Out]) next(at hop) (target Stop, last bool) {
 	if at.slip != nil {
-		adv := at.slip.Advance(time.Now())
-		next, ok := adv.Current()
+		next, ok := at.advanced.Current()
 		return next, !ok
 	}
 	n := at.position + 1
@@ -463,8 +460,6 @@ func (s *server[In, Out]) pipelineLabel() string {
 	return s.queue
 }
 
-type forwardErr struct{ fatal bool }
-
 // headersNotCarried describe the incoming delivery rather than the run, so
 // they do not travel to the next hop.
 var headersNotCarried = []string{
@@ -475,10 +470,10 @@ var headersNotCarried = []string{
 }
 
 // forward publishes the next hop (WIRE.md §9.4).
-func (s *server[In, Out]) forward(ctx context.Context, in acemq.Envelope, at hop, target Stop, res Result[Out]) (forwardErr, error) {
+func (s *server[In, Out]) forward(ctx context.Context, in acemq.Envelope, at hop, target Stop, res Result[Out]) error {
 	body, err := s.codec.Encode(res.payload)
 	if err != nil {
-		return forwardErr{fatal: true}, fmt.Errorf("the step's output cannot be encoded with %s: %w", s.codec.ContentType(), err)
+		return acemq.Fatal(fmt.Errorf("the step's output cannot be encoded with %s: %w", s.codec.ContentType(), err))
 	}
 	headers := in.Headers()
 	for _, h := range headersNotCarried {
@@ -486,7 +481,7 @@ func (s *server[In, Out]) forward(ctx context.Context, in acemq.Envelope, at hop
 	}
 	maps.Copy(headers, res.headers)
 	if at.slip != nil {
-		headers[acemq.HeaderRoutingSlip] = at.slip.Advance(time.Now()).String()
+		headers[acemq.HeaderRoutingSlip] = at.advanced.String()
 	}
 	env, err := in.Derive().
 		WithFirstSeen(in.FirstSeen()).
@@ -494,7 +489,7 @@ func (s *server[In, Out]) forward(ctx context.Context, in acemq.Envelope, at hop
 		WithType(res.typ).
 		WithHeaders(headers)
 	if err != nil {
-		return forwardErr{fatal: true}, err
+		return acemq.Fatal(fmt.Errorf("the step's output headers: %w", err))
 	}
 	if at.declared {
 		runID := at.runID
@@ -512,9 +507,9 @@ func (s *server[In, Out]) forward(ctx context.Context, in acemq.Envelope, at hop
 		AlwaysConfirm: true,
 	})
 	if err != nil {
-		return forwardErr{}, fmt.Errorf("forwarding to exchange %q with routing key %q: %w", target.Exchange, target.RoutingKey, err)
+		return fmt.Errorf("forwarding to exchange %q with routing key %q: %w", target.Exchange, target.RoutingKey, err)
 	}
-	return forwardErr{}, nil
+	return nil
 }
 
 func (s *server[In, Out]) finish(ctx context.Context, env acemq.Envelope, step, outcome string) {
@@ -542,15 +537,10 @@ type recorder struct {
 
 func newRecorder(conn *acemq.Conn) *recorder {
 	m := conn.MeterProvider().Meter(acemq.InstrumentationScope)
-	total, err := m.Int64Counter(MetricRunTotal, metric.WithDescription("Pipeline runs that ended, by pipeline, step and outcome."))
-	if err != nil {
-		total = nil
-	}
-	duration, err := m.Float64Histogram(MetricRunDuration, metric.WithUnit("s"),
+	// On error the API still returns a usable (no-op) instrument.
+	total, _ := m.Int64Counter(MetricRunTotal, metric.WithDescription("Pipeline runs that ended, by pipeline, step and outcome."))
+	duration, _ := m.Float64Histogram(MetricRunDuration, metric.WithUnit("s"),
 		metric.WithDescription("Age of a pipeline run when it ended, from the first message's first-seen time."))
-	if err != nil {
-		duration = nil
-	}
 	return &recorder{total: total, duration: duration}
 }
 
