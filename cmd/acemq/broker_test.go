@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -426,5 +428,49 @@ func TestReplayUsage(t *testing.T) {
 	r := runCLI(t, "", "--url", "memory://x", "replay", "--queue", "orders.new.dlq").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+func TestServeMetricsAddr(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := "acemq-cli-test.metrics." + suffix()
+	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	srv := startCLI(t, "--url", url, "serve", "--queue", q, "--declare", "--metrics-addr", "127.0.0.1:0", "--", "cat")
+	waitConsumers(t, conn, q, 1, srv)
+	var base string
+	eventually(t, "the metrics address on stderr", func() bool {
+		_, rest, ok := strings.Cut(srv.stderr.String(), "metrics on http://")
+		if !ok {
+			return false
+		}
+		addr, _, _ := strings.Cut(rest, "/")
+		base = "http://" + addr
+		return true
+	})
+	runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "20s", `{"ping":1}`).wantCode(t, 0)
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/acemq-metrics")
+	if code != 200 || !strings.Contains(body, "acemq_consume_total") || !strings.Contains(body, q) {
+		t.Errorf("/acemq-metrics %d:\n%s", code, body)
+	}
+	code, body = get("/acemq-health")
+	if code != 200 || !strings.Contains(body, `"status":"up"`) {
+		t.Errorf("/acemq-health %d: %s", code, body)
+	}
+	code, body = get("/acemq-info")
+	if code != 200 || !strings.Contains(body, "acemq serve") {
+		t.Errorf("/acemq-info %d: %s", code, body)
+	}
+	if c := srv.stop(t, syscall.SIGINT); c != 0 {
+		t.Errorf("serve exited %d", c)
 	}
 }

@@ -1,16 +1,80 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/actuator"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// addMetricsFlag adds --metrics-addr. It does nothing until the actuator
-// package is wired in.
-func addMetricsFlag(fl *pflag.FlagSet, addr *string) {}
+// addMetricsFlag adds --metrics-addr.
+func addMetricsFlag(fl *pflag.FlagSet, addr *string) {
+	fl.StringVar(addr, "metrics-addr", "", "serve /acemq-metrics, /acemq-health and /acemq-info on this address while running (e.g. "+actuator.DefaultAddr+"; unauthenticated: keep it on loopback)")
+}
 
-// startMetrics serves the actuator endpoints on addr while a command runs.
-func startMetrics(cmd *cobra.Command, conn *acemq.Conn, addr string) (stop func(), err error) {
-	return func() {}, nil
+// metrics serves the actuator endpoints for one command.
+type metrics struct {
+	act  *actuator.Actuator
+	ln   net.Listener
+	stop context.CancelFunc
+	done chan error
+}
+
+// newMetrics opens the listener (so a taken port fails the command before
+// it starts) and builds the actuator; nil when addr is empty. Its
+// ConnectOptions record the connection's metrics through the actuator.
+func newMetrics(cmd *cobra.Command, addr string) (*metrics, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	act, err := actuator.New(actuator.WithApplication("acemq "+cmd.Name(), actuator.LibraryVersion()))
+	if err != nil {
+		return nil, withCode(exitFailure, fmt.Errorf("setting up metrics: %w", err))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, withCode(exitFailure, fmt.Errorf("--metrics-addr %s: %w", addr, err))
+	}
+	return &metrics{act: act, ln: ln}, nil
+}
+
+// connectOptions record a connection's metrics through the actuator.
+func (m *metrics) connectOptions() []acemq.Option {
+	if m == nil {
+		return nil
+	}
+	return []acemq.Option{acemq.WithMeterProvider(m.act.MeterProvider())}
+}
+
+// start watches conn and serves the endpoints until close.
+func (m *metrics) start(cmd *cobra.Command, conn *acemq.Conn) {
+	if m == nil {
+		return
+	}
+	m.act.Watch(conn)
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop, m.done = cancel, make(chan error, 1)
+	go func() { m.done <- actuator.Serve(ctx, m.ln, m.act) }()
+	fmt.Fprintf(cmd.ErrOrStderr(), "metrics on http://%s%s (health %s, info %s)\n", m.ln.Addr(), actuator.PathMetrics, actuator.PathHealth, actuator.PathInfo)
+}
+
+// close stops serving (or just closes the listener when never started).
+func (m *metrics) close() {
+	if m == nil {
+		return
+	}
+	if m.stop == nil {
+		_ = m.ln.Close()
+		return
+	}
+	m.stop()
+	<-m.done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = m.act.Shutdown(ctx)
 }

@@ -107,7 +107,12 @@ func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
 	if err != nil {
 		return withCode(exitFailure, fmt.Errorf("cannot run %q: %w", args[0], err))
 	}
-	conn, err := connect(cmd)
+	mx, err := newMetrics(cmd, f.metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer mx.close()
+	conn, err := connect(cmd, mx.connectOptions()...)
 	if err != nil {
 		return err
 	}
@@ -125,11 +130,7 @@ func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
 		return withCode(exitFailure, err)
 	}
 
-	stopMetrics, err := startMetrics(cmd, conn, f.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
+	mx.start(cmd, conn)
 
 	errOut := &lockedWriter{w: cmd.ErrOrStderr()}
 	var failed atomic.Int64
