@@ -360,3 +360,28 @@ func TestCountersCountABacklog(t *testing.T) {
 		}
 	})
 }
+
+// 6. An answer the responder's codec cannot encode is a failure: the caller
+// gets a failure reply, the request is dead-lettered, no answer is counted.
+func TestReplyUnencodable(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("prices")
+		responder := serve(t, conn, q, func(context.Context, acemq.Message[priceRequest]) (func(), error) {
+			return func() {}, nil
+		})
+		r := open[priceRequest, json.RawMessage](t, conn, "", q, rpc.Timeout(time.Hour))
+		_, err := r.Ask(bg, priceRequest{SKU: "A"})
+		var re *rpc.ResponderError
+		if !errors.As(err, &re) || !strings.Contains(re.Text, "rpc: encoding the reply with application/json") {
+			t.Fatalf("Ask = %v; want a responder error about encoding the reply", err)
+		}
+		dead := e.get(acemq.DeadLetterQueue(q))
+		if reason := str(dead.Headers[acemq.HeaderError]); !strings.HasPrefix(reason, "the handler rejected it: ") {
+			t.Fatalf("dead-letter reason %q", reason)
+		}
+		if responder.Answered() != 0 {
+			t.Fatalf("Answered() = %d", responder.Answered())
+		}
+	})
+}
