@@ -191,7 +191,7 @@ func (pc *pubChan) unlink(p *pending) {
 }
 
 // drainReturns records every buffered return on the oldest outstanding
-// publish with its message-id that has none yet; returns that match no
+// publish with its message-id, exchange and routing key that has none yet; returns that match no
 // publish are dropped. qmu held.
 func (pc *pubChan) drainReturns() {
 	for {
@@ -203,8 +203,11 @@ func (pc *pubChan) drainReturns() {
 			if r.MessageId == "" {
 				continue
 			}
+			// The library republishes a delivered message (retry, dead
+			// letter) with its original message-id, so the id alone can
+			// name two outstanding publishes: match the destination too.
 			for p := pc.byID[r.MessageId]; p != nil; p = p.next {
-				if p.ret == nil {
+				if p.ret == nil && p.exchange == r.Exchange && p.routingKey == r.RoutingKey {
 					p.ret = &driver.ReturnError{
 						Exchange:   r.Exchange,
 						RoutingKey: r.RoutingKey,

@@ -315,3 +315,29 @@ func TestPublishToExchangeDeletedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A republish by the library keeps the delivered message's id, so two
+// outstanding publishes can share a message-id; a return must still reach
+// the one it belongs to (its exchange and routing key), not the older one.
+func TestReturnsMatchedWhenMessageIDsRepeat(t *testing.T) {
+	c := openTest(t, nil)
+	ctx := ctxFor(t, 30*time.Second)
+	q := tempQueue(t, c, driver.Queue{})
+	var ms []driver.Message
+	for i := range 50 {
+		id := fmt.Sprintf("same-%d", i)
+		ms = append(ms,
+			driver.Message{RoutingKey: q, Mandatory: true, MessageID: id},
+			driver.Message{RoutingKey: uniqueName("nowhere"), Mandatory: true, MessageID: id})
+	}
+	errs := c.PublishBatch(ctx, ms)
+	for i, err := range errs {
+		var re *driver.ReturnError
+		if i%2 == 0 && err != nil {
+			t.Errorf("routable publish %d (%s) failed: %v", i, ms[i].MessageID, err)
+		}
+		if i%2 == 1 && (!errors.As(err, &re) || re.RoutingKey != ms[i].RoutingKey) {
+			t.Errorf("unroutable publish %d (%s) returned %v", i, ms[i].MessageID, err)
+		}
+	}
+}
