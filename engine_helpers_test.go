@@ -255,6 +255,20 @@ func (r *rig) next() acemq.Settlement {
 	return acemq.Settlement{}
 }
 
+// byAttempt waits for n settlements and returns them ordered by attempt.
+// A wait in the consumer records its settlement once the copy is confirmed
+// and the original acked, by which time the copy may already have been
+// handled and settled: settlements of one message can arrive out of order.
+func (r *rig) byAttempt(n int) []acemq.Settlement {
+	r.t.Helper()
+	out := make([]acemq.Settlement, 0, n)
+	for range n {
+		out = append(out, r.next())
+	}
+	slices.SortStableFunc(out, func(a, b acemq.Settlement) int { return a.Envelope.Attempt() - b.Envelope.Attempt() })
+	return out
+}
+
 // get fetches and acks one message from queue, waiting for it.
 func (r *rig) get(queue string) driver.Delivery {
 	r.t.Helper()
