@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq/internal/testenv"
+)
+
+// TestFaultPublishCountThroughRecovery closes every connection on the
+// broker while publish --count is sending: the command must ride through
+// the recovery and still report every copy confirmed.
+func TestFaultPublishCountThroughRecovery(t *testing.T) {
+	testenv.Faults(t)
+	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
+		t.Skip("rabbitmqctl is not available")
+	}
+	conn, url := brokerConn(t)
+	q := testQueue(t, conn, "fault-count")
+	const n = 50000
+	pub := startCLI(t, "--url", url, "publish", "--exchange", "", "--routing-key", q, "--count", "50000", "--timeout", "3m", "payload")
+	eventually(t, "publishing to be under way", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := conn.Transport().InspectQueue(ctx, q)
+		return err == nil && info.Messages > 1000
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", "close_all_connections", "acemq cli fault test").CombinedOutput()
+	cancel()
+	if err != nil {
+		t.Fatalf("rabbitmqctl close_all_connections: %v\n%s", err, out)
+	}
+	select {
+	case <-pub.done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("publish --count did not finish")
+	}
+	if code := pub.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("publish exited %d\nstderr:\n%s", code, pub.stderr)
+	}
+	t.Logf("publish said: %s", strings.TrimSpace(pub.stderr.String()))
+	if !strings.Contains(pub.stderr.String(), "confirmed 50000 of 50000") {
+		t.Errorf("stderr: %s", pub.stderr)
+	}
+	if ids := strings.Count(pub.stdout.String(), "\n"); ids != n {
+		t.Errorf("printed %d ids, want %d", ids, n)
+	}
+	eventually(t, "every copy on the queue", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := conn.Transport().InspectQueue(ctx, q)
+		return err == nil && info.Messages >= n
+	})
+}
