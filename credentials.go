@@ -1,0 +1,62 @@
+package acemq
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/acemq/acemq/driver"
+)
+
+// Credentials is a user name and password. Its String method never shows
+// the password.
+type Credentials = driver.Credentials
+
+// CredentialsFunc adapts a function to a CredentialsProvider.
+func CredentialsFunc(f func(ctx context.Context) (Credentials, error)) CredentialsProvider {
+	return f
+}
+
+// CredentialsFromEnv reads the user name and password from two environment
+// variables on every connection and reconnection, so a rotated secret is
+// picked up at the next reconnect. An unset or empty variable is an error
+// that names the variable (never its value).
+func CredentialsFromEnv(userVar, passwordVar string) CredentialsProvider {
+	return func(context.Context) (Credentials, error) {
+		u, p := os.Getenv(userVar), os.Getenv(passwordVar)
+		switch {
+		case u == "":
+			return Credentials{}, fmt.Errorf("acemq: the environment variable %s (the broker user name) is not set", userVar)
+		case p == "":
+			return Credentials{}, fmt.Errorf("acemq: the environment variable %s (the broker password) is not set", passwordVar)
+		}
+		return Credentials{Username: u, Password: p}, nil
+	}
+}
+
+// CredentialsFromFile reads the user name and password from a file on every
+// connection and reconnection: the first line is the user name, the second
+// the password (trailing spaces and line ends are trimmed). This suits
+// secrets mounted as files, which are rotated in place.
+func CredentialsFromFile(path string) CredentialsProvider {
+	return func(context.Context) (Credentials, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Credentials{}, fmt.Errorf("acemq: reading broker credentials: %w", err)
+		}
+		lines := strings.SplitN(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n", 3)
+		if len(lines) < 2 || strings.TrimSpace(lines[0]) == "" || strings.TrimRight(lines[1], " \t") == "" {
+			return Credentials{}, fmt.Errorf("acemq: the credentials file %s must hold the user name on its first line and the password on its second", path)
+		}
+		return Credentials{Username: strings.TrimSpace(lines[0]), Password: strings.TrimRight(lines[1], " \t")}, nil
+	}
+}
+
+// String describes the connection without its password.
+func (c *Conn) String() string {
+	if c.name != "" {
+		return fmt.Sprintf("acemq.Conn(%s %s)", c.name, c.url)
+	}
+	return fmt.Sprintf("acemq.Conn(%s)", c.url)
+}
