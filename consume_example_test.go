@@ -1,0 +1,95 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/memory"
+)
+
+func ExampleConsume_retry() {
+	ctx := context.Background()
+	conn, err := acemq.Connect(ctx, "memory://example-consume-retry")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer memory.Reset("memory://example-consume-retry")
+	defer conn.Close(ctx)
+
+	// Every settlement, as metrics and spans see it.
+	settled := make(chan acemq.Settlement, 10)
+	conn.OnSettle(func(s acemq.Settlement) { settled <- s })
+
+	type Order struct {
+		ID string `json:"id"`
+	}
+	consumer, err := acemq.Consume(ctx, conn, "orders.new",
+		func(ctx context.Context, m acemq.Message[Order]) acemq.Ack {
+			if m.Envelope.Attempt() == 1 {
+				return acemq.Retry(errors.New("the stock service timed out"))
+			}
+			return acemq.Accept()
+		},
+		acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)),
+		acemq.WithTopology(acemq.NewTopology().
+			Exchange("orders", acemq.ExchangeTopic).
+			Queue("orders.new", acemq.WithDeadLettering()).
+			Bind("orders", "orders.new", "order.*")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer consumer.Close(ctx)
+
+	if _, err := acemq.NewPublisher[Order](conn, "orders").Send(ctx, "order.placed", Order{ID: "o-1"}); err != nil {
+		log.Fatal(err)
+	}
+	for range 2 {
+		s := <-settled
+		fmt.Println(s.Envelope.Attempt(), s.Outcome, s.Where, s.Delay)
+	}
+	// Unordered output:
+	// 1 retried consumer 10ms
+	// 2 acked  0s
+}
+
+func ExampleExponentialRetry() {
+	p := acemq.ExponentialRetry(6, 10*time.Second, 5*time.Minute).GiveUpAfter(time.Hour)
+	fmt.Println(p)
+	fmt.Println(p.Schedule())
+	fmt.Println(p.BrokerRungs()) // waits of 30 s or more are held on rung queues
+	fmt.Println(p.ShouldRetry(5, 59*time.Minute, true), p.ShouldRetry(6, 0, true), p.ShouldRetry(2, time.Hour, true))
+
+	// Lower the threshold and every wait of a second or more goes to the
+	// broker; a threshold of 0 keeps every wait in the consumer.
+	fmt.Println(acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(time.Second).BrokerRungs())
+	fmt.Println(p.WaitInBrokerFrom(0).BrokerRungs())
+	// Output:
+	// exponential(6, 10s, 5m).giveUpAfter(1h)
+	// [10s 20s 40s 1m20s 2m40s]
+	// [40s 1m20s 2m40s]
+	// true false false
+	// [1s]
+	// []
+}
+
+func ExampleConsumerDeclarations() {
+	policy := acemq.ExponentialRetry(6, 10*time.Second, 5*time.Minute)
+	for _, d := range acemq.ConsumerDeclarations("orders.new", policy) {
+		fmt.Println(d)
+	}
+	// Output:
+	// exchange acemq.dlx (direct, durable)
+	// queue orders.new.dlq (classic, durable)
+	// queue orders.new.parked (classic, durable)
+	// binding acemq.dlx -> orders.new.dlq on "orders.new.dlq"
+	// binding acemq.dlx -> orders.new.parked on "orders.new.parked"
+	// exchange acemq.retry (direct, durable)
+	// queue orders.new.retry.40s (classic, durable) x-dead-letter-exchange=acemq.retry x-dead-letter-routing-key=orders.new x-message-ttl=40000
+	// queue orders.new.retry.80s (classic, durable) x-dead-letter-exchange=acemq.retry x-dead-letter-routing-key=orders.new x-message-ttl=80000
+	// queue orders.new.retry.160s (classic, durable) x-dead-letter-exchange=acemq.retry x-dead-letter-routing-key=orders.new x-message-ttl=160000
+	// binding acemq.retry -> orders.new on "orders.new"
+}
