@@ -395,7 +395,10 @@ func (e Envelope) Next() Envelope { return e.WithAttempt(e.attempt + 1) }
 // namespace: any name beginning "x-acemq-", in any letter case.
 func IsReserved(name string) bool {
 	const p = "x-acemq-"
-	return len(name) >= len(p) && strings.EqualFold(name[:len(p)], p)
+	if len(name) < len(p) || name[0]|0x20 != 'x' {
+		return false // the common case for an application header: cheap
+	}
+	return name[:len(p)] == p || strings.EqualFold(name[:len(p)], p)
 }
 
 // ReservedHeaderError reports application headers that use reserved names

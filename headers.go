@@ -62,18 +62,18 @@ const DefaultType = "message"
 func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope {
 	var e Envelope
 	var firstSeenOK bool
-	appCount := 0
-	for k := range headers {
-		if !IsReserved(k) {
-			appCount++
-		}
+	// One pass over the map (iterating a map costs more than the switch
+	// below): application headers are gathered on the stack and copied into
+	// a map of the exact size afterwards.
+	type header struct {
+		name  string
+		value any
 	}
-	if appCount > 0 {
-		e.headers = make(map[string]any, appCount)
-	}
+	var stack [8]header
+	app := stack[:0]
 	for k, v := range headers {
 		if !IsReserved(k) {
-			e.headers[k] = cloneValue(v)
+			app = append(app, header{k, v})
 			continue
 		}
 		switch k {
@@ -119,6 +119,12 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 				e.reserved = make(map[string]any, 2)
 			}
 			e.reserved[k] = cloneValue(v)
+		}
+	}
+	if len(app) > 0 {
+		e.headers = make(map[string]any, len(app))
+		for _, h := range app {
+			e.headers[h.name] = cloneValue(h.value)
 		}
 	}
 	if e.id == "" {
