@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/acemq/acemq/devcert"
 	"github.com/spf13/cobra"
@@ -105,7 +106,7 @@ func runCerts(cmd *cobra.Command, f certsFlags) error {
 	fmt.Fprintf(out, `wrote DEVELOPMENT certificates (never for production) into %s:
   %-16s the certificate authority (trust it in development clients only)
   %-16s its key: keep it, or delete it once you have what you need
-  %-16s the broker's certificate, for %v
+  %-16s the broker's certificate, for %s
   %-16s its key
   %-16s a client certificate, for brokers that ask for one
   %-16s its key
@@ -122,7 +123,7 @@ A Go program connects with amqps://… and
   acemq.WithTLS(rabbitmq.AllowDevelopmentCertificates(&tls.Config{RootCAs: pool}))
 where pool holds %s; without AllowDevelopmentCertificates AceMQ refuses the broker.
 `, files.Dir,
-		filepath.Base(files.CACert), filepath.Base(files.CAKey), filepath.Base(files.ServerCert), hosts,
+		filepath.Base(files.CACert), filepath.Base(files.CAKey), filepath.Base(files.ServerCert), strings.Join(hosts, ", "),
 		filepath.Base(files.ServerKey), filepath.Base(files.ClientCert), filepath.Base(files.ClientKey),
 		files.CACert, files.ServerCert, files.ServerKey, files.CACert)
 	return nil

@@ -217,7 +217,10 @@ func printDelivery(w io.Writer, n int, d driver.Delivery, asJSON bool) error {
 	}
 	text, b64 := bodyJSON(d.Body)
 	if text != nil {
-		fmt.Fprintf(&b, "%s\n", *text)
+		b.WriteString(*text)
+		if !strings.HasSuffix(*text, "\n") {
+			b.WriteString("\n")
+		}
 	} else {
 		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(d.Body), *b64)
 	}

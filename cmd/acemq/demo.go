@@ -13,6 +13,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/rpc"
 	"github.com/spf13/cobra"
 )
 
@@ -121,7 +122,7 @@ func (d *demo) narrate(verb, what string, env acemq.Envelope) {
 // narrateSettlement prints what the engine did with a delivery.
 func (d *demo) narrateSettlement(s acemq.Settlement) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %-9s %-22s id=%s %s", "settle", string(s.Outcome), short(s.Envelope.ID()), s.Decision)
+	fmt.Fprintf(&b, "  %-9s %-22s id=%s %s on %s", "settle", string(s.Outcome), short(s.Envelope.ID()), s.Decision, d.queueLabel(s.Queue))
 	if s.Target != "" {
 		fmt.Fprintf(&b, " → %s", s.Target)
 	}
@@ -132,6 +133,14 @@ func (d *demo) narrateSettlement(s acemq.Settlement) {
 		fmt.Fprintf(&b, " reason=%q", s.Reason)
 	}
 	d.say("%s", b.String())
+}
+
+// queueLabel shortens a demo queue name for narration.
+func (d *demo) queueLabel(q string) string {
+	if strings.HasPrefix(q, rpc.ReplyQueuePrefix) {
+		return "the reply queue"
+	}
+	return strings.TrimPrefix(q, "acemq-demo-"+d.sfx+".")
 }
 
 // short abbreviates a UUID for narration.
@@ -330,7 +339,7 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 				return acemq.Accept()
 			}
 			d.say("            %s: quantity %d can never be fulfilled; rejecting", o.ID, o.Qty)
-			return acemq.Reject(fmt.Errorf("quantity %d is not a valid order", o.Qty))
+			return acemq.Reject(&InvalidOrderError{ID: o.ID, Reason: fmt.Sprintf("quantity %d", o.Qty)})
 		}
 		return acemq.Accept()
 	}
@@ -453,6 +462,12 @@ func (d *demo) summary(took time.Duration) bool {
 	}
 	return ok
 }
+
+// InvalidOrderError is the demo's reason for rejecting an order; the
+// dead letter's x-acemq-error reads "…: InvalidOrderError: …".
+type InvalidOrderError struct{ ID, Reason string }
+
+func (e *InvalidOrderError) Error() string { return "order " + e.ID + " is not valid: " + e.Reason }
 
 // hostPart is this machine's host name as the default origin names it.
 func hostPart() string {

@@ -79,7 +79,7 @@ func (d *demo) pricingStep(ctx context.Context) {
 		d.step("pricing", promise, fmt.Errorf("asking for an unknown SKU returned %v, expected the responder's error", err), "")
 		return
 	}
-	d.say("            Z-0 failed after %s: %s", time.Since(start).Round(time.Millisecond), re.Text)
+	d.say("            Z-0 failed after %s: %s", time.Since(start).Round(100*time.Microsecond), re.Text)
 	if resp.Answered() != 2 {
 		d.step("pricing", promise, fmt.Errorf("the responder counted %d answers, expected 2", resp.Answered()), "")
 		return
