@@ -213,6 +213,8 @@ type DrainError struct {
 	Timeout time.Duration
 }
 
+// Error says which consumer did not drain and how many deliveries it
+// stranded.
 func (e *DrainError) Error() string {
 	return fmt.Sprintf("acemq: the consumer of %q did not drain within %s: %d deliveries were stranded and will be redelivered by the broker", e.Queue, e.Timeout, e.Stranded)
 }

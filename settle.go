@@ -24,8 +24,8 @@ const (
 	OutcomeInProgress   Outcome = "in_progress"
 	// OutcomeRequeued: the delivery was put back on its queue unchanged
 	// (a set-aside target or its own queue was missing, a republish was not
-	// confirmed). It is not a family outcome and is not counted in
-	// acemq.consume.total.
+	// confirmed, or the consumer's drain ran out while its handler ran). It
+	// is not a family outcome and is not counted in acemq.consume.total.
 	OutcomeRequeued Outcome = "requeued"
 )
 
@@ -54,7 +54,9 @@ type Settlement struct {
 	Where string
 	// Target is the queue the message was republished to, if any.
 	Target string
-	// Delay is the wait chosen for a retry or in-progress put-back.
+	// Delay is the wait chosen for a retry or in-progress put-back: exactly
+	// the scheduled delay when held on a rung, the jittered wait when held
+	// in the consumer.
 	Delay time.Duration
 	// Reason is the x-acemq-error written on a set-aside copy, or the
 	// retry's cause.
@@ -173,12 +175,16 @@ func (k *consumerCore) strand(s Settlement) {
 	k.finish(s)
 }
 
-// PanicError is the error recorded for a handler that panicked.
+// PanicError is the error recorded for a handler that panicked; the
+// message is dead-lettered as a fatal failure.
 type PanicError struct {
+	// Value is what the handler panicked with.
 	Value any
+	// Stack is the handler goroutine's stack at the panic.
 	Stack []byte
 }
 
+// Error is "panic: " and the recovered value.
 func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
 
 func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope) (ack Ack, decodeErr error, panicked error) {

@@ -480,6 +480,7 @@ type Drift struct {
 	Detail      string
 }
 
+// String renders the drift as one line: kind, declaration, detail.
 func (d Drift) String() string {
 	if d.Detail == "" {
 		return fmt.Sprintf("%s: %s", d.Kind, d.Declaration)
