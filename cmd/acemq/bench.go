@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -164,7 +165,11 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	}
 	defer closeConn(cmd, conn)
 
-	b := &bench{f: f, conn: conn, url: url, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
+	rawTLS, err := tlsConfig(cmd)
+	if err != nil {
+		return err
+	}
+	b := &bench{f: f, conn: conn, url: url, tls: rawTLS, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
 	defer b.cleanup()
 	rep := benchReport{URL: driver.RedactURL(url), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
 		Producers: f.producers, Consumers: f.consumers, Window: f.window, Prefetch: f.prefetch, OK: true}
@@ -242,6 +247,7 @@ type bench struct {
 	f        benchFlags
 	conn     *acemq.Conn
 	url      string
+	tls      *tls.Config // for the raw client; nil means the system roots
 	sfx      string
 	progress bool
 	errOut   io.Writer

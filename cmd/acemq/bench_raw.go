@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,8 +20,8 @@ import (
 // settlement.
 
 // rawDial opens a plain amqp091-go connection.
-func rawDial(ctx context.Context, url string) (*amqp.Connection, error) {
-	cfg := amqp.Config{Properties: amqp.NewConnectionProperties(), Dial: amqp.DefaultDial(connectTimeout)}
+func rawDial(ctx context.Context, url string, tlsCfg *tls.Config) (*amqp.Connection, error) {
+	cfg := amqp.Config{Properties: amqp.NewConnectionProperties(), Dial: amqp.DefaultDial(connectTimeout), TLSClientConfig: tlsCfg}
 	cfg.Properties.SetClientConnectionName("acemq bench (raw amqp091-go)")
 	conn, err := amqp.DialConfig(url, cfg)
 	if err != nil {
@@ -44,7 +45,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 	if err != nil {
 		return pub, con, err
 	}
-	conn, err := rawDial(ctx, b.url)
+	conn, err := rawDial(ctx, b.url, b.tls)
 	if err != nil {
 		return pub, con, err
 	}
@@ -181,7 +182,7 @@ func rawRPC(ctx context.Context, b *bench) (benchResult, error) {
 	if err != nil {
 		return res, err
 	}
-	conn, err := rawDial(ctx, b.url)
+	conn, err := rawDial(ctx, b.url, b.tls)
 	if err != nil {
 		return res, err
 	}

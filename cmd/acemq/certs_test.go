@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,5 +62,56 @@ func TestCertsWritesMarkedCertificates(t *testing.T) {
 	r = runCLI(t, "", "certs", "--dir", dir, "--allow-development").wantCode(t, 0)
 	if !strings.Contains(r.stdout, "DEVELOPMENT") || !strings.Contains(r.stdout, "ssl_options.cacertfile") {
 		t.Errorf("text output:\n%s", r.stdout)
+	}
+}
+
+// TestTLSFlagsWithDevelopmentCertificates points a command at a TLS server
+// presenting a certificate from acemq certs: refused as a development
+// certificate unless --tls-allow-development is given.
+func TestTLSFlagsWithDevelopmentCertificates(t *testing.T) {
+	dir := t.TempDir()
+	runCLI(t, "", "certs", "--dir", dir, "--allow-development").wantCode(t, 0)
+	files := devcert.Files{ServerCert: filepath.Join(dir, devcert.ServerCertFile), ServerKey: filepath.Join(dir, devcert.ServerKeyFile)}
+	cert, err := files.ServerCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Complete the handshake, then hang up: not a broker.
+			_ = c.(*tls.Conn).Handshake()
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	url := "amqps://guest:guest@localhost:" + port + "/"
+	ca := filepath.Join(dir, devcert.CACertFile)
+
+	r := runCLI(t, "", "--url", url, "--tls-ca", ca, "consume", "--queue", "q").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "development certificate") {
+		t.Errorf("without --tls-allow-development: %s", r.stderr)
+	}
+	r = runCLI(t, "", "--url", url, "--tls-ca", ca, "--tls-allow-development", "consume", "--queue", "q").wantCode(t, 1)
+	if strings.Contains(r.stderr, "development certificate") || strings.Contains(r.stderr, "certificate signed by unknown authority") {
+		t.Errorf("with --tls-allow-development the certificate was still refused: %s", r.stderr)
+	}
+	r = runCLI(t, "", "--url", url, "--tls-allow-development", "consume", "--queue", "q").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "unknown authority") {
+		t.Errorf("without --tls-ca the development CA should be unknown: %s", r.stderr)
+	}
+	r = runCLI(t, "", "--url", "amqp://localhost:1/", "--tls-ca", ca, "consume", "--queue", "q").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "amqps://") {
+		t.Errorf("TLS flags with amqp://: %s", r.stderr)
 	}
 }

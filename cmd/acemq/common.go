@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,7 +15,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/rabbitmq"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -32,12 +36,99 @@ func connect(cmd *cobra.Command, opts ...acemq.Option) (*acemq.Conn, error) {
 	url := brokerURL(cmd)
 	ctx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
 	defer cancel()
-	opts = append([]acemq.Option{acemq.WithName("acemq " + cmd.Name())}, opts...)
+	tlsOpts, err := tlsOptions(cmd)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(append([]acemq.Option{acemq.WithName("acemq " + cmd.Name())}, tlsOpts...), opts...)
 	conn, err := acemq.Connect(ctx, url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err)
+		return nil, connectError(url, err)
 	}
 	return conn, nil
+}
+
+// connectError explains a failed connection. The library's error already
+// names the (redacted) URL.
+func connectError(url string, err error) error {
+	if errors.Is(err, rabbitmq.ErrDevelopmentCertificate) {
+		return withCode(exitFailure, fmt.Errorf("%w (to accept it from this command, add --tls-allow-development; never in production)", err))
+	}
+	if !strings.Contains(err.Error(), driver.RedactURL(url)) {
+		return withCode(exitFailure, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err))
+	}
+	return withCode(exitFailure, err)
+}
+
+// tlsFlags are the global TLS flags.
+type tlsFlags struct {
+	ca, cert, key string
+	allowDev      bool
+}
+
+// addTLSFlags adds the TLS flags every command takes.
+func addTLSFlags(fl *pflag.FlagSet) {
+	fl.String("tls-ca", "", "PEM file of certificate authorities to verify an amqps:// broker with, in addition to the system's")
+	fl.String("tls-cert", "", "PEM client certificate for an amqps:// broker that asks for one (with --tls-key)")
+	fl.String("tls-key", "", "PEM key of --tls-cert")
+	fl.Bool("tls-allow-development", false, "accept a broker presenting a development certificate (from acemq certs); never in production")
+}
+
+func readTLSFlags(cmd *cobra.Command) tlsFlags {
+	fl := cmd.Flags()
+	var f tlsFlags
+	f.ca, _ = fl.GetString("tls-ca")
+	f.cert, _ = fl.GetString("tls-cert")
+	f.key, _ = fl.GetString("tls-key")
+	f.allowDev, _ = fl.GetBool("tls-allow-development")
+	return f
+}
+
+// tlsConfig builds the TLS configuration the TLS flags describe, or nil when
+// none is given (the library then verifies with the system roots).
+func tlsConfig(cmd *cobra.Command) (*tls.Config, error) {
+	f := readTLSFlags(cmd)
+	if f == (tlsFlags{}) {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.ca != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(f.ca)
+		if err != nil {
+			return nil, withCode(exitFailure, fmt.Errorf("--tls-ca: %w", err))
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, withCode(exitFailure, fmt.Errorf("--tls-ca %s holds no PEM certificate", f.ca))
+		}
+		cfg.RootCAs = pool
+	}
+	if (f.cert == "") != (f.key == "") {
+		return nil, withCode(exitFailure, errors.New("--tls-cert and --tls-key go together"))
+	}
+	if f.cert != "" {
+		pair, err := tls.LoadX509KeyPair(f.cert, f.key)
+		if err != nil {
+			return nil, withCode(exitFailure, fmt.Errorf("--tls-cert/--tls-key: %w", err))
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// tlsOptions are the Connect options the TLS flags describe.
+func tlsOptions(cmd *cobra.Command) ([]acemq.Option, error) {
+	cfg, err := tlsConfig(cmd)
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	if readTLSFlags(cmd).allowDev {
+		cfg = rabbitmq.AllowDevelopmentCertificates(cfg)
+	}
+	return []acemq.Option{acemq.WithTLS(cfg)}, nil
 }
 
 // closeConn closes conn within a bounded time, reporting a failure on stderr.

@@ -47,7 +47,11 @@ queues and exchanges that it deletes at the end.`,
 			if cmd.Flags().Changed("url") {
 				url = brokerURL(cmd)
 			}
-			ok, err := runDemo(cmd.Context(), url, cmd.OutOrStdout())
+			tlsOpts, err := tlsOptions(cmd)
+			if err != nil {
+				return err
+			}
+			ok, err := runDemo(cmd.Context(), url, cmd.OutOrStdout(), tlsOpts...)
 			if err != nil {
 				return err
 			}
@@ -190,14 +194,15 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 
 // runDemo runs the demo against url; ok reports whether every step did what
 // it says.
-func runDemo(parent context.Context, url string, out io.Writer) (ok bool, err error) {
+func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.Option) (ok bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, demoDeadline)
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, connectTimeout)
-	conn, err := acemq.Connect(cctx, url, acemq.WithName("acemq demo"), acemq.WithOrigin("acemq-demo@"+hostPart()))
+	opts = append([]acemq.Option{acemq.WithName("acemq demo"), acemq.WithOrigin("acemq-demo@" + hostPart())}, opts...)
+	conn, err := acemq.Connect(cctx, url, opts...)
 	ccancel()
 	if err != nil {
-		return false, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err)
+		return false, connectError(url, err)
 	}
 	d := &demo{conn: conn, out: out, sfx: suffix(), counters: map[[2]string]int{}}
 	remove := conn.OnSettle(func(s acemq.Settlement) {

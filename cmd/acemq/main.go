@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -40,12 +41,10 @@ const (
 // defaultAMQPURL is used when neither --url nor $ACEMQ_URL is given.
 const defaultAMQPURL = "amqp://guest:guest@localhost:5672/"
 
-// exitError carries an exit code out of a command. When printed is true the
-// command has already told the user what happened.
+// exitError carries an exit code out of a command.
 type exitError struct {
-	code    int
-	err     error
-	printed bool
+	code int
+	err  error
 }
 
 func (e *exitError) Error() string {
@@ -80,12 +79,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if !ee.printed && ee.err != nil {
-			fmt.Fprintf(stderr, "acemq: %v\n", ee.err)
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(ee.err.Error(), "acemq: "))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "acemq: %v\n", err)
+	fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(err.Error(), "acemq: "))
 	return exitFailure
 }
 
@@ -103,6 +102,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("url", defaultURL(), "broker URL (memory://NAME, amqp://…, amqps://…); default $ACEMQ_URL")
+	addTLSFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(exitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
