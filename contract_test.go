@@ -19,6 +19,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 type contractFixture struct {
@@ -715,27 +716,12 @@ func sameArgs(a, b map[string]any) bool {
 	return true
 }
 
+// asInt64 reads v as an integer of any Go width or as a JSON number holding
+// an integer.
 func asInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	case json.Number:
+	if n, ok := v.(json.Number); ok {
 		i, err := n.Int64()
 		return i, err == nil
 	}
-	return 0, false
+	return wire.Integer(v)
 }

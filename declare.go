@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // DeclarationKind says what a Declaration declares.
@@ -167,7 +168,7 @@ func canonicalArgs(t driver.Table) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(t)) {
 		v := t[k]
-		if n, ok := intArg(v); ok {
+		if n, ok := wire.Integer(v); ok {
 			v = n
 		}
 		fmt.Fprintf(&b, "%s=%T:%v;", k, v, v)
@@ -176,29 +177,6 @@ func canonicalArgs(t driver.Table) string {
 }
 
 func equalArgs(a, b driver.Table) bool { return canonicalArgs(a) == canonicalArgs(b) }
-
-// intArg reads an integer argument of any width.
-func intArg(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	}
-	return 0, false
-}
 
 func exchangeDecl(name, kind string) Declaration {
 	return Declaration{Kind: DeclareExchange, Exchange: driver.Exchange{Name: name, Kind: kind, Durable: true}}

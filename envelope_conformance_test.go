@@ -14,6 +14,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // envFixtureFile is envelope-fixtures.json (WIRE.md §1.1).
@@ -77,34 +78,6 @@ func wireHeaders(t *testing.T, h map[string]any) map[string]any {
 	return out
 }
 
-// asInteger returns v as an int64 when v has a Go integer type (any width,
-// signed or unsigned) and reports false for anything else, floats included.
-func asInteger(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	case uint64:
-		if n <= math.MaxInt64 {
-			return int64(n), true
-		}
-	}
-	return 0, false
-}
-
 // compareWireHeaders asserts that got is want with no header gained, lost
 // or renamed, strings still strings and integers still integers (compared
 // as integers, whatever their width). want's values are JSON-decoded
@@ -127,7 +100,7 @@ func compareWireHeaders(t *testing.T, got, want map[string]any, passThroughFloat
 				t.Errorf("header %s = %q, want %q", k, gs, w)
 			}
 		case float64:
-			if gi, ok := asInteger(g); ok {
+			if gi, ok := wire.Integer(g); ok {
 				if gi != int64(w) {
 					t.Errorf("header %s = %d, want %d", k, gi, int64(w))
 				}
@@ -223,7 +196,7 @@ func checkFixtureFields(t *testing.T, c envFixtureCase, env acemq.Envelope) {
 			t.Errorf("application header %s missing from Headers()", k)
 			continue
 		}
-		if gi, ok := asInteger(got); ok {
+		if gi, ok := wire.Integer(got); ok {
 			if f, _ := v.(float64); gi != int64(f) {
 				t.Errorf("application header %s = %v, want %v", k, got, v)
 			}
@@ -344,7 +317,7 @@ func TestEnvelopeFixtureMinimalShape(t *testing.T) {
 				t.Errorf("x-acemq-first-seen %v is not a positive integer", fs)
 			}
 		default:
-			if n, ok := asInteger(fs); !ok || n <= 0 {
+			if n, ok := wire.Integer(fs); !ok || n <= 0 {
 				t.Errorf("x-acemq-first-seen %v (%T) is not a positive integer", fs, fs)
 			}
 		}
@@ -370,7 +343,7 @@ func TestEnvelopeFixtureMinimalShape(t *testing.T) {
 				continue
 			}
 			_, wantInt := w.(float64)
-			_, gotInt := asInteger(g)
+			_, gotInt := wire.Integer(g)
 			if wantInt != gotInt {
 				t.Errorf("%s: a fresh envelope writes a %T, Java a %T", k, g, w)
 			}

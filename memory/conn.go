@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // conn is one connection to a broker.
@@ -205,7 +206,7 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 		return nil, invalid("x-queue-type", fmt.Sprintf("unknown queue type '%s'", qtype))
 	}
 	if v, ok := q.Args["x-message-ttl"]; ok {
-		n, isInt := asInt(v)
+		n, isInt := wire.Integer(v)
 		switch {
 		case !isInt:
 			return nil, invalid("x-message-ttl", fmt.Sprintf("{unacceptable_type,%s}", typeName(v)))

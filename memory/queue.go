@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // queue is a declared queue. All fields are guarded by broker.mu.
@@ -305,7 +306,7 @@ func (b *broker) deadLetter(q *queue, m *message, reason string) {
 	found := false
 	for i, d := range deaths {
 		if d["queue"] == q.name && d["reason"] == reason {
-			n, _ := asInt(d["count"])
+			n, _ := wire.Integer(d["count"])
 			d["count"] = n + 1
 			deaths = slices.Delete(deaths, i, i+1)
 			deaths = slices.Insert(deaths, 0, d)

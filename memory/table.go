@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // cloneTable deep-copies a field table: nested tables, arrays and byte
@@ -94,33 +95,6 @@ func sortedKeys(t driver.Table) []string {
 	return keys
 }
 
-// asInt reports v as an int64 when it is an integer of any width.
-func asInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case int:
-		return int64(x), true
-	case uint:
-		return int64(x), true
-	case uint64:
-		return int64(x), true
-	}
-	return 0, false
-}
-
 func asFloat(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float32:
@@ -135,8 +109,8 @@ func asFloat(v any) (float64, bool) {
 // declaration arguments: integers of every width are one type class, and
 // so are floats; everything else must match in type and value.
 func equalValues(a, b any) bool {
-	if ai, ok := asInt(a); ok {
-		bi, ok := asInt(b)
+	if ai, ok := wire.Integer(a); ok {
+		bi, ok := wire.Integer(b)
 		return ok && ai == bi
 	}
 	if af, ok := asFloat(a); ok {

@@ -259,7 +259,10 @@ func (e *env) messages(c driver.Conn, q string) int {
 	return info.Messages
 }
 
-// asInt reads an integer header value of any width.
+// asInt reads an integer header value of any width a driver may hand up:
+// the driver package's int8 to int64 and uint8 to uint32. It is stricter
+// than wire.Integer on purpose: a Go int, uint or uint64 in a delivered
+// header breaks the driver contract, and the conformance checks say so.
 func asInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int8:

@@ -29,6 +29,30 @@ func String(v any) (string, bool) {
 // number, or a decimal string (surrounding spaces allowed). Booleans,
 // fractions, out-of-range values and anything else are unreadable.
 func Int(v any) (int64, bool) {
+	if n, ok := Integer(v); ok {
+		return n, true
+	}
+	switch n := v.(type) {
+	case float32:
+		return whole(float64(n))
+	case float64:
+		return whole(n)
+	case string:
+		return parse(n)
+	case []byte:
+		if !utf8.Valid(n) {
+			return 0, false
+		}
+		return parse(string(n))
+	}
+	return 0, false
+}
+
+// Integer reads v as an int64 when it has a Go integer type, of any width
+// and signed or not; a uint or uint64 above math.MaxInt64 is unreadable.
+// Unlike [Int] it takes nothing else: floats, strings and byte slices are
+// not integers here, as a broker comparing declaration arguments sees it.
+func Integer(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int:
 		return int64(n), true
@@ -56,17 +80,6 @@ func Int(v any) (int64, bool) {
 			return 0, false
 		}
 		return int64(n), true
-	case float32:
-		return whole(float64(n))
-	case float64:
-		return whole(n)
-	case string:
-		return parse(n)
-	case []byte:
-		if !utf8.Valid(n) {
-			return 0, false
-		}
-		return parse(string(n))
 	}
 	return 0, false
 }

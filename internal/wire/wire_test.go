@@ -93,6 +93,39 @@ func TestInt(t *testing.T) {
 	}
 }
 
+// TestInteger: every Go integer width reads as itself; floats, strings and
+// bytes, which Int would read, are not integers to Integer.
+func TestInteger(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want int64
+		ok   bool
+	}{
+		{int(7), 7, true},
+		{int8(-8), -8, true},
+		{int16(300), 300, true},
+		{int32(math.MinInt32), math.MinInt32, true},
+		{int64(math.MaxInt64), math.MaxInt64, true},
+		{uint(9), 9, true},
+		{uint8(255), 255, true},
+		{uint16(65535), 65535, true},
+		{uint32(math.MaxUint32), math.MaxUint32, true},
+		{uint64(math.MaxInt64), math.MaxInt64, true},
+		{uint64(math.MaxInt64 + 1), 0, false},
+		{float64(2), 0, false},
+		{float32(4), 0, false},
+		{"2", 0, false},
+		{[]byte("3"), 0, false},
+		{true, 0, false},
+		{nil, 0, false},
+	} {
+		got, ok := Integer(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Integer(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
 // FuzzWireInt checks Int against independent statements of its rules for
 // decimal strings (as string and as bytes), every integer width and floats.
 func FuzzWireInt(f *testing.F) {
