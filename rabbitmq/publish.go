@@ -433,6 +433,11 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Refuse what would close the connection (and lose every publish
+		// outstanding on it) rather than send it.
+		if err := checkSendable(&pub, s.ac.Config.FrameSize); err != nil {
+			return nil, fmt.Errorf("acemq: nothing was published: %w", err)
+		}
 		pc := s.pick(confirm).get()
 		if confirm {
 			if err := c.acquire(ctx); err != nil {

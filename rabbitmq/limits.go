@@ -1,0 +1,150 @@
+package rabbitmq
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// ErrUnsendable is wrapped by a publish the driver refuses before sending
+// anything, because the message cannot cross AMQP 0-9-1 intact and sending
+// it would close a connection: a property or header name longer than 255
+// bytes, properties and headers larger than one frame (the broker's
+// frame_max, 128 KiB by default), a NaN or infinite float (RabbitMQ answers
+// INTERNAL_ERROR), or nesting deeper than 32 levels or a table or array of
+// more than 8192 entries (amqp091 closes the connection of every consumer
+// that receives one, on every redelivery).
+var ErrUnsendable = errors.New("the message cannot be sent over AMQP 0-9-1")
+
+// Limits of amqp091's reader (read.go): deeper or wider values make it
+// close the connection.
+const (
+	maxFieldDepth        = 32
+	maxContainerElements = 8192
+	frameOverhead        = 8 // frame type, channel, size and end octet
+)
+
+// checkSendable returns an error wrapping ErrUnsendable when pub cannot be
+// sent on a connection whose negotiated frame size is frameMax (0: no
+// limit). It walks the headers once and allocates nothing when they pass.
+func checkSendable(pub *amqp.Publishing, frameMax int) error {
+	// Content header payload: class, weight, body size, property flags.
+	size := 2 + 2 + 8 + 2
+	for _, p := range [...]struct{ name, v string }{
+		{"content-type", pub.ContentType}, {"content-encoding", pub.ContentEncoding},
+		{"correlation-id", pub.CorrelationId}, {"reply-to", pub.ReplyTo},
+		{"expiration", pub.Expiration}, {"message-id", pub.MessageId},
+		{"type", pub.Type}, {"user-id", pub.UserId}, {"app-id", pub.AppId},
+	} {
+		if len(p.v) > 255 {
+			return fmt.Errorf("%w: its %s is %d bytes long; AMQP allows 255", ErrUnsendable, p.name, len(p.v))
+		}
+		if p.v != "" {
+			size += 1 + len(p.v)
+		}
+	}
+	if pub.DeliveryMode > 0 {
+		size++
+	}
+	if pub.Priority > 0 {
+		size++
+	}
+	if !pub.Timestamp.IsZero() {
+		size += 8
+	}
+	if len(pub.Headers) > 0 {
+		n, err := tableSize(pub.Headers, 0)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnsendable, err)
+		}
+		size += n
+	}
+	if frameMax > 0 && size > frameMax-frameOverhead {
+		return fmt.Errorf("%w: its properties and headers take %d bytes and the broker's frame size allows %d; move large values into the body", ErrUnsendable, size, frameMax-frameOverhead)
+	}
+	return nil
+}
+
+// tableSize is the encoded size of a field table (with its length prefix).
+func tableSize(t amqp.Table, depth int) (int, error) {
+	if depth > maxFieldDepth {
+		return 0, fmt.Errorf("its headers nest deeper than %d levels", maxFieldDepth)
+	}
+	if len(t) > maxContainerElements {
+		return 0, fmt.Errorf("a table in its headers has %d entries; at most %d can be read back", len(t), maxContainerElements)
+	}
+	n := 4
+	for k, v := range t {
+		if len(k) > 255 {
+			return 0, fmt.Errorf("the header name %.40q… is %d bytes long; AMQP allows 255", k, len(k))
+		}
+		f, err := fieldSize(v, depth)
+		if err != nil {
+			if depth == 0 {
+				err = fmt.Errorf("header %.60q: %w", k, err)
+			}
+			return 0, err
+		}
+		n += 1 + len(k) + f
+	}
+	return n, nil
+}
+
+// fieldSize is the encoded size of a field value, its type octet included.
+// Values amqp091 cannot encode were refused earlier (toAMQPTable).
+func fieldSize(v any, depth int) (int, error) {
+	switch x := v.(type) {
+	case nil:
+		return 1, nil
+	case bool, uint8, int8:
+		return 2, nil
+	case int16, uint16:
+		return 3, nil
+	case int, int32, uint32:
+		return 5, nil
+	case int64, time.Time:
+		return 9, nil
+	case float32:
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("the float %v cannot be carried by RabbitMQ", x)
+		}
+		return 5, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("the float %v cannot be carried by RabbitMQ", x)
+		}
+		return 9, nil
+	case amqp.Decimal:
+		return 6, nil
+	case string:
+		return 5 + len(x), nil
+	case []byte:
+		return 5 + len(x), nil
+	case amqp.Table:
+		n, err := tableSize(x, depth+1)
+		return 1 + n, err
+	case map[string]any:
+		n, err := tableSize(amqp.Table(x), depth+1)
+		return 1 + n, err
+	case []any:
+		if depth+1 > maxFieldDepth {
+			return 0, fmt.Errorf("its headers nest deeper than %d levels", maxFieldDepth)
+		}
+		if len(x) > maxContainerElements {
+			return 0, fmt.Errorf("an array in its headers has %d elements; at most %d can be read back", len(x), maxContainerElements)
+		}
+		n := 5
+		for _, e := range x {
+			f, err := fieldSize(e, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			n += f
+		}
+		return n, nil
+	}
+	return 0, nil
+}
