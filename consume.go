@@ -230,16 +230,14 @@ type consumerCore struct {
 	handle func(ctx context.Context, d *driver.Delivery, env Envelope) (Ack, error)
 
 	sub       driver.Subscription
-	dispatch  chan driver.Delivery
 	stopping  chan struct{}
 	done      chan struct{}
 	hctx      context.Context
 	hcancel   context.CancelFunc
 	workers   sync.WaitGroup
 	waits     sync.WaitGroup // in-consumer waits (timers)
-	reader    sync.WaitGroup
-	inflight  atomic.Int64 // handlers running
-	unsettled atomic.Int64 // deliveries taken up and not yet settled
+	inflight  atomic.Int64   // handlers running
+	unsettled atomic.Int64   // deliveries taken up and not yet settled
 	running   atomic.Bool
 	abandoned atomic.Bool // the drain ran out: settle nothing more
 	ended     atomic.Bool // the subscription ended without Close (Conn.Health)
@@ -264,7 +262,6 @@ func (k *consumerCore) start(ctx context.Context) error {
 		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, err)
 	}
 	k.sub = sub
-	k.dispatch = make(chan driver.Delivery)
 	k.stopping = make(chan struct{})
 	k.done = make(chan struct{})
 	k.hctx, k.hcancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -280,8 +277,6 @@ func (k *consumerCore) start(ctx context.Context) error {
 	}
 	k.conn.consumers[k] = struct{}{}
 	k.running.Store(true)
-	k.reader.Add(1)
-	go k.read()
 	for i := 0; i < k.cfg.concurrency; i++ {
 		k.workers.Add(1)
 		go k.work()
@@ -304,34 +299,13 @@ func (k *consumerCore) isStopping() bool {
 	}
 }
 
-// read moves deliveries from the subscription to the workers; once the
+// work takes deliveries straight from the subscription (no goroutine in
+// between: each hand-over costs a wake-up) and processes them; once the
 // consumer is stopping, deliveries not yet started go back to the queue.
-func (k *consumerCore) read() {
-	defer k.reader.Done()
-	defer close(k.dispatch)
-	for d := range k.sub.Deliveries() {
-		if k.isStopping() {
-			_ = d.Nack(true)
-			continue
-		}
-		select {
-		case k.dispatch <- d:
-		case <-k.stopping:
-			_ = d.Nack(true)
-		}
-	}
-	select {
-	case <-k.stopping:
-	default:
-		k.ended.Store(true) // the subscription ended without Close
-	}
-	k.running.Store(false)
-}
-
 func (k *consumerCore) work() {
 	defer k.workers.Done()
-	for d := range k.dispatch {
-		// A delivery handed over just as the consumer began to stop has not
+	for d := range k.sub.Deliveries() {
+		// A delivery taken up as the consumer began to stop has not
 		// started: put it back rather than run it.
 		if k.isStopping() {
 			_ = d.Nack(true)
@@ -339,6 +313,14 @@ func (k *consumerCore) work() {
 		}
 		k.process(&d)
 	}
+	// The deliveries have ended. Every worker gets here; recording it twice
+	// is harmless.
+	select {
+	case <-k.stopping:
+	default:
+		k.ended.Store(true) // the subscription ended without Close
+	}
+	k.running.Store(false)
 }
 
 func (k *consumerCore) close(ctx context.Context) error {
@@ -361,7 +343,6 @@ func (k *consumerCore) close(ctx context.Context) error {
 
 	finished := make(chan struct{})
 	go func() {
-		k.reader.Wait()
 		k.workers.Wait()
 		k.waits.Wait()
 		close(finished)
