@@ -134,6 +134,7 @@ func BenchmarkEngine(b *testing.B) {
 			done := make(chan struct{})
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuClock()
 			cons, err := acemq.Consume(ctx, c, "orders", func(_ context.Context, m acemq.Message[Order]) acemq.Ack {
 				if left.Add(-1) == 0 {
 					close(done)
@@ -149,6 +150,7 @@ func BenchmarkEngine(b *testing.B) {
 				b.Fatal("the consumer stalled")
 			}
 			b.StopTimer()
+			b.ReportMetric(float64((cpuClock()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/msg")
 			_ = cons.Close(ctx)
 		})
 	}
