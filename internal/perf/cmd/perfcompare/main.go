@@ -178,8 +178,10 @@ func main() {
 		if rw, ok := summarise(runs, w, "raw", t, true); ok {
 			rows = append(rows, rw)
 		}
-		if rw, ok := summarise(runs, w, "rawhdr", t, false); ok {
-			rows = append(rows, rw)
+		for _, base := range []string{"rawhdr", "driver"} {
+			if rw, ok := summarise(runs, w, base, t, false); ok {
+				rows = append(rows, rw)
+			}
 		}
 	}
 	if len(rows) == 0 {
