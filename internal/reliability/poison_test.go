@@ -1,0 +1,103 @@
+package reliability
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// TestPoisonFrameDeadLettered: a foreign producer (plain amqp091, which
+// checks nothing) publishes a message whose headers nest deeper than the
+// 32 levels amqp091 reads. Every consumer connection that receives it is
+// closed by amqp091 before acemq sees the delivery, and the broker
+// redelivers it on the next connection. A quorum queue with a delivery
+// limit and the family's dead-lettering breaks the loop: after the limit
+// the broker moves the message to {q}.dlq, and the consumer goes on with
+// the messages behind it. (On a queue without a delivery limit the loop
+// does not end; docs/reliability.md says so.)
+func TestPoisonFrameDeadLettered(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	start := time.Now()
+	q := uniqueName("poison")
+	dlq := acemq.DeadLetterQueue(q)
+	deleteQueuesAtCleanup(t, url, q, dlq, acemq.ParkedQueue(q))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var lost atomic.Int64
+	c := connect(t, url, "acemq-reliability-poison", acemq.OnConnEvent(func(e acemq.ConnEvent) {
+		if e.Kind == driver.EventLost {
+			lost.Add(1)
+		}
+	}))
+	const limit = 2
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
+		acemq.QueueArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+
+	// The foreign producer.
+	raw, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ch, err := raw.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	var nested any = "bottom"
+	for range 40 {
+		nested = amqp.Table{"d": nested}
+	}
+	for _, m := range []amqp.Publishing{
+		{MessageId: "poison", Headers: amqp.Table{"deep": nested}, ContentType: "application/json", Body: []byte(`{"seq":1}`)},
+		{MessageId: "good", ContentType: "application/json", Body: []byte(`{"seq":2}`)},
+	} {
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", q, true, false, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
+			t.Fatalf("publishing %s: acked %t, %v", m.MessageId, ok, err)
+		}
+	}
+
+	got := make(chan acemq.Message[payload], 4)
+	consumer, err := acemq.Consume(ctx, c, q, func(_ context.Context, m acemq.Message[payload]) acemq.Ack {
+		got <- m
+		return acemq.Accept()
+	}, acemq.Prefetch(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = consumer.Close(context.Background()) }()
+	select {
+	case m := <-got:
+		if m.Payload.Seq != 2 {
+			t.Errorf("the consumer was handed %+v; want only the good message", m)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the good message behind the poison was not processed within 90 s (%d connection losses)", lost.Load())
+	}
+	var inDLQ int
+	poll(t, "the poison message in "+dlq, 30*time.Second, func() bool {
+		info, err := c.Transport().InspectQueue(ctx, dlq)
+		inDLQ = info.Messages
+		return err == nil && info.Messages == 1
+	})
+	if lost.Load() == 0 {
+		t.Errorf("no connection was lost: the poison message was not poison (has amqp091 changed its limits?)")
+	}
+	newFigures("poison-frame-amqp").add("sent", 2).add("confirmed", 2).add("delivered", 1).
+		add("dead_lettered_by_broker", inDLQ).add("lost", 2-1-inDLQ).add("duplicated", 0).
+		add("conn_lost", lost.Load()).add("delivery_limit", limit).add("time", time.Since(start)).log(t)
+}
