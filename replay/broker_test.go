@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,73 +13,24 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
-	"github.com/acemq/acemq/memory"
-	_ "github.com/acemq/acemq/rabbitmq"
 	"github.com/acemq/acemq/replay"
 	"github.com/acemq/acemq/route"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func eachBroker(t *testing.T, f func(t *testing.T, url string)) {
-	t.Run("memory", func(t *testing.T) {
-		url := "memory://" + sanitize(t.Name())
-		t.Cleanup(func() { memory.Reset(url) })
-		f(t, url)
-	})
-	t.Run("rabbitmq", func(t *testing.T) { f(t, testenv.AMQPURL(t)) })
-}
-
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '-'
-	}, s)
-}
-
-func unique(t *testing.T) string {
-	n := sanitize(t.Name())
-	if len(n) > 60 {
-		n = n[len(n)-60:]
-	}
-	return fmt.Sprintf("rp-%s-%08x", strings.Trim(n, "-"), rand.Uint32())
-}
-
-func connect(t *testing.T, url string, opts ...acemq.Option) *acemq.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithName(t.Name())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	})
-	return c
-}
-
 // queues declares {q}, {q}.dlq and {q}.parked (durable, classic), deleted
 // when the test ends, and returns q.
 func queues(t *testing.T, c *acemq.Conn) string {
 	t.Helper()
-	q := unique(t)
-	names := []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)}
-	for _, n := range names {
+	q := brokertest.Queue(t, c, "rp")
+	for _, n := range []string{acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
 		if _, err := c.Transport().DeclareQueue(context.Background(), driver.Queue{Name: n, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		for _, n := range names {
-			_, _ = c.Transport().DeleteQueue(context.Background(), n)
-		}
-	})
 	return q
 }
 
@@ -93,30 +43,13 @@ func deadLetter(t *testing.T, c *acemq.Conn, queue string, env acemq.Envelope, b
 	}
 }
 
-func count(t *testing.T, c *acemq.Conn, queue string) int {
-	t.Helper()
-	info, err := c.Transport().InspectQueue(context.Background(), queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.Messages
-}
-
 // waitCount polls until queue holds want messages (the broker settles
 // requeues asynchronously) and fails the test if it never does.
 func waitCount(t *testing.T, c *acemq.Conn, queue string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := count(t, c, queue)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d messages, want %d", queue, got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, fmt.Sprintf("%s to hold %d messages", queue, want), func() bool {
+		return brokertest.Depth(t, c, queue) == want
+	})
 }
 
 func getAll(t *testing.T, c *acemq.Conn, queue string) []driver.Delivery {
@@ -136,8 +69,8 @@ func getAll(t *testing.T, c *acemq.Conn, queue string) []driver.Delivery {
 }
 
 func TestReplayMovesAndStamps(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		q := queues(t, c)
 		firstSeen := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 		env := acemq.MustEnvelope(acemq.Fields{
@@ -205,8 +138,8 @@ func TestReplayMovesAndStamps(t *testing.T) {
 }
 
 func TestReplayFromParkedAndToAnExchange(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		q := queues(t, c)
 		deadLetter(t, c, acemq.ParkedQueue(q), acemq.MustEnvelope(acemq.Fields{Error: "the handler parked it: x"}), "p-1")
 		res, err := replay.Run(context.Background(), c, acemq.ParkedQueue(q))
@@ -215,7 +148,7 @@ func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 		}
 		waitCount(t, c, q, 1)
 
-		ex := unique(t)
+		ex := testenv.Unique(t, "rp")
 		other := queues(t, c)
 		if err := c.Transport().DeclareExchange(context.Background(), driver.Exchange{Name: ex, Kind: driver.Direct, Durable: true}); err != nil {
 			t.Fatal(err)
@@ -246,8 +179,8 @@ func fill(t *testing.T, c *acemq.Conn, queue string, n int) {
 }
 
 func TestReplayLimit(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		q := queues(t, c)
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 10)
@@ -265,8 +198,8 @@ func TestReplayLimit(t *testing.T) {
 func TestReplayInterruptedLosesNothing(t *testing.T) {
 	for _, reason := range []replay.Reason{replay.Cancelled, replay.DeadlineExceeded} {
 		t.Run(string(reason), func(t *testing.T) {
-			eachBroker(t, func(t *testing.T, url string) {
-				c := connect(t, url)
+			brokertest.Each(t, func(t *testing.T, url string) {
+				c := brokertest.Connect(t, url)
 				q := queues(t, c)
 				dlq := acemq.DeadLetterQueue(q)
 				const total = 10
@@ -326,8 +259,8 @@ func (d *deadlineAfter) Done() <-chan struct{} {
 }
 
 func TestReplayFilterHoldsDeclinedMessagesUntilTheEnd(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		q := queues(t, c)
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 6)
@@ -353,12 +286,12 @@ func TestReplayFilterHoldsDeclinedMessagesUntilTheEnd(t *testing.T) {
 }
 
 func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		q := queues(t, c)
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 3)
-		res, err := replay.Run(context.Background(), c, dlq, replay.ToQueue(unique(t)+"-missing"))
+		res, err := replay.Run(context.Background(), c, dlq, replay.ToQueue(testenv.Unique(t, "rp")+"-missing"))
 		var ue *acemq.UnroutableError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) || !errors.Is(res.Err, err) || res.Moved != 0 {
 			t.Fatalf("%v, %v", res, err)
@@ -371,12 +304,12 @@ func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 // without the confirm (and its return) an unroutable move would be acked
 // away and lost.
 func TestReplayConfirmsOnAConnectionWithoutConfirms(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url, acemq.WithoutConfirms())
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url, acemq.WithoutConfirms())
 		q := queues(t, c)
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 2)
-		res, err := replay.Run(context.Background(), c, dlq, replay.ToQueue(unique(t)+"-missing"))
+		res, err := replay.Run(context.Background(), c, dlq, replay.ToQueue(testenv.Unique(t, "rp")+"-missing"))
 		var ue *acemq.UnroutableError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) {
 			t.Fatalf("%v, %v", res, err)
@@ -391,15 +324,15 @@ func TestReplayConfirmsOnAConnectionWithoutConfirms(t *testing.T) {
 }
 
 func TestReplayRefusesBadArguments(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		if _, err := replay.Run(context.Background(), c, "orders.new"); err == nil {
 			t.Fatal("a source without .dlq or .parked and no target was accepted")
 		}
 		if _, err := replay.Run(context.Background(), c, "x.dlq", replay.Limit(-1)); err == nil {
 			t.Fatal("a negative limit was accepted")
 		}
-		res, err := replay.Run(context.Background(), c, unique(t)+".dlq")
+		res, err := replay.Run(context.Background(), c, testenv.Unique(t, "rp")+".dlq")
 		if err == nil || res.Reason != replay.Failed {
 			t.Fatalf("a missing source: %v, %v", res, err)
 		}
@@ -413,8 +346,8 @@ func TestReplayRefusesBadArguments(t *testing.T) {
 }
 
 func TestKeepAttempts(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		q := queues(t, c)
 		deadLetter(t, c, acemq.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{Attempt: 5}), "x")
 		if _, err := replay.Run(context.Background(), c, acemq.DeadLetterQueue(q), replay.KeepAttempts()); err != nil {
@@ -435,10 +368,10 @@ type Order struct {
 // dead-letters at step two, is replayed after the fix, resumes at step two
 // and finishes at step three with its original run id.
 func TestReplayResumesAPipelineRun(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
-		c := connect(t, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
 		ctx := context.Background()
-		p, err := route.NewPipeline(c, unique(t), []string{"one", "two", "three"})
+		p, err := route.NewPipeline(c, testenv.Unique(t, "rp"), []string{"one", "two", "three"})
 		if err != nil {
 			t.Fatal(err)
 		}

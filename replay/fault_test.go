@@ -2,12 +2,12 @@ package replay_test
 
 import (
 	"context"
-	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/replay"
 )
@@ -18,7 +18,7 @@ import (
 func TestFaultReplayConnectionDropLosesNothing(t *testing.T) {
 	testenv.Faults(t)
 	url := testenv.AMQPURL(t)
-	c := connect(t, url)
+	c := brokertest.Connect(t, url)
 	q := queues(t, c)
 	dlq := acemq.DeadLetterQueue(q)
 	const total = 100
@@ -35,17 +35,14 @@ func TestFaultReplayConnectionDropLosesNothing(t *testing.T) {
 	defer cancel()
 	res, err := replay.Run(ctx, c, dlq, replay.Filter(func(acemq.Envelope) bool {
 		if calls.Add(1) == total/2 {
-			out, err := exec.CommandContext(ctx, "rabbitmqctl", "close_all_connections", "replay fault test").CombinedOutput()
-			if err != nil {
-				t.Errorf("rabbitmqctl close_all_connections: %v\n%s", err, out)
-			}
+			testenv.Rabbitmqctl(t, "close_all_connections", "replay fault test")
 		}
 		return true
 	}))
 	t.Logf("replay stopped: %v (err %v)", res, err)
 
 	// Count with a fresh connection: the first may still be recovering.
-	c2 := connect(t, url)
+	c2 := brokertest.Connect(t, url)
 	seen := map[string]int{}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,65 +15,28 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
-	"github.com/acemq/acemq/memory"
-	_ "github.com/acemq/acemq/rabbitmq"
 	"github.com/acemq/acemq/route"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func eachBroker(t *testing.T, f func(t *testing.T, url string)) {
-	t.Run("memory", func(t *testing.T) {
-		url := "memory://" + sanitize(t.Name())
-		t.Cleanup(func() { memory.Reset(url) })
-		f(t, url)
-	})
-	t.Run("rabbitmq", func(t *testing.T) { f(t, testenv.AMQPURL(t)) })
-}
-
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '-'
-	}, s)
-}
-
-func unique(t *testing.T) string {
-	n := sanitize(t.Name())
-	if len(n) > 60 {
-		n = n[len(n)-60:]
-	}
-	return fmt.Sprintf("rt-%s-%08x", strings.Trim(n, "-"), rand.Uint32())
-}
-
+// connect opens a connection recording its metrics into the returned
+// reader, both closed when the test ends.
 func connect(t *testing.T, url string) (*acemq.Conn, *sdkmetric.ManualReader) {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := acemq.Connect(ctx, url, acemq.WithName(t.Name()), acemq.WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-		_ = mp.Shutdown(ctx)
-	})
-	return c, reader
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return brokertest.Connect(t, url, acemq.WithMeterProvider(mp)), reader
 }
 
 // pipeline builds and declares a uniquely named pipeline, deleted when the
 // test ends.
 func pipeline(t *testing.T, c *acemq.Conn, steps ...string) *route.Pipeline {
 	t.Helper()
-	p, err := route.NewPipeline(c, unique(t), steps)
+	p, err := route.NewPipeline(c, testenv.Unique(t, "rt"), steps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,61 +54,6 @@ func pipeline(t *testing.T, c *acemq.Conn, steps ...string) *route.Pipeline {
 		_ = c.Transport().DeleteExchange(ctx, p.Name())
 	})
 	return p
-}
-
-func queue(t *testing.T, c *acemq.Conn) string {
-	t.Helper()
-	q := unique(t)
-	if _, err := c.Transport().DeclareQueue(context.Background(), driver.Queue{Name: q, Durable: true}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
-			_, _ = c.Transport().DeleteQueue(context.Background(), n)
-		}
-	})
-	return q
-}
-
-func receive[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(15 * time.Second):
-		t.Fatal("timed out waiting")
-	}
-	var zero T
-	return zero
-}
-
-func getOne(t *testing.T, c *acemq.Conn, q string) driver.Delivery {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		d, ok, err := c.Transport().Get(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			_ = d.Ack()
-			return d
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("nothing arrived on %s", q)
-	return driver.Delivery{}
-}
-
-func stop(t *testing.T, cs ...*acemq.Consumer) {
-	t.Helper()
-	for _, c := range cs {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := c.Close(ctx); err != nil {
-			t.Error(err)
-		}
-		cancel()
-	}
 }
 
 // offer hands v to a test without ever blocking a handler (a failing test
@@ -224,7 +131,7 @@ func waitMetric(t *testing.T, r *sdkmetric.ManualReader, key string) runMetric {
 }
 
 func TestPipelineRunsThreeSteps(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, reader := connect(t, url)
 		p := pipeline(t, c, "validate", "reserve", "ship")
 		ctx := context.Background()
@@ -247,16 +154,16 @@ func TestPipelineRunsThreeSteps(t *testing.T) {
 			}
 			consumers = append(consumers, cons)
 		}
-		defer stop(t, consumers...)
+		defer brokertest.Stop(t, consumers...)
 
 		startEnv := acemq.MustEnvelope(acemq.Fields{CorrelationID: "corr-1", Headers: map[string]any{"x-tenant": "acme"}})
 		runID, err := p.Start(ctx, Order{ID: "o-1"}, route.StartWith(startEnv))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m1 := receive(t, at["validate"])
-		m2 := receive(t, at["reserve"])
-		m3 := receive(t, at["ship"])
+		m1 := brokertest.Receive(t, at["validate"])
+		m2 := brokertest.Receive(t, at["reserve"])
+		m3 := brokertest.Receive(t, at["ship"])
 
 		e1, e2, e3 := m1.Envelope, m2.Envelope, m3.Envelope
 		if e1.RouteID() != runID || e2.RouteID() != runID || e3.RouteID() != runID {
@@ -315,7 +222,7 @@ func TestPipelineRunsThreeSteps(t *testing.T) {
 }
 
 func TestStepProducingNothingEndsTheRunEarly(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, reader := connect(t, url)
 		p := pipeline(t, c, "one", "two")
 		ctx := context.Background()
@@ -333,7 +240,7 @@ func TestStepProducingNothingEndsTheRunEarly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop(t, c1, c2)
+		defer brokertest.Stop(t, c1, c2)
 		if _, err := p.Start(ctx, Order{ID: "o-2"}); err != nil {
 			t.Fatal(err)
 		}
@@ -352,10 +259,10 @@ func TestStepProducingNothingEndsTheRunEarly(t *testing.T) {
 }
 
 func TestSlipRun(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, reader := connect(t, url)
 		ctx := context.Background()
-		q1, q2 := queue(t, c), queue(t, c)
+		q1, q2 := brokertest.Queue(t, c, "rt"), brokertest.Queue(t, c, "rt")
 		at1 := make(chan acemq.Message[Order], 1)
 		at2 := make(chan acemq.Message[Order], 1)
 		s1, err := route.Serve(ctx, c, q1, func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
@@ -372,7 +279,7 @@ func TestSlipRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop(t, s1, s2)
+		defer brokertest.Stop(t, s1, s2)
 		slip := route.NewSlip(
 			route.Stop{Exchange: "", RoutingKey: q1, Name: "validate"},
 			route.Stop{Exchange: "", RoutingKey: q2},
@@ -381,7 +288,7 @@ func TestSlipRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m1, m2 := receive(t, at1), receive(t, at2)
+		m1, m2 := brokertest.Receive(t, at1), brokertest.Receive(t, at2)
 		raw1, _ := m1.Envelope.Header(acemq.HeaderRoutingSlip)
 		if raw1 != slip.String() {
 			t.Fatalf("slip at stop 1: %v", raw1)
@@ -416,11 +323,11 @@ func TestSlipRun(t *testing.T) {
 }
 
 func TestJSONSlipWinsOverADeclaredRoute(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b")
-		side := queue(t, c)
+		side := brokertest.Queue(t, c, "rt")
 		var atB atomic.Int32
 		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
 			return route.Forward(m.Payload), nil
@@ -435,14 +342,14 @@ func TestJSONSlipWinsOverADeclaredRoute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop(t, ca, cb)
+		defer brokertest.Stop(t, ca, cb)
 		slip := route.NewSlip(route.Stop{Exchange: p.Name(), RoutingKey: "a", Name: "a"}, route.Stop{Exchange: "", RoutingKey: side, Name: "side"})
 		env := acemq.MustEnvelope(acemq.Fields{Route: []string{"a", "b"}, RouteID: "run-1", Headers: map[string]any{acemq.HeaderRoutingSlip: slip.String()}})
 		body, _ := json.Marshal(Order{ID: "o-4"})
 		if err := c.Publish(ctx, acemq.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: body}); err != nil {
 			t.Fatal(err)
 		}
-		d := getOne(t, c, side)
+		d := brokertest.Get(t, c, side)
 		got := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 		raw, _ := got.Header(acemq.HeaderRoutingSlip)
 		s, err := route.ParseSlip([]byte(raw.(string)))
@@ -460,7 +367,7 @@ func TestJSONSlipWinsOverADeclaredRoute(t *testing.T) {
 }
 
 func TestUnparseableSlipIsDeadLettered(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b")
@@ -476,8 +383,8 @@ func TestUnparseableSlipIsDeadLettered(t *testing.T) {
 		if err := c.Publish(ctx, acemq.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: []byte(`{"id":"o-5"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		d := getOne(t, c, acemq.DeadLetterQueue(p.Queue("a")))
-		stop(t, ca)
+		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		brokertest.Stop(t, ca)
 		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Error()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "routing slip") {
 			t.Fatalf("reason %q", reason)
@@ -489,7 +396,7 @@ func TestUnparseableSlipIsDeadLettered(t *testing.T) {
 }
 
 func TestMessageWithoutARouteGetsAFreshOne(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b", "c")
@@ -509,12 +416,12 @@ func TestMessageWithoutARouteGetsAFreshOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop(t, cb, cc)
+		defer brokertest.Stop(t, cb, cc)
 		pub := acemq.NewPublisher[Order](c, p.Name())
 		if _, err := pub.Send(ctx, "b", Order{ID: "o-6"}); err != nil {
 			t.Fatal(err)
 		}
-		mb, mc := receive(t, atB), receive(t, atC)
+		mb, mc := brokertest.Receive(t, atB), brokertest.Receive(t, atC)
 		if strings.Join(mb.Envelope.Route(), ",") != "a,b,c" || mb.Envelope.RoutePosition() != 1 || mb.Envelope.RouteID() == "" {
 			t.Fatalf("fresh route %v at %d, run %q", mb.Envelope.Route(), mb.Envelope.RoutePosition(), mb.Envelope.RouteID())
 		}
@@ -525,7 +432,7 @@ func TestMessageWithoutARouteGetsAFreshOne(t *testing.T) {
 }
 
 func TestRouteWithoutRunIDGetsOneOnTheNextHop(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b")
@@ -545,13 +452,13 @@ func TestRouteWithoutRunIDGetsOneOnTheNextHop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop(t, ca, cb)
+		defer brokertest.Stop(t, ca, cb)
 		env := acemq.MustEnvelope(acemq.Fields{Route: []string{"a", "b"}})
 		pub := acemq.NewPublisher[Order](c, p.Name())
 		if _, err := pub.Send(ctx, "a", Order{ID: "o-7"}, acemq.WithEnvelope(env)); err != nil {
 			t.Fatal(err)
 		}
-		ma, mb := receive(t, atA), receive(t, atB)
+		ma, mb := brokertest.Receive(t, atA), brokertest.Receive(t, atB)
 		if ma.Envelope.RouteID() != "" {
 			t.Fatalf("the first hop was given a run id %q on read", ma.Envelope.RouteID())
 		}
@@ -562,7 +469,7 @@ func TestRouteWithoutRunIDGetsOneOnTheNextHop(t *testing.T) {
 }
 
 func TestStepRetryPolicyPassesThrough(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b")
@@ -586,12 +493,12 @@ func TestStepRetryPolicyPassesThrough(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer stop(t, ca, cb)
+		defer brokertest.Stop(t, ca, cb)
 		runID, err := p.Start(ctx, Order{ID: "o-8"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		first, second, mb := receive(t, atA), receive(t, atA), receive(t, atB)
+		first, second, mb := brokertest.Receive(t, atA), brokertest.Receive(t, atA), brokertest.Receive(t, atB)
 		if first.Envelope.Attempt() != 1 || second.Envelope.Attempt() != 2 || second.Envelope.ID() != first.Envelope.ID() {
 			t.Fatalf("attempts %d, %d", first.Envelope.Attempt(), second.Envelope.Attempt())
 		}
@@ -602,10 +509,10 @@ func TestStepRetryPolicyPassesThrough(t *testing.T) {
 }
 
 func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
-		p, err := route.NewPipeline(c, unique(t), []string{"a", "b"})
+		p, err := route.NewPipeline(c, testenv.Unique(t, "rt"), []string{"a", "b"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -627,8 +534,8 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := getOne(t, c, acemq.DeadLetterQueue(p.Queue("a")))
-		stop(t, ca)
+		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		brokertest.Stop(t, ca)
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 		if !strings.HasPrefix(env.Error(), "exhausted 1 attempts: ") || !strings.Contains(env.Error(), "312") {
 			t.Fatalf("reason %q", env.Error())
@@ -640,10 +547,10 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 }
 
 func TestServeWithoutASlipDeadLetters(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
-		q := queue(t, c)
+		q := brokertest.Queue(t, c, "rt")
 		s, err := route.Serve(ctx, c, q, func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
 			return route.Forward(m.Payload), nil
 		})
@@ -654,8 +561,8 @@ func TestServeWithoutASlipDeadLetters(t *testing.T) {
 		if _, err := pub.Send(ctx, q, Order{ID: "o-10"}); err != nil {
 			t.Fatal(err)
 		}
-		d := getOne(t, c, acemq.DeadLetterQueue(q))
-		stop(t, s)
+		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+		brokertest.Stop(t, s)
 		if r := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Error(); !strings.Contains(r, "acemq-routing-slip") {
 			t.Fatalf("reason %q", r)
 		}
@@ -663,8 +570,7 @@ func TestServeWithoutASlipDeadLetters(t *testing.T) {
 }
 
 func TestNewPipelineRefusesBadNames(t *testing.T) {
-	c, _ := connect(t, "memory://"+sanitize(t.Name()))
-	defer memory.Reset("memory://" + sanitize(t.Name()))
+	c, _ := connect(t, brokertest.MemoryURL(t))
 	for _, tc := range []struct {
 		name  string
 		steps []string
@@ -695,7 +601,7 @@ func TestNewPipelineRefusesBadNames(t *testing.T) {
 }
 
 func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
-	eachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b")
@@ -710,8 +616,8 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		if _, err := p.Start(ctx, Order{ID: "o-11"}); err != nil {
 			t.Fatal(err)
 		}
-		d := getOne(t, c, acemq.DeadLetterQueue(p.Queue("a")))
-		stop(t, ca)
+		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		brokertest.Stop(t, ca)
 		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Error()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "x-acemq-mine") {
 			t.Fatalf("reason %q", reason)
@@ -719,17 +625,8 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		if tries.Load() != 1 {
 			t.Fatalf("the step ran %d times; a fatal output must not be retried", tries.Load())
 		}
-		if n := queueLen(t, c, p.Queue("b")); n != 0 {
+		if n := brokertest.Depth(t, c, p.Queue("b")); n != 0 {
 			t.Fatalf("%d messages reached step b", n)
 		}
 	})
-}
-
-func queueLen(t *testing.T, c *acemq.Conn, q string) int {
-	t.Helper()
-	info, err := c.Transport().InspectQueue(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.Messages
 }

@@ -2,13 +2,13 @@ package route_test
 
 import (
 	"context"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/route"
 )
@@ -27,10 +27,7 @@ func TestFaultConnectionDropMidRunLosesNoRun(t *testing.T) {
 	finished := map[string]int{}
 	ca, err := route.Step(ctx, p, "a", func(ctx context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
 		if calls.Add(1) == runs/2 {
-			out, err := exec.CommandContext(ctx, "rabbitmqctl", "close_all_connections", "route fault test").CombinedOutput()
-			if err != nil {
-				t.Errorf("rabbitmqctl close_all_connections: %v\n%s", err, out)
-			}
+			testenv.Rabbitmqctl(t, "close_all_connections", "route fault test")
 		}
 		return route.Forward(m.Payload), nil
 	}, acemq.WithRetry(acemq.FixedRetry(5, 100*time.Millisecond)))
@@ -46,7 +43,7 @@ func TestFaultConnectionDropMidRunLosesNoRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop(t, ca, cb)
+	defer brokertest.Stop(t, ca, cb)
 	var started []string
 	for range runs {
 		id, err := p.Start(ctx, Order{ID: "o"})

@@ -3,7 +3,6 @@ package rpc_test
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 // generated reply queue and resubscribes both consumers.
 func TestFaultConnectionsDropped(t *testing.T) {
 	testenv.Faults(t)
-	e := newEnv(t, testenv.AMQPURL(t), true)
+	e := newEnv(t, testenv.AMQPURL(t))
 	q := e.queue("prices")
 	release := make(chan struct{})
 	serve(t, e.connect(), q, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
@@ -41,11 +40,9 @@ func TestFaultConnectionsDropped(t *testing.T) {
 		_, err := r.Ask(bg, priceRequest{SKU: "held"}, rpc.Timeout(20*time.Second))
 		held <- err
 	}()
-	eventually(t, "the held call to be outstanding", func() bool { return r.Outstanding() == 1 })
-	ctx, cancel := context.WithTimeout(bg, time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "rabbitmqctl", "close_all_connections", "rpc fault test").CombinedOutput(); err != nil {
-		t.Fatalf("rabbitmqctl close_all_connections: %v\n%s", err, out)
+	testenv.Eventually(t, "the held call to be outstanding", func() bool { return r.Outstanding() == 1 })
+	if !testenv.Rabbitmqctl(t, "close_all_connections", "rpc fault test") {
+		t.FailNow()
 	}
 	close(release)
 	err := <-held

@@ -14,9 +14,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
-	"github.com/acemq/acemq/internal/testenv"
-	"github.com/acemq/acemq/memory"
-	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/google/uuid"
 )
 
@@ -35,29 +33,14 @@ type env struct {
 	names []string
 }
 
-var brokerSeq atomic.Int64
-
 // each runs f on the memory broker and on RabbitMQ (skipped when
 // ACEMQ_TEST_AMQP_URL is unset, failed in CI).
 func each(t *testing.T, f func(t *testing.T, e *env)) {
-	t.Run("memory", func(t *testing.T) {
-		name := strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-				return r
-			}
-			return '-'
-		}, t.Name())
-		url := fmt.Sprintf("memory://%s-%d", name, brokerSeq.Add(1))
-		t.Cleanup(func() { memory.Reset(url) })
-		f(t, newEnv(t, url, false))
-	})
-	t.Run("rabbitmq", func(t *testing.T) {
-		f(t, newEnv(t, testenv.AMQPURL(t), true))
-	})
+	brokertest.Each(t, func(t *testing.T, url string) { f(t, newEnv(t, url)) })
 }
 
-func newEnv(t *testing.T, url string, amqp bool) *env {
-	e := &env{t: t, url: url, amqp: amqp}
+func newEnv(t *testing.T, url string) *env {
+	e := &env{t: t, url: url, amqp: !strings.HasPrefix(url, "memory:")}
 	admin, err := acemq.Connect(context.Background(), url, acemq.WithName("rpc-test-admin"))
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
@@ -122,48 +105,13 @@ func (e *env) queue(prefix string) string {
 // get fetches one message from a queue, polling until one is there.
 func (e *env) get(queue string) driver.Delivery {
 	e.t.Helper()
-	var d driver.Delivery
-	eventually(e.t, "a message on "+queue, func() bool {
-		m, ok, err := e.admin.Transport().Get(context.Background(), queue)
-		if err != nil {
-			e.t.Fatalf("get %s: %v", queue, err)
-		}
-		if ok {
-			_ = m.Ack()
-			d = m
-		}
-		return ok
-	})
-	return d
+	return brokertest.Get(e.t, e.admin, queue)
 }
 
 // depth is the number of ready messages on a queue.
 func (e *env) depth(queue string) int {
 	e.t.Helper()
-	return e.depthOn(e.admin, queue)
-}
-
-// depthOn is depth through c (an exclusive queue is visible only to the
-// connection that declared it).
-func (e *env) depthOn(c *acemq.Conn, queue string) int {
-	e.t.Helper()
-	info, err := c.Transport().InspectQueue(context.Background(), queue)
-	if err != nil {
-		e.t.Fatalf("inspect %s: %v", queue, err)
-	}
-	return info.Messages
-}
-
-// eventually polls cond until it holds or 20 s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return brokertest.Depth(e.t, e.admin, queue)
 }
 
 // rawConsume subscribes to queue through the transport underneath, as a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rpc"
 	"github.com/google/uuid"
 )
@@ -169,7 +170,7 @@ func TestInteropCorrelationSources(t *testing.T) {
 
 		// A reply nobody waits for is accepted and counted.
 		reply(40, u1, "", "")
-		eventually(t, "the stray reply to be counted", func() bool { return r.Unmatched() == 1 })
+		testenv.Eventually(t, "the stray reply to be counted", func() bool { return r.Unmatched() == 1 })
 	})
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rpc"
 	"github.com/google/uuid"
 )
@@ -89,7 +91,7 @@ func TestOpenGeneratedReplyQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Auto-delete: the queue goes with its consumer.
-		eventually(t, "the reply queue to be deleted", func() bool {
+		testenv.Eventually(t, "the reply queue to be deleted", func() bool {
 			_, err := e.admin.Transport().InspectQueue(bg, name)
 			return isNotFound(err)
 		})
@@ -337,12 +339,12 @@ func TestAskTimeout(t *testing.T) {
 		// The request is still queued: a responder now answers it, and the
 		// reply finds nobody waiting.
 		responder := serve(t, conn, q, price)
-		eventually(t, "the late reply to be counted unmatched", func() bool { return r.Unmatched() == 1 })
+		testenv.Eventually(t, "the late reply to be counted unmatched", func() bool { return r.Unmatched() == 1 })
 		if responder.Answered() != 1 {
 			t.Fatalf("Answered() = %d", responder.Answered())
 		}
 		// The unmatched reply was accepted, not dead-lettered.
-		if n := e.depthOn(conn, r.ReplyQueue()); n != 0 {
+		if n := brokertest.Depth(t, conn, r.ReplyQueue()); n != 0 {
 			t.Fatalf("%d messages left on the reply queue", n)
 		}
 	})
@@ -382,7 +384,7 @@ func TestAskTimeoutSources(t *testing.T) {
 
 		ctx, cancel = context.WithCancel(bg)
 		go func() {
-			eventually(t, "the call to be outstanding", func() bool { return long.Outstanding() == 1 })
+			testenv.Eventually(t, "the call to be outstanding", func() bool { return long.Outstanding() == 1 })
 			cancel()
 		}()
 		_, err = long.Ask(ctx, priceRequest{SKU: "A"})
@@ -447,7 +449,7 @@ func TestCloseFailsOutstanding(t *testing.T) {
 					errs <- err
 				}()
 			}
-			eventually(t, "every call to be outstanding", func() bool { return r.Outstanding() == n })
+			testenv.Eventually(t, "every call to be outstanding", func() bool { return r.Outstanding() == n })
 			var err error
 			if how == "requester" {
 				err = r.Close(bg)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rpc"
 )
 
@@ -34,7 +35,7 @@ func recordSettlements(t *testing.T, c *acemq.Conn) *settlements {
 func (s *settlements) wait(t *testing.T, n int) []acemq.Settlement {
 	t.Helper()
 	var out []acemq.Settlement
-	eventually(t, "settlements", func() bool {
+	testenv.Eventually(t, "settlements", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		out = append([]acemq.Settlement(nil), s.all...)
@@ -66,7 +67,7 @@ func TestServeHandle(t *testing.T) {
 				}
 			})
 		}
-		eventually(t, "three requests in flight", func() bool { return responder.InFlight() == 3 })
+		testenv.Eventually(t, "three requests in flight", func() bool { return responder.InFlight() == 3 })
 		close(release)
 		wg.Wait()
 		if responder.Answered() != 4 {
@@ -352,7 +353,7 @@ func TestCountersCountABacklog(t *testing.T) {
 				}
 			})
 		}
-		eventually(t, "the backlog to build", func() bool { return e.depth(q) == n })
+		testenv.Eventually(t, "the backlog to build", func() bool { return e.depth(q) == n })
 		responder := serve(t, conn, q, price, acemq.Concurrency(4))
 		wg.Wait()
 		if got := responder.Answered(); got != n {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rpc"
 )
 
@@ -187,9 +188,9 @@ func TestResponderKilledRequestNotLost(t *testing.T) {
 		if err := <-done; !errors.Is(err, rpc.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Ask = %v; want the timeout error", err)
 		}
-		eventually(t, "the request to be back on its queue", func() bool { return e.depth(q) == 1 })
+		testenv.Eventually(t, "the request to be back on its queue", func() bool { return e.depth(q) == 1 })
 		later := serve(t, e.connect(), q, price)
-		eventually(t, "the late answer", func() bool { return r.Unmatched() == 1 })
+		testenv.Eventually(t, "the late answer", func() bool { return r.Unmatched() == 1 })
 		if later.Answered() != 1 {
 			t.Fatalf("the later responder answered %d", later.Answered())
 		}

@@ -1,15 +1,24 @@
 // Package testenv gives tests the broker URL and the shared contract folder,
 // with the project's rules: a test that needs a broker skips when
 // ACEMQ_TEST_AMQP_URL is unset, except in CI (CI set), where it fails; a
-// contract test skips when ../shared/contract is absent, except in CI.
+// contract test skips when ../shared/contract is absent, except in CI. It
+// also names things after the test (Name, Unique) and polls (Eventually).
+//
+// It imports only the standard library, so every package's tests can use
+// it; helpers that need package acemq live in internal/brokertest.
 package testenv
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // InCI reports whether the tests run in CI.
@@ -37,6 +46,21 @@ func Faults(t testing.TB) {
 	if os.Getenv("ACEMQ_TEST_FAULTS") != "1" {
 		t.Skip("a fault-injection test: set ACEMQ_TEST_FAULTS=1 to run it (alone, -p 1)")
 	}
+}
+
+// Rabbitmqctl runs rabbitmqctl with args (within a minute) and reports
+// whether it succeeded. A failure is reported with t.Errorf, which is safe
+// from any goroutine; a caller that cannot go on calls t.FailNow.
+func Rabbitmqctl(t testing.TB, args ...string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
+	if err != nil {
+		t.Errorf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		return false
+	}
+	return true
 }
 
 // Root is the module's root folder.
@@ -72,4 +96,44 @@ func ContractFile(t testing.TB, name string) string {
 		t.Fatalf("the contract fixture %s is missing: %v", p, err)
 	}
 	return p
+}
+
+// Name is t.Name() with every character other than an ASCII letter or
+// digit replaced by '-': fit for a memory:// URL or a queue name.
+func Name(t testing.TB) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, t.Name())
+}
+
+// Unique returns a queue or exchange name for the test that no other run
+// shares: prefix, the last 60 characters of Name(t) and eight random hex
+// digits, joined by '-'.
+func Unique(t testing.TB, prefix string) string {
+	n := Name(t)
+	if len(n) > 60 {
+		n = n[len(n)-60:]
+	}
+	return fmt.Sprintf("%s-%s-%08x", prefix, strings.Trim(n, "-"), rand.Uint32())
+}
+
+// Patience is how long Eventually waits: long enough for a loaded CI
+// machine and a real broker, and only ever spent by a test that fails.
+const Patience = 20 * time.Second
+
+// Eventually polls cond every 5 ms until it holds, and fails the test when
+// it still does not after Patience. what names the awaited state in the
+// failure message.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", Patience, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
