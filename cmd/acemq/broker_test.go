@@ -226,8 +226,17 @@ func (s *syncBuffer) String() string {
 // the test if it is still running.
 func startCLI(t *testing.T, args ...string) *background {
 	t.Helper()
+	return startCLIWith(t, nil, args...)
+}
+
+// startCLIWith is startCLI with a chance to adjust the command first.
+func startCLIWith(t *testing.T, adjust func(*background), args ...string) *background {
+	t.Helper()
 	b := &background{cmd: exec.Command(acemqBinary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	b.cmd.Stdout, b.cmd.Stderr = b.stdout, b.stderr
+	if adjust != nil {
+		adjust(b)
+	}
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/claimcheck"
 	"github.com/acemq/acemq/driver"
 	"github.com/spf13/cobra"
 )
@@ -214,6 +215,11 @@ func printDelivery(w io.Writer, n int, d driver.Delivery, asJSON bool) error {
 	for _, k := range sortedKeys(h) {
 		v, _ := marshalLine(h[k])
 		fmt.Fprintf(&b, "    header %s: %s", k, v)
+	}
+	if key, ok := claimcheck.KeyOf(d.Body); ok {
+		fmt.Fprintf(&b, "    claim check: the payload is in the producer's store under key %s; the body is only the reference\n", key)
+	} else if claimcheck.IsFramed(d.Body) {
+		fmt.Fprintf(&b, "    claim check: an inline payload behind a 3-byte frame\n")
 	}
 	text, b64 := bodyJSON(d.Body)
 	if text != nil {

@@ -197,6 +197,7 @@ func runCommand(ctx context.Context, path string, args []string, m acemq.Message
 		"ACEMQ_CONTENT_TYPE="+m.ContentType,
 	)
 	c.WaitDelay = 5 * time.Second
+	detachSignals(c)
 	err := c.Run()
 	if err == nil {
 		return stdout.Bytes(), nil
@@ -204,11 +205,15 @@ func runCommand(ctx context.Context, path string, args []string, m acemq.Message
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		line := tail.lastLine()
-		if line == "" {
-			line = fmt.Sprintf("%s exited with %s", args[0], ee.ProcessState)
-			if ctx.Err() == context.DeadlineExceeded {
-				line = fmt.Sprintf("%s was killed after running for %s", args[0], timeout)
-			}
+		switch {
+		case ctx.Err() == context.DeadlineExceeded && timeout > 0:
+			line = fmt.Sprintf("%s was killed after running for %s", args[0], timeout)
+		case ee.ExitCode() < 0:
+			// Killed by a signal: its last line of standard error is not
+			// why it stopped.
+			line = fmt.Sprintf("%s was stopped: %s", args[0], ee.ProcessState)
+		case line == "":
+			line = fmt.Sprintf("%s exited with %s and wrote nothing on standard error", args[0], ee.ProcessState)
 		}
 		return nil, &CommandError{Line: line, ExitCode: ee.ExitCode()}
 	}
