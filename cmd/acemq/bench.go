@@ -329,6 +329,26 @@ func shares(n, k int) []int {
 	return out
 }
 
+// firstError keeps the first error reported by many goroutines.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
 // latencies collects durations from many goroutines.
 type latencies struct {
 	mu          sync.Mutex
@@ -429,7 +449,7 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 	p := acemq.NewPublisher[[]byte](b.conn, "", codec)
 	var pubLat latencies
 	var failed atomic.Int64
-	var firstErr atomic.Value
+	var firstErr firstError
 	bar := b.bar(f.messages, "publish")
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -448,7 +468,7 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 					t0 := time.Now()
 					if _, err := p.Send(ctx, q, body); err != nil {
 						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err)
+						firstErr.set(err)
 						return
 					}
 					now := time.Now()
@@ -475,7 +495,7 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 	}
 	conElapsed := conLat.last.Sub(start)
 	con = conLat.result("consume", "acemq", f.messages, f.messages-conLat.count(), conElapsed)
-	if e, ok := firstErr.Load().(error); ok {
+	if e := firstErr.get(); e != nil {
 		return pub, con, fmt.Errorf("publishing through acemq: %w", e)
 	}
 	return pub, con, ctx.Err()
@@ -512,7 +532,7 @@ func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
 	}()
 	var lat latencies
 	var failed atomic.Int64
-	var firstErr atomic.Value
+	var firstErr firstError
 	bar := b.bar(f.requests, "request")
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -524,7 +544,7 @@ func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
 				t0 := time.Now()
 				if _, err := req.Ask(ctx, b.stamp()); err != nil {
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.set(err)
 					continue
 				}
 				now := time.Now()
@@ -540,7 +560,7 @@ func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
 		_ = bar.Finish()
 	}
 	res = lat.result("request", "acemq", f.requests, f.requests-lat.count(), time.Since(start))
-	if e, ok := firstErr.Load().(error); ok {
+	if e := firstErr.get(); e != nil {
 		return res, fmt.Errorf("asking through acemq: %w", e)
 	}
 	return res, ctx.Err()

@@ -93,7 +93,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 
 	var pubLat latencies
 	var failed atomic.Int64
-	var firstErr atomic.Value
+	var firstErr firstError
 	bar := b.bar(f.messages, "publish (raw)")
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -110,7 +110,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 		go func() {
 			for r := range returns {
 				failed.Add(1)
-				firstErr.CompareAndSwap(nil, fmt.Errorf("returned: %d %s", r.ReplyCode, r.ReplyText))
+				firstErr.set(fmt.Errorf("returned: %d %s", r.ReplyCode, r.ReplyText))
 			}
 		}()
 		wg.Add(1)
@@ -128,7 +128,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 				if err != nil {
 					<-sem
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.set(err)
 					continue
 				}
 				inner.Add(1)
@@ -140,7 +140,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 						if err == nil {
 							err = errors.New("the broker nacked a publish")
 						}
-						firstErr.CompareAndSwap(nil, err)
+						firstErr.set(err)
 						return
 					}
 					now := time.Now()
@@ -166,7 +166,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 		}
 	}
 	con = conLat.result("consume", "raw", f.messages, f.messages-conLat.count(), conLat.last.Sub(start))
-	if e, ok := firstErr.Load().(error); ok {
+	if e := firstErr.get(); e != nil {
 		return pub, con, fmt.Errorf("publishing through amqp091-go: %w", e)
 	}
 	return pub, con, ctx.Err()
@@ -266,7 +266,7 @@ func rawRPC(ctx context.Context, b *bench) (benchResult, error) {
 
 	var lat latencies
 	var failed atomic.Int64
-	var firstErr atomic.Value
+	var firstErr firstError
 	bar := b.bar(f.requests, "request (raw)")
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -298,7 +298,7 @@ func rawRPC(ctx context.Context, b *bench) (benchResult, error) {
 				}
 				if err != nil {
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.set(err)
 					continue
 				}
 				now := time.Now()
@@ -314,7 +314,7 @@ func rawRPC(ctx context.Context, b *bench) (benchResult, error) {
 		_ = bar.Finish()
 	}
 	res = lat.result("request", "raw", f.requests, f.requests-lat.count(), time.Since(start))
-	if e, ok := firstErr.Load().(error); ok {
+	if e := firstErr.get(); e != nil {
 		return res, fmt.Errorf("asking through amqp091-go: %w", e)
 	}
 	return res, ctx.Err()

@@ -132,6 +132,10 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 			return withCode(exitFailure, err)
 		}
 		sent, err := pub.Send(ctx, f.routingKey, body, acemq.WithEnvelope(env))
+		for try := 0; errors.Is(err, acemq.ErrLost) && try < publishLostRetries && ctx.Err() == nil; try++ {
+			fmt.Fprintf(cmd.ErrOrStderr(), "the connection was lost before the broker confirmed %s; sending it again with the same id (a consumer may see it twice)\n", env.ID())
+			sent, err = pub.Send(ctx, f.routingKey, body, acemq.WithEnvelope(env))
+		}
 		if err != nil {
 			return publishError(ctx, err)
 		}
