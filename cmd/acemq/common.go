@@ -24,10 +24,13 @@ import (
 // connectTimeout bounds the first connection of a command.
 const connectTimeout = 15 * time.Second
 
-// brokerURL is the --url flag's value.
+// brokerURL is the --url flag's value, else $ACEMQ_URL, else the local
+// RabbitMQ.
 func brokerURL(cmd *cobra.Command) string {
-	u, _ := cmd.Flags().GetString("url")
-	return u
+	if u, _ := cmd.Flags().GetString("url"); u != "" {
+		return u
+	}
+	return defaultURL()
 }
 
 // connect opens a connection to --url, named after the command so that the

@@ -101,7 +101,9 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().String("url", defaultURL(), "broker URL (memory://NAME, amqp://…, amqps://…); default $ACEMQ_URL")
+	// The default is resolved when a command runs, so --help never prints a
+	// password that $ACEMQ_URL carries.
+	root.PersistentFlags().String("url", "", "broker URL: amqp://user:pass@host:5672/vhost, amqps://…, or memory://NAME (default $ACEMQ_URL, else "+defaultAMQPURL+")")
 	addTLSFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(exitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))

@@ -173,3 +173,15 @@ func checkDemoOutput(t *testing.T, out string) {
 		t.Errorf("demo output reports a failure:\n%s", out)
 	}
 }
+
+func TestHelpNeverPrintsThePasswordOfACEMQURL(t *testing.T) {
+	r := acemqEnv(t, []string{"ACEMQ_URL=amqp://ops:s3cret-pw@rabbit:5672/"}, "", "publish", "--help").wantCode(t, 0)
+	if strings.Contains(r.stdout+r.stderr, "s3cret-pw") {
+		t.Errorf("--help printed the password:\n%s", r.stdout)
+	}
+	// And $ACEMQ_URL is what a command connects to.
+	r = acemqEnv(t, []string{"ACEMQ_URL=memory2://nowhere"}, "", "consume", "--queue", "q").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "memory2") {
+		t.Errorf("$ACEMQ_URL was not used: %s", r.stderr)
+	}
+}
