@@ -329,6 +329,32 @@ func shares(n, k int) []int {
 	return out
 }
 
+// benchStall is how long the consumers may go without a delivery before
+// the messages still missing are counted as lost.
+const benchStall = 30 * time.Second
+
+// awaitDeliveries waits until done is closed, ctx ends, or no message has
+// arrived for benchStall.
+func awaitDeliveries(ctx context.Context, done <-chan struct{}, received *atomic.Int64) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last, since := received.Load(), time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if n := received.Load(); n != last {
+				last, since = n, time.Now()
+			} else if time.Since(since) > benchStall {
+				return
+			}
+		}
+	}
+}
+
 // firstError keeps the first error reported by many goroutines.
 type firstError struct {
 	mu  sync.Mutex
@@ -488,10 +514,7 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 	}
 	pub = pubLat.result("publish", "acemq", f.messages, int(failed.Load()), pubElapsed)
 	if failed.Load() == 0 {
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
+		awaitDeliveries(ctx, done, &received)
 	}
 	conElapsed := conLat.last.Sub(start)
 	con = conLat.result("consume", "acemq", f.messages, f.messages-conLat.count(), conElapsed)

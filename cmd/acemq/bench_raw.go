@@ -160,10 +160,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 	}
 	pub = pubLat.result("publish", "raw", f.messages, int(failed.Load()), pubElapsed)
 	if failed.Load() == 0 {
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
+		awaitDeliveries(ctx, done, &received)
 	}
 	con = conLat.result("consume", "raw", f.messages, f.messages-conLat.count(), conLat.last.Sub(start))
 	if e := firstErr.get(); e != nil {
