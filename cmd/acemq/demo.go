@@ -321,7 +321,7 @@ func (d *demo) cleanupExchange(name string) {
 // fails once and is retried through a broker rung, a poison order ends in
 // .dlq and an unreadable one is parked.
 func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
-	const promise = "accept 3 orders, retry 1 through a broker rung, dead-letter 1 poison order, park 1 unreadable"
+	const promise = "accept 4 orders, one of them after a retry through a broker rung; dead-letter 1 poison order; park 1 unreadable"
 	d.say("step 1: orders — %s", promise)
 	policy := acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)
 	d.say("  retry policy %s: a retry waits 1 s on the rung %s", policy, acemq.RungQueue(n.queue, time.Second))
