@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,7 +140,12 @@ func (pc *pubChan) send(ctx context.Context, m *driver.Message, pub *amqp.Publis
 			}
 			putPending(p)
 		}
-		if errors.Is(err, amqp.ErrClosed) || pc.ch.IsClosed() {
+		// A write that fails on the socket means the connection is dying,
+		// even if the reader has not noticed yet: treat it like a closed
+		// channel, not as a failure of this message.
+		var ne net.Error
+		if errors.Is(err, amqp.ErrClosed) || pc.ch.IsClosed() || errors.As(err, &ne) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, errGone
 		}
 		if ctx.Err() != nil {
