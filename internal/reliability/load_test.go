@@ -317,6 +317,12 @@ func (r *loadRun) send(ctx context.Context, pub *acemq.Publisher[payload], seq i
 		if first {
 			r.note("first %q publish failure: %v", kind, err)
 		}
+		if kind == "other" {
+			// A connection fault must surface as lost (may or may not have
+			// arrived), refused, timed out or nacked, never as an error a
+			// producer would take for a bad message and drop.
+			r.t.Errorf("publish of message %d failed with an unclassified error: %v", seq, err)
+		}
 		if kind == "blocked" {
 			// Refused before sending: nothing is on the broker. Wait and
 			// try again; this is not a spent attempt.
