@@ -2,6 +2,8 @@ package reliability
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/rabbitmq"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -100,4 +103,69 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 	newFigures("poison-frame-amqp").add("sent", 2).add("confirmed", 2).add("delivered", 1).
 		add("dead_lettered_by_broker", inDLQ).add("lost", 2-1-inDLQ).add("duplicated", 0).
 		add("conn_lost", lost.Load()).add("delivery_limit", limit).add("time", time.Since(start)).log(t)
+}
+
+// TestOversizedCopyDeadLettered: a message whose headers nearly fill a
+// frame is delivered, but the copy the engine would set aside (the
+// original's headers plus x-acemq-error and the envelope) no longer fits
+// one, so the driver refuses it and the engine puts the delivery back.
+// Without a delivery limit that repeats at once, for ever; with a quorum
+// queue's delivery limit and the family's dead-lettering, the broker moves
+// the original to {q}.dlq after the limit and the consumer goes on.
+func TestOversizedCopyDeadLettered(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	start := time.Now()
+	q := uniqueName("oversized")
+	dlq := acemq.DeadLetterQueue(q)
+	deleteQueuesAtCleanup(t, url, q, dlq, acemq.ParkedQueue(q))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := connect(t, url, "acemq-reliability-oversized")
+	const limit = 3
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
+		acemq.QueueArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var requeued, unsendable atomic.Int64
+	c.OnSettle(func(s acemq.Settlement) {
+		if s.Outcome == acemq.OutcomeRequeued {
+			requeued.Add(1)
+		}
+		if errors.Is(s.SettleErr, rabbitmq.ErrUnsendable) {
+			unsendable.Add(1)
+		}
+	})
+	big := driver.Message{RoutingKey: q, Mandatory: true, MessageID: "oversized", ContentType: "application/json",
+		Body: []byte(`{"seq":1}`), Headers: driver.Table{"big": strings.Repeat("b", 130900)}}
+	if err := c.Transport().Publish(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acemq.NewPublisher[payload](c, "").Send(ctx, q, payload{Seq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var good atomic.Int64
+	consumer, err := acemq.Consume(ctx, c, q, func(_ context.Context, m acemq.Message[payload]) acemq.Ack {
+		if m.Payload.Seq == 2 {
+			good.Add(1)
+			return acemq.Accept()
+		}
+		return acemq.Park(errors.New("parked on purpose"))
+	}, acemq.Prefetch(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = consumer.Close(context.Background()) }()
+	poll(t, "the message behind the oversized one", 60*time.Second, func() bool { return good.Load() == 1 })
+	var inDLQ int
+	poll(t, "the oversized message in "+dlq, 30*time.Second, func() bool {
+		info, err := c.Transport().InspectQueue(ctx, dlq)
+		inDLQ = info.Messages
+		return err == nil && info.Messages == 1
+	})
+	if unsendable.Load() == 0 {
+		t.Errorf("no set-aside was refused as unsendable: the copy fitted after all")
+	}
+	newFigures("oversized-copy-amqp").add("sent", 2).add("confirmed", 2).add("delivered", 1).
+		add("dead_lettered_by_broker", inDLQ).add("lost", 2-1-inDLQ).add("duplicated", 0).
+		add("requeued", requeued.Load()).add("delivery_limit", limit).add("time", time.Since(start)).log(t)
 }
