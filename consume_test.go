@@ -12,6 +12,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 // The engine's decision paths (WIRE.md §6), each run on memory:// here and
@@ -489,7 +491,7 @@ func testDrainFinishes(t *testing.T, b backend) {
 	r.messages(r.q, 0)
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(context.Background()) }()
-	eventually(t, "the consumer to stop running", func() bool { return !c.Running() })
+	testenv.Eventually(t, "the consumer to stop running", func() bool { return !c.Running() })
 	close(release)
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
@@ -526,7 +528,7 @@ func testDrainTimesOut(t *testing.T, b backend) {
 		return acemq.Retry(ctx.Err())
 	}, acemq.DrainTimeout(300*time.Millisecond), acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
 	r.publish("o-30", acemq.Envelope{})
-	eventually(t, "the handler to start", func() bool { return c.InFlight() == 1 })
+	testenv.Eventually(t, "the handler to start", func() bool { return c.InFlight() == 1 })
 	err := c.Close(context.Background())
 	var de *acemq.DrainError
 	if !errors.As(err, &de) || de.Stranded != 1 || de.Queue != r.q {
@@ -754,8 +756,7 @@ func TestConsumerDefaults(t *testing.T) {
 }
 
 func TestConnCloseStopsConsumers(t *testing.T) {
-	name := memoryName(t)
-	conn, err := acemq.Connect(context.Background(), "memory://"+name)
+	conn, err := acemq.Connect(context.Background(), brokertest.MemoryURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

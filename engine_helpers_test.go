@@ -6,15 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 	_ "github.com/acemq/acemq/rabbitmq"
@@ -78,11 +77,6 @@ func (c *recordingConn) Bind(ctx context.Context, b driver.Binding) error {
 	return c.Conn.Bind(ctx, b)
 }
 
-// memoryName is a memory broker name unique to the test.
-func memoryName(t testing.TB) string {
-	return strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")) + "-" + randomHex(3)
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -93,7 +87,7 @@ func randomHex(n int) string {
 // transport records declarations.
 func connectRecording(t *testing.T) (*acemq.Conn, *recordingConn) {
 	t.Helper()
-	name := memoryName(t)
+	name := testenv.Name(t) + "-" + randomHex(3)
 	c, err := acemq.Connect(context.Background(), recordingScheme+"://"+name)
 	if err != nil {
 		t.Fatal(err)
@@ -116,15 +110,11 @@ type backend struct {
 var memoryBackend = backend{
 	name: "memory",
 	open: func(t *testing.T) *acemq.Conn {
-		name := memoryName(t)
-		c, err := acemq.Connect(context.Background(), "memory://"+name)
+		c, err := acemq.Connect(context.Background(), brokertest.MemoryURL(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_ = c.Close(context.Background())
-			memory.Reset(name)
-		})
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
 		return c
 	},
 }
@@ -161,7 +151,7 @@ func newRig(t *testing.T, b backend) *rig {
 	r := &rig{
 		t:       t,
 		conn:    conn,
-		q:       "acemq-test-" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")) + "-" + randomHex(4),
+		q:       testenv.Unique(t, "acemq-test"),
 		settled: make(chan acemq.Settlement, 1000),
 	}
 	r.cleanup = []string{r.q, r.q + ".dlq", r.q + ".parked"}
@@ -272,52 +262,13 @@ func (r *rig) byAttempt(n int) []acemq.Settlement {
 // get fetches and acks one message from queue, waiting for it.
 func (r *rig) get(queue string) driver.Delivery {
 	r.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		d, ok, err := r.conn.Transport().Get(context.Background(), queue)
-		if err != nil {
-			r.t.Fatalf("get from %s: %v", queue, err)
-		}
-		if ok {
-			if err := d.Ack(); err != nil {
-				r.t.Fatalf("ack: %v", err)
-			}
-			return d
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("nothing arrived in %s within %v", queue, waitFor)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return brokertest.Get(r.t, r.conn, queue)
 }
 
 // messages waits until queue holds n ready messages.
 func (r *rig) messages(queue string, n int) {
 	r.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		info, err := r.conn.Transport().InspectQueue(context.Background(), queue)
-		if err != nil {
-			r.t.Fatalf("inspect %s: %v", queue, err)
-		}
-		if info.Messages == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s holds %d messages, want %d", queue, info.Messages, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %v", what, waitFor)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(r.t, fmt.Sprintf("%s to hold %d messages", queue, n), func() bool {
+		return brokertest.Depth(r.t, r.conn, queue) == n
+	})
 }

@@ -10,18 +10,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
-	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/brokertest"
 	_ "github.com/acemq/acemq/rabbitmq"
 )
-
-// onEachBroker runs f against a memory broker of the test's own and, when
-// ACEMQ_TEST_AMQP_URL is set (always in CI), against RabbitMQ.
-func onEachBroker(t *testing.T, f func(t *testing.T, url string)) {
-	t.Run("memory", func(t *testing.T) {
-		f(t, "memory://"+unsafeBrokerChars.ReplaceAllString(t.Name(), "-"))
-	})
-	t.Run("rabbitmq", func(t *testing.T) { f(t, testenv.AMQPURL(t)) })
-}
 
 // wireConn connects to url and declares a uniquely named, non-durable queue
 // that is deleted when the test ends.
@@ -43,34 +34,12 @@ func wireConn(t *testing.T, url string) (*acemq.Conn, string) {
 	return c, q
 }
 
-// getWithin polls q until a message arrives or the deadline passes.
-func getWithin(t *testing.T, c *acemq.Conn, q string, d time.Duration) driver.Delivery {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		m, ok, err := c.Transport().Get(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			if err := m.Ack(); err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing arrived on %s within %v", q, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestEnvelopeOverTheWire publishes a fully populated envelope through a
 // broker and checks what a consumer receives: every header in its contract
 // type (strings, int32 counters, int64 first-seen), the application
 // headers' own types, and an envelope that reads back as the one sent.
 func TestEnvelopeOverTheWire(t *testing.T) {
-	onEachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, q := wireConn(t, url)
 		ctx := context.Background()
 		env := mustEnvelope(t, acemq.Fields{
@@ -86,7 +55,7 @@ func TestEnvelopeOverTheWire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := getWithin(t, c, q, 10*time.Second)
+		d := brokertest.Get(t, c, q)
 		want := map[string]any{
 			"x-acemq-id": sent.ID(), "x-acemq-type": "order.placed", "x-acemq-version": int32(3),
 			"x-acemq-correlation": "corr-1", "x-acemq-causation": "cause-1", "x-acemq-attempt": int32(2),
@@ -121,7 +90,7 @@ func TestEnvelopeOverTheWire(t *testing.T) {
 // for a retry) with them unchanged, while a Publisher does not copy them
 // onto a new message.
 func TestUnknownReservedSurvivesRepublish(t *testing.T) {
-	onEachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, q := wireConn(t, url)
 		ctx := context.Background()
 		err := c.Transport().Publish(ctx, driver.Message{
@@ -134,7 +103,7 @@ func TestUnknownReservedSurvivesRepublish(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := getWithin(t, c, q, 10*time.Second)
+		d := brokertest.Get(t, c, q)
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 		if _, ok := env.Headers()["x-acemq-from-v9"]; ok {
 			t.Error("an unknown reserved header reached the application")
@@ -143,7 +112,7 @@ func TestUnknownReservedSurvivesRepublish(t *testing.T) {
 		if err := c.Publish(ctx, acemq.Outbound{RoutingKey: q, Envelope: env.Next(), ContentType: d.ContentType, Body: d.Body}); err != nil {
 			t.Fatal(err)
 		}
-		r := getWithin(t, c, q, 10*time.Second)
+		r := brokertest.Get(t, c, q)
 		for k, w := range map[string]any{
 			"x-acemq-from-v9": "keep me", "x-acemq-replayed-at": int64(1770091506789), "x-app": "mine",
 			"x-acemq-attempt": int32(2), "x-acemq-id": "m-1", "x-acemq-first-seen": int64(1767323045678),
@@ -160,7 +129,7 @@ func TestUnknownReservedSurvivesRepublish(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 {
-			n := getWithin(t, c, q, 10*time.Second)
+			n := brokertest.Get(t, c, q)
 			if _, ok := n.Headers["x-acemq-from-v9"]; ok {
 				t.Errorf("an application publish (body %s) carried the unknown header", n.Body)
 			}
@@ -171,7 +140,7 @@ func TestUnknownReservedSurvivesRepublish(t *testing.T) {
 // TestPublisherUnroutableOnEachBroker: mandatory by default on either
 // broker; the return is a *UnroutableError with code 312.
 func TestPublisherUnroutableOnEachBroker(t *testing.T) {
-	onEachBroker(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		c, q := wireConn(t, url)
 		ctx := context.Background()
 		p := acemq.NewPublisher[int](c, "")

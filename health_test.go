@@ -13,6 +13,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/testenv"
 	"go.opentelemetry.io/otel/codes"
 )
 
@@ -90,7 +92,7 @@ func (f *fakeConn) Ping(ctx context.Context) error {
 
 func fakeConnect(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *fakeConn) {
 	t.Helper()
-	c, err := acemq.Connect(context.Background(), fakeScheme+"://"+telUnsafe.ReplaceAllString(t.Name(), "-"), opts...)
+	c, err := acemq.Connect(context.Background(), fakeScheme+"://"+testenv.Name(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,7 @@ func TestHealthDefaultDeadline(t *testing.T) {
 }
 
 func TestHealthConsumers(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
 		r.consume(func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() })
 		rep := r.c.Health(context.Background())
@@ -216,7 +218,7 @@ func TestHealthConsumers(t *testing.T) {
 		if _, err := r.c.Transport().DeleteQueue(context.Background(), r.q); err != nil {
 			t.Fatal(err)
 		}
-		telPoll(t, "a degraded report", func() bool {
+		testenv.Eventually(t, "a degraded report", func() bool {
 			rep = r.c.Health(context.Background())
 			return rep.Status == acemq.HealthDegraded
 		})

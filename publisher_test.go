@@ -4,17 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"go.uber.org/goleak"
 )
-
-var unsafeBrokerChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 // memConn connects to a memory broker of the test's own (so tests share no
 // queues), checks for leaked goroutines when the test ends, and declares
@@ -23,8 +21,7 @@ func memConn(t *testing.T, queues ...string) *acemq.Conn {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
 	ctx := context.Background()
-	name := unsafeBrokerChars.ReplaceAllString(t.Name(), "-")
-	c, err := acemq.Connect(ctx, "memory://"+name, acemq.WithOrigin("orders@test"))
+	c, err := acemq.Connect(ctx, brokertest.MemoryURL(t), acemq.WithOrigin("orders@test"))
 	if err != nil {
 		t.Fatal(err)
 	}

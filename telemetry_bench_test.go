@@ -7,6 +7,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -52,7 +53,7 @@ func (e *countingExporter) Shutdown(context.Context) error { return nil }
 
 func benchRoundTrip(b *testing.B, opts ...acemq.Option) {
 	ctx := context.Background()
-	c, err := acemq.Connect(ctx, telMemURL(b), opts...)
+	c, err := acemq.Connect(ctx, brokertest.MemoryURL(b), opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

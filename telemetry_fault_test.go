@@ -3,8 +3,6 @@ package acemq_test
 import (
 	"context"
 	"errors"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,30 +12,21 @@ import (
 	"go.opentelemetry.io/otel/codes"
 )
 
-func telRabbitmqctl(t testing.TB, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput(); err != nil {
-		t.Errorf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 // TestFaultTelemetryBlocked raises a memory alarm on RabbitMQ: the
 // connection's blocked event is counted, a publish is refused with an error
 // span, and Health reports up with the blocked detail without probing.
 func TestFaultTelemetryBlocked(t *testing.T) {
 	testenv.Faults(t)
 	r := newTelRig(t, testenv.AMQPURL(t))
-	t.Cleanup(func() { telRabbitmqctl(t, "set_vm_memory_high_watermark", "0.4") })
-	telRabbitmqctl(t, "set_vm_memory_high_watermark", "0.0000001")
+	t.Cleanup(func() { testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4") })
+	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.0000001")
 
 	// RabbitMQ blocks a connection only when it publishes during the
 	// alarm: keep publishing (each bounded) until it is blocked.
 	var triggers sync.WaitGroup
 	defer triggers.Wait()
 	p := acemq.NewPublisher[string](r.c, "")
-	telPoll(t, "the connection to be blocked", func() bool {
+	testenv.Eventually(t, "the connection to be blocked", func() bool {
 		if b, _ := r.c.Blocked(); b {
 			return true
 		}
@@ -70,8 +59,8 @@ func TestFaultTelemetryBlocked(t *testing.T) {
 		t.Errorf("health while blocked: %+v", h)
 	}
 
-	telRabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
-	telPoll(t, "the connection to be unblocked", func() bool { b, _ := r.c.Blocked(); return !b })
+	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
+	testenv.Eventually(t, "the connection to be unblocked", func() bool { b, _ := r.c.Blocked(); return !b })
 	r.wantCount("acemq.connection.events", map[string]string{"event": "unblocked"}, 1)
 }
 
@@ -82,12 +71,12 @@ func TestFaultTelemetryRecovery(t *testing.T) {
 	testenv.Faults(t)
 	r := newTelRig(t, testenv.AMQPURL(t))
 	r.consume(func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() })
-	telRabbitmqctl(t, "close_all_connections", "acemq telemetry fault test")
-	telPoll(t, "lost and recovered events", func() bool {
+	testenv.Rabbitmqctl(t, "close_all_connections", "acemq telemetry fault test")
+	testenv.Eventually(t, "lost and recovered events", func() bool {
 		return r.tel.count(t, "acemq.connection.events", map[string]string{"event": "lost"}) >= 1 &&
 			r.tel.count(t, "acemq.connection.events", map[string]string{"event": "recovered"}) >= 1
 	})
-	telPoll(t, "health up after recovery", func() bool {
+	testenv.Eventually(t, "health up after recovery", func() bool {
 		h := r.c.Health(context.Background())
 		if h.Status == acemq.HealthDegraded {
 			t.Fatalf("a recovered consumer was reported stopped: %+v", h)

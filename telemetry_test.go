@@ -2,11 +2,8 @@ package acemq_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	_ "github.com/acemq/acemq/rabbitmq"
 	"go.opentelemetry.io/otel/attribute"
@@ -227,21 +225,6 @@ func isChildOf(child sdktrace.ReadOnlySpan, parent trace.SpanContext) bool {
 
 // backends runs f against memory:// and, when ACEMQ_TEST_AMQP_URL is set,
 // RabbitMQ.
-func telBackends(t *testing.T, f func(t *testing.T, url string)) {
-	t.Run("memory", func(t *testing.T) { f(t, telMemURL(t)) })
-	t.Run("rabbitmq", func(t *testing.T) { f(t, testenv.AMQPURL(t)) })
-}
-
-var telUnsafe = regexp.MustCompile(`[^A-Za-z0-9]+`)
-
-func telMemURL(t testing.TB) string { return "memory://" + telUnsafe.ReplaceAllString(t.Name(), "-") }
-
-func telSuffix() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // telRig is a connection recording into tel, a fresh queue and the
 // settlements seen on it.
 type telRig struct {
@@ -260,7 +243,7 @@ func newTelRig(t *testing.T, url string) *telRig {
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	r := &telRig{t: t, c: c, tel: x, q: "acemq.tel." + telSuffix(), settled: make(chan acemq.Settlement, 1000)}
+	r := &telRig{t: t, c: c, tel: x, q: "acemq.tel." + randomHex(4), settled: make(chan acemq.Settlement, 1000)}
 	t.Cleanup(func() {
 		_ = c.Close(context.Background())
 	})
@@ -393,7 +376,7 @@ func (r *telRig) wantCount(name string, tags map[string]string, want int64) {
 }
 
 func TestTelemetryAcked(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
 		var handlerSpan atomic.Value
 		r.consume(func(ctx context.Context, m acemq.Message[string]) acemq.Ack {
@@ -450,7 +433,7 @@ func TestTelemetryAcked(t *testing.T) {
 }
 
 func TestTelemetryRetriedInConsumer(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
 		r.consume(func(ctx context.Context, m acemq.Message[string]) acemq.Ack {
 			if m.Envelope.Attempt() == 1 {
@@ -499,7 +482,7 @@ func TestTelemetryRetriedInConsumer(t *testing.T) {
 }
 
 func TestTelemetryRetriedOnBroker(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
 		r.consume(func(ctx context.Context, m acemq.Message[string]) acemq.Ack {
 			if m.Envelope.Attempt() == 1 {
@@ -549,7 +532,7 @@ func TestTelemetrySetAsides(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			telBackends(t, func(t *testing.T, url string) {
+			brokertest.Each(t, func(t *testing.T, url string) {
 				r := newTelRig(t, url)
 				r.consume(func(context.Context, acemq.Message[string]) acemq.Ack { return tc.ack })
 				_, app := r.publish("x")
@@ -584,7 +567,7 @@ func TestTelemetrySetAsides(t *testing.T) {
 }
 
 func TestTelemetryPanicIsRecorded(t *testing.T) {
-	r := newTelRig(t, telMemURL(t))
+	r := newTelRig(t, brokertest.MemoryURL(t))
 	r.consume(func(context.Context, acemq.Message[string]) acemq.Ack { panic("nil map") })
 	_, app := r.publish("x")
 	if s := r.wait(1)[0]; s.Outcome != acemq.OutcomeRejected {
@@ -600,7 +583,7 @@ func TestTelemetryPanicIsRecorded(t *testing.T) {
 }
 
 func TestTelemetryInProgress(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
 		var n atomic.Int32
 		r.consume(func(context.Context, acemq.Message[string]) acemq.Ack {
@@ -628,7 +611,7 @@ func TestTelemetryInProgress(t *testing.T) {
 }
 
 func TestTelemetryMissingTargets(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		t.Run("set-aside", func(t *testing.T) {
 			r := newTelRig(t, url)
 			// Published before the consumer starts: the copy keeps the
@@ -688,9 +671,9 @@ func TestTelemetryMissingTargets(t *testing.T) {
 }
 
 func TestTelemetryUnroutable(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
-		nowhere := "acemq.tel.nowhere." + telSuffix()
+		nowhere := "acemq.tel.nowhere." + randomHex(4)
 		ctx, app := r.tel.tp.Tracer("test").Start(context.Background(), "app")
 		_, err := acemq.NewPublisher[string](r.c, "").Send(ctx, nowhere, "lost")
 		app.End()
@@ -708,9 +691,9 @@ func TestTelemetryUnroutable(t *testing.T) {
 }
 
 func TestTelemetryPublishToExchangeNamesTheExchange(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
-		ex := "acemq.tel.ex." + telSuffix()
+		ex := "acemq.tel.ex." + randomHex(4)
 		ctx := context.Background()
 		if err := r.c.Transport().DeclareExchange(ctx, driver.Exchange{Name: ex, Kind: driver.Topic}); err != nil {
 			t.Fatal(err)
@@ -735,7 +718,7 @@ func TestTelemetryPublishToExchangeNamesTheExchange(t *testing.T) {
 }
 
 func TestTelemetryInFlightGauge(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newTelRig(t, url)
 		release := make(chan struct{})
 		r.consume(func(context.Context, acemq.Message[string]) acemq.Ack {
@@ -744,10 +727,10 @@ func TestTelemetryInFlightGauge(t *testing.T) {
 		})
 		r.publish("slow")
 		tags := map[string]string{"queue": r.q}
-		telPoll(t, "acemq.consume.in.flight = 1", func() bool { return r.tel.count(t, "acemq.consume.in.flight", tags) == 1 })
+		testenv.Eventually(t, "acemq.consume.in.flight = 1", func() bool { return r.tel.count(t, "acemq.consume.in.flight", tags) == 1 })
 		close(release)
 		r.wait(1)
-		telPoll(t, "acemq.consume.in.flight = 0", func() bool { return r.tel.count(t, "acemq.consume.in.flight", tags) == 0 })
+		testenv.Eventually(t, "acemq.consume.in.flight = 0", func() bool { return r.tel.count(t, "acemq.consume.in.flight", tags) == 0 })
 		m, _ := r.tel.metric(t, "acemq.consume.in.flight")
 		if _, ok := m.Data.(metricdata.Gauge[int64]); !ok {
 			t.Errorf("acemq.consume.in.flight is a %T, want a gauge", m.Data)
@@ -759,14 +742,14 @@ func TestTelemetryInFlightGauge(t *testing.T) {
 // writes no trace headers, and a delivery's traceparent passes through a
 // republish unchanged.
 func TestTelemetryWithoutProviders(t *testing.T) {
-	telBackends(t, func(t *testing.T, url string) {
+	brokertest.Each(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		c, err := acemq.Connect(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close(ctx)
-		q := "acemq.tel.none." + telSuffix()
+		q := "acemq.tel.none." + randomHex(4)
 		if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -804,7 +787,7 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 			t.Fatal(err)
 		}
 		var parked driver.Delivery
-		telPoll(t, "the parked copy", func() bool {
+		testenv.Eventually(t, "the parked copy", func() bool {
 			d, ok, err := c.Transport().Get(ctx, acemq.ParkedQueue(q))
 			if err == nil && ok {
 				parked = d
@@ -817,15 +800,4 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 			t.Errorf("the parked copy's traceparent is %v, want %s", got, parent)
 		}
 	})
-}
-
-func telPoll(t testing.TB, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

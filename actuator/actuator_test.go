@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +17,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/actuator"
 	"github.com/acemq/acemq/driver"
-	"github.com/acemq/acemq/internal/testenv"
-	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/internal/brokertest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -27,10 +25,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9]+`)
-
-func memURL(t *testing.T) string { return "memory://" + unsafeName.ReplaceAllString(t.Name(), "-") }
 
 func get(t *testing.T, h http.Handler, path string) (int, http.Header, string) {
 	t.Helper()
@@ -96,106 +90,100 @@ func traffic(t *testing.T, act *actuator.Actuator, url string) (*acemq.Conn, str
 }
 
 func TestMetricsEndpoint(t *testing.T) {
-	for _, tc := range []struct{ name, url string }{{"memory", ""}, {"rabbitmq", "amqp"}} {
-		t.Run(tc.name, func(t *testing.T) {
-			url := memURL(t)
-			if tc.url != "" {
-				url = testenv.AMQPURL(t)
-			}
-			act, err := actuator.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer act.Shutdown(context.Background())
-			_, q := traffic(t, act, url)
+	brokertest.Each(t, func(t *testing.T, url string) {
+		act, err := actuator.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer act.Shutdown(context.Background())
+		_, q := traffic(t, act, url)
 
-			code, hdr, body := get(t, act, actuator.PathMetrics)
-			if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
-				t.Fatalf("GET %s: %d %s\n%s", actuator.PathMetrics, code, hdr.Get("Content-Type"), body)
+		code, hdr, body := get(t, act, actuator.PathMetrics)
+		if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+			t.Fatalf("GET %s: %d %s\n%s", actuator.PathMetrics, code, hdr.Get("Content-Type"), body)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("the exposition does not parse: %v\n%s", err, body)
+		}
+		want := map[string]dto.MetricType{
+			"acemq_publish_total":                dto.MetricType_COUNTER,
+			"acemq_publish_duration":             dto.MetricType_HISTOGRAM,
+			"acemq_consume_total":                dto.MetricType_COUNTER,
+			"acemq_consume_duration":             dto.MetricType_HISTOGRAM,
+			"acemq_consume_attempts":             dto.MetricType_HISTOGRAM,
+			"acemq_consume_in_flight":            dto.MetricType_GAUGE,
+			"acemq_messages_dead_lettered_total": dto.MetricType_COUNTER,
+		}
+		for name, typ := range want {
+			f, ok := fams[name]
+			if !ok {
+				t.Errorf("no family %s in\n%s", name, body)
+				continue
 			}
-			parser := expfmt.NewTextParser(model.UTF8Validation)
-			fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
-			if err != nil {
-				t.Fatalf("the exposition does not parse: %v\n%s", err, body)
+			if f.GetType() != typ {
+				t.Errorf("%s is a %v, want %v", name, f.GetType(), typ)
 			}
-			want := map[string]dto.MetricType{
-				"acemq_publish_total":                dto.MetricType_COUNTER,
-				"acemq_publish_duration":             dto.MetricType_HISTOGRAM,
-				"acemq_consume_total":                dto.MetricType_COUNTER,
-				"acemq_consume_duration":             dto.MetricType_HISTOGRAM,
-				"acemq_consume_attempts":             dto.MetricType_HISTOGRAM,
-				"acemq_consume_in_flight":            dto.MetricType_GAUGE,
-				"acemq_messages_dead_lettered_total": dto.MetricType_COUNTER,
+			if n := strings.Count(body, "# TYPE "+name+" "); n != 1 {
+				t.Errorf("%d TYPE lines for %s", n, name)
 			}
-			for name, typ := range want {
-				f, ok := fams[name]
-				if !ok {
-					t.Errorf("no family %s in\n%s", name, body)
-					continue
-				}
-				if f.GetType() != typ {
-					t.Errorf("%s is a %v, want %v", name, f.GetType(), typ)
-				}
-				if n := strings.Count(body, "# TYPE "+name+" "); n != 1 {
-					t.Errorf("%d TYPE lines for %s", n, name)
-				}
+		}
+		for name := range fams {
+			if !strings.HasPrefix(name, "acemq_") {
+				t.Errorf("a family that is not the library's: %s", name)
 			}
-			for name := range fams {
-				if !strings.HasPrefix(name, "acemq_") {
-					t.Errorf("a family that is not the library's: %s", name)
-				}
-				if strings.HasSuffix(name, "_seconds") || strings.HasSuffix(name, "_total_total") {
-					t.Errorf("the exporter added a suffix: %s", name)
-				}
+			if strings.HasSuffix(name, "_seconds") || strings.HasSuffix(name, "_total_total") {
+				t.Errorf("the exporter added a suffix: %s", name)
 			}
-			if strings.Contains(body, "otel_scope") || strings.Contains(body, "target_info") {
-				t.Errorf("the exposition carries OpenTelemetry scope or target info:\n%s", body)
-			}
+		}
+		if strings.Contains(body, "otel_scope") || strings.Contains(body, "target_info") {
+			t.Errorf("the exposition carries OpenTelemetry scope or target info:\n%s", body)
+		}
 
-			labels := func(m *dto.Metric) map[string]string {
-				out := map[string]string{}
-				for _, l := range m.GetLabel() {
-					out[l.GetName()] = l.GetValue()
-				}
-				return out
+		labels := func(m *dto.Metric) map[string]string {
+			out := map[string]string{}
+			for _, l := range m.GetLabel() {
+				out[l.GetName()] = l.GetValue()
 			}
-			find := func(fam string, want map[string]string) *dto.Metric {
-				for _, m := range fams[fam].GetMetric() {
-					if fmt.Sprint(labels(m)) == fmt.Sprint(want) {
-						return m
-					}
-				}
-				t.Errorf("%s has no series %v", fam, want)
-				return nil
-			}
-			if m := find("acemq_publish_total", map[string]string{"exchange": "", "routing_key": q, "outcome": "confirmed"}); m != nil && m.GetCounter().GetValue() != 2 {
-				t.Errorf("confirmed publishes %v, want 2", m.GetCounter().GetValue())
-			}
-			find("acemq_publish_total", map[string]string{"exchange": "", "routing_key": q + ".nowhere", "outcome": "unroutable"})
-			find("acemq_publish_total", map[string]string{"exchange": "", "routing_key": `we"ird\key{a=b}` + "\n", "outcome": "confirmed"})
-			find("acemq_consume_total", map[string]string{"queue": q, "outcome": "acked"})
-			find("acemq_consume_total", map[string]string{"queue": q, "outcome": "dead_lettered"})
-			find("acemq_messages_dead_lettered_total", map[string]string{"queue": q, "outcome": "dead_lettered"})
-			find("acemq_consume_in_flight", map[string]string{"queue": q})
-			if m := find("acemq_publish_duration", map[string]string{"exchange": "", "routing_key": q, "outcome": "confirmed"}); m != nil {
-				var bounds []float64
-				for _, b := range m.GetHistogram().GetBucket() {
-					bounds = append(bounds, b.GetUpperBound())
-				}
-				if wantB := append(acemq.DurationBuckets(), math.Inf(1)); fmt.Sprint(bounds) != fmt.Sprint(wantB) {
-					t.Errorf("duration buckets %v, want %v", bounds, wantB)
-				}
-				if m.GetHistogram().GetSampleCount() != 2 {
-					t.Errorf("duration count %d", m.GetHistogram().GetSampleCount())
+			return out
+		}
+		find := func(fam string, want map[string]string) *dto.Metric {
+			for _, m := range fams[fam].GetMetric() {
+				if fmt.Sprint(labels(m)) == fmt.Sprint(want) {
+					return m
 				}
 			}
-			if m := find("acemq_consume_attempts", map[string]string{"queue": q}); m != nil {
-				if n := len(m.GetHistogram().GetBucket()); n != 11 {
-					t.Errorf("%d attempt buckets, want 11 (1 to 10, +Inf)", n)
-				}
+			t.Errorf("%s has no series %v", fam, want)
+			return nil
+		}
+		if m := find("acemq_publish_total", map[string]string{"exchange": "", "routing_key": q, "outcome": "confirmed"}); m != nil && m.GetCounter().GetValue() != 2 {
+			t.Errorf("confirmed publishes %v, want 2", m.GetCounter().GetValue())
+		}
+		find("acemq_publish_total", map[string]string{"exchange": "", "routing_key": q + ".nowhere", "outcome": "unroutable"})
+		find("acemq_publish_total", map[string]string{"exchange": "", "routing_key": `we"ird\key{a=b}` + "\n", "outcome": "confirmed"})
+		find("acemq_consume_total", map[string]string{"queue": q, "outcome": "acked"})
+		find("acemq_consume_total", map[string]string{"queue": q, "outcome": "dead_lettered"})
+		find("acemq_messages_dead_lettered_total", map[string]string{"queue": q, "outcome": "dead_lettered"})
+		find("acemq_consume_in_flight", map[string]string{"queue": q})
+		if m := find("acemq_publish_duration", map[string]string{"exchange": "", "routing_key": q, "outcome": "confirmed"}); m != nil {
+			var bounds []float64
+			for _, b := range m.GetHistogram().GetBucket() {
+				bounds = append(bounds, b.GetUpperBound())
 			}
-		})
-	}
+			if wantB := append(acemq.DurationBuckets(), math.Inf(1)); fmt.Sprint(bounds) != fmt.Sprint(wantB) {
+				t.Errorf("duration buckets %v, want %v", bounds, wantB)
+			}
+			if m.GetHistogram().GetSampleCount() != 2 {
+				t.Errorf("duration count %d", m.GetHistogram().GetSampleCount())
+			}
+		}
+		if m := find("acemq_consume_attempts", map[string]string{"queue": q}); m != nil {
+			if n := len(m.GetHistogram().GetBucket()); n != 11 {
+				t.Errorf("%d attempt buckets, want 11 (1 to 10, +Inf)", n)
+			}
+		}
+	})
 }
 
 func TestHealthEndpoint(t *testing.T) {
@@ -224,7 +212,7 @@ func TestHealthEndpoint(t *testing.T) {
 	if code, m := report(); code != 200 || m["status"] != "unknown" {
 		t.Errorf("nothing watched: %d %v", code, m)
 	}
-	c, err := acemq.Connect(context.Background(), memURL(t), acemq.WithName("orders"))
+	c, err := acemq.Connect(context.Background(), brokertest.MemoryURL(t), acemq.WithName("orders"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +243,7 @@ func TestInfoEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer act.Shutdown(context.Background())
-	c, err := acemq.Connect(context.Background(), memURL(t))
+	c, err := acemq.Connect(context.Background(), brokertest.MemoryURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
