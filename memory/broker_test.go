@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 func TestRegisteredAndSharedByURL(t *testing.T) {
@@ -622,7 +623,7 @@ func TestQueueTTLExpiresWithoutConsumer(t *testing.T) {
 	}})
 	start := time.Now()
 	mustPublish(t, c, driver.Message{RoutingKey: "orders.retry.1s", Body: []byte("again")})
-	eventually(t, "the message to come back", func() bool { return messages(t, c, "orders") == 1 })
+	testenv.Eventually(t, "the message to come back", func() bool { return messages(t, c, "orders") == 1 })
 	if el := time.Since(start); el < 100*time.Millisecond {
 		t.Errorf("came back after %v, before the TTL", el)
 	}
@@ -642,7 +643,7 @@ func TestPerMessageExpiration(t *testing.T) {
 	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Expiration: "50", Body: []byte("short")})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("forever")})
-	eventually(t, "expiry", func() bool { return messages(t, c, "dead") == 1 })
+	testenv.Eventually(t, "expiry", func() bool { return messages(t, c, "dead") == 1 })
 	d := mustGet(t, c, "dead")
 	x := d.Headers["x-death"].([]any)[0].(driver.Table)
 	if string(d.Body) != "short" || x["reason"] != "expired" || x["original-expiration"] != "50" {
@@ -687,7 +688,7 @@ func TestShorterOfQueueAndMessageTTL(t *testing.T) {
 	c := fresh(t)
 	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-message-ttl": int32(60000)}})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Expiration: "10"})
-	eventually(t, "expiry", func() bool { return messages(t, c, "q") == 0 })
+	testenv.Eventually(t, "expiry", func() bool { return messages(t, c, "q") == 0 })
 }
 
 func TestDeadLetterCycleIsDropped(t *testing.T) {
@@ -696,7 +697,7 @@ func TestDeadLetterCycleIsDropped(t *testing.T) {
 	// dropped, as RabbitMQ does.
 	mustQueue(t, c, driver.Queue{Name: "loop", Args: driver.Table{"x-message-ttl": int32(10), "x-dead-letter-exchange": ""}})
 	mustPublish(t, c, driver.Message{RoutingKey: "loop"})
-	eventually(t, "the cycle to be broken", func() bool { return messages(t, c, "loop") == 0 })
+	testenv.Eventually(t, "the cycle to be broken", func() bool { return messages(t, c, "loop") == 0 })
 	time.Sleep(30 * time.Millisecond)
 	if n := messages(t, c, "loop"); n != 0 {
 		t.Errorf("loop holds %d", n)
@@ -1025,7 +1026,7 @@ func TestExpiryWithNoConnectionOpen(t *testing.T) {
 	}
 	time.Sleep(60 * time.Millisecond)
 	c2 := dial(t, url)
-	eventually(t, "expiry while no connection was open", func() bool { return messages(t, c2, "dead") == 1 })
+	testenv.Eventually(t, "expiry while no connection was open", func() bool { return messages(t, c2, "dead") == 1 })
 }
 
 func TestGetRejectDeadLetters(t *testing.T) {

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -22,13 +22,7 @@ var brokerCounter atomic.Int64
 // newURL returns the URL of a fresh broker, reset when the test ends.
 func newURL(t *testing.T) string {
 	t.Helper()
-	name := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '-'
-	}, t.Name())
-	url := fmt.Sprintf("memory://%s-%d", name, brokerCounter.Add(1))
+	url := fmt.Sprintf("memory://%s-%d", testenv.Name(t), brokerCounter.Add(1))
 	t.Cleanup(func() { Reset(url) })
 	return url
 }
@@ -151,16 +145,4 @@ func messages(t *testing.T, c driver.Conn, q string) int {
 		t.Fatalf("inspect %q: %v", q, err)
 	}
 	return info.Messages
-}
-
-// eventually polls cond until it holds or 3 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

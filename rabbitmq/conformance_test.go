@@ -6,12 +6,13 @@ import (
 
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/driver/drivertest"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 // TestConformance runs the shared driver conformance suite against
 // RabbitMQ.
 func TestConformance(t *testing.T) {
-	url := testURL(t)
+	url := testenv.AMQPURL(t)
 	drivertest.RunConformance(t, func(t *testing.T) driver.Conn {
 		c, err := Open(ctxFor(t, 30*time.Second), driver.Config{URLs: []string{url}, Name: "acemq-conformance"})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 func publishN(t testing.TB, c driver.Conn, q string, n int) {
@@ -44,7 +45,7 @@ func TestCancelKeepsDeliveriesSettleable(t *testing.T) {
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "2 messages left", func() bool {
+	testenv.Eventually(t, "2 messages left", func() bool {
 		info, err := c.InspectQueue(ctx, q)
 		return err == nil && info.Messages == 2 && info.Consumers == 0
 	})
@@ -99,7 +100,7 @@ func TestDeletedQueueEndsSubscription(t *testing.T) {
 }
 
 func TestConnCloseClosesDeliveries(t *testing.T) {
-	cfg := driver.Config{URLs: []string{testURL(t)}}
+	cfg := driver.Config{URLs: []string{testenv.AMQPURL(t)}}
 	c, err := Open(ctxFor(t, 10*time.Second), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -23,22 +23,10 @@ import (
 
 func faults(t *testing.T) {
 	t.Helper()
-	testURL(t)
-	if os.Getenv("ACEMQ_TEST_FAULTS") != "1" {
-		t.Skip("set ACEMQ_TEST_FAULTS=1 to run tests that disturb the broker")
-	}
+	testenv.AMQPURL(t)
+	testenv.Faults(t)
 	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
 		t.Skip("rabbitmqctl is not available")
-	}
-}
-
-func rabbitmqctl(t testing.TB, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
-	if err != nil {
-		t.Errorf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 
@@ -54,15 +42,15 @@ func TestFaultResourceAlarm(t *testing.T) {
 
 	// Registered last, so it runs first: the broker is restored before the
 	// other clean-ups need it.
-	t.Cleanup(func() { rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4") })
-	rabbitmqctl(t, "set_vm_memory_high_watermark", "0.0000001")
+	t.Cleanup(func() { testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4") })
+	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.0000001")
 
 	// RabbitMQ blocks a connection, and says so, only when it publishes
 	// during the alarm: keep publishing until the notification arrives.
 	// These publishes are in flight when the broker stops reading; they
 	// wait for their confirms (here bounded by a short context).
 	var triggers sync.WaitGroup
-	waitFor(t, "the connection to be blocked", func() bool {
+	testenv.Eventually(t, "the connection to be blocked", func() bool {
 		if b, _ := c.Blocked(); b {
 			return true
 		}
@@ -93,8 +81,8 @@ func TestFaultResourceAlarm(t *testing.T) {
 		t.Fatal("no blocked event")
 	}
 
-	rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
-	waitFor(t, "the connection to be unblocked", func() bool { b, _ := c.Blocked(); return !b })
+	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
+	testenv.Eventually(t, "the connection to be unblocked", func() bool { b, _ := c.Blocked(); return !b })
 	if log.count(driver.EventUnblocked) == 0 {
 		t.Fatal("no unblocked event")
 	}
@@ -109,7 +97,7 @@ func TestFaultRecoveryUnderLoad(t *testing.T) {
 	const total = 10000
 
 	var log eventLog
-	cfg := driver.Config{URLs: []string{testURL(t)}, Name: "acemq-fault-recovery", OnEvent: log.add}
+	cfg := driver.Config{URLs: []string{testenv.AMQPURL(t)}, Name: "acemq-fault-recovery", OnEvent: log.add}
 	c, err := Open(ctxFor(t, 30*time.Second), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -172,13 +160,13 @@ func TestFaultRecoveryUnderLoad(t *testing.T) {
 		defer close(killed)
 		for range 3 {
 			time.Sleep(700 * time.Millisecond)
-			rabbitmqctl(t, "close_all_connections", "test")
+			testenv.Rabbitmqctl(t, "close_all_connections", "test")
 		}
 	}()
 	wg.Wait()
 	<-killed
 	t.Logf("%d publishes confirmed, %d failed (lost with their connection)", nOK.Load(), nErr.Load())
-	waitFor(t, "a recovery after every loss", func() bool {
+	testenv.Eventually(t, "a recovery after every loss", func() bool {
 		return log.count(driver.EventRecovered) == log.count(driver.EventLost)
 	})
 	if log.count(driver.EventRecovered) == 0 {
@@ -229,11 +217,11 @@ func TestFaultBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Cleanup(func() { rabbitmqctl(t, "start_app") })
-	rabbitmqctl(t, "stop_app")
-	waitFor(t, "two failed attempts", func() bool { return log.count(driver.EventRetrying) >= 2 })
-	rabbitmqctl(t, "start_app")
-	waitFor(t, "recovery", func() bool { return log.count(driver.EventRecovered) > 0 })
+	t.Cleanup(func() { testenv.Rabbitmqctl(t, "start_app") })
+	testenv.Rabbitmqctl(t, "stop_app")
+	testenv.Eventually(t, "two failed attempts", func() bool { return log.count(driver.EventRetrying) >= 2 })
+	testenv.Rabbitmqctl(t, "start_app")
+	testenv.Eventually(t, "recovery", func() bool { return log.count(driver.EventRecovered) > 0 })
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, Mandatory: true, MessageID: "after-restart"}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,22 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 )
-
-// testURL returns the broker URL from ACEMQ_TEST_AMQP_URL or skips the test.
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("ACEMQ_TEST_AMQP_URL")
-	if u == "" {
-		t.Skip("ACEMQ_TEST_AMQP_URL is not set; skipping a test that needs RabbitMQ")
-	}
-	return u
-}
 
 func uniqueName(prefix string) string {
 	var b [6]byte
@@ -37,7 +27,7 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // openTest opens a connection to the test broker, closed at cleanup.
 func openTest(t testing.TB, mod func(*driver.Config)) driver.Conn {
 	t.Helper()
-	cfg := driver.Config{URLs: []string{testURL(t)}, Name: t.Name()}
+	cfg := driver.Config{URLs: []string{testenv.AMQPURL(t)}, Name: t.Name()}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -64,29 +54,32 @@ func tempQueue(t testing.TB, c driver.Conn, q driver.Queue) string {
 
 // deleteQueue deletes a queue on a connection of its own.
 func deleteQueue(t testing.TB, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Open(ctx, driver.Config{URLs: []string{testURL(t)}, Name: "acemq-test-cleanup"})
-	if err != nil {
-		t.Logf("cleanup: %v", err)
-		return
-	}
-	defer c.Close()
-	if _, err := c.DeleteQueue(ctx, name); err != nil {
-		t.Logf("cleanup: deleting %s: %v", name, err)
-	}
+	onOwnConn(t, "deleting "+name, func(ctx context.Context, c driver.Conn) error {
+		_, err := c.DeleteQueue(ctx, name)
+		return err
+	})
 }
 
+// deleteExchange deletes an exchange on a connection of its own.
 func deleteExchange(t testing.TB, name string) {
+	onOwnConn(t, "deleting "+name, func(ctx context.Context, c driver.Conn) error {
+		return c.DeleteExchange(ctx, name)
+	})
+}
+
+// onOwnConn runs a clean-up step on a connection of its own (the test's
+// may be closed or broken by now), logging rather than failing when it
+// cannot.
+func onOwnConn(t testing.TB, what string, f func(ctx context.Context, c driver.Conn) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Open(ctx, driver.Config{URLs: []string{testURL(t)}, Name: "acemq-test-cleanup"})
+	c, err := Open(ctx, driver.Config{URLs: []string{testenv.AMQPURL(t)}, Name: "acemq-test-cleanup"})
 	if err != nil {
 		t.Logf("cleanup: %v", err)
 		return
 	}
 	defer c.Close()
-	if err := c.DeleteExchange(ctx, name); err != nil {
-		t.Logf("cleanup: deleting %s: %v", name, err)
+	if err := f(ctx, c); err != nil {
+		t.Logf("cleanup: %s: %v", what, err)
 	}
 }

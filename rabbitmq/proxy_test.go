@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 // proxy is a TCP (optionally TLS-terminating) proxy in front of the test
@@ -30,7 +32,7 @@ type proxy struct {
 // non-nil tlsCfg it terminates TLS.
 func newProxy(t testing.TB, tlsCfg *tls.Config) *proxy {
 	t.Helper()
-	u, err := url.Parse(testURL(t))
+	u, err := url.Parse(testenv.AMQPURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func newProxy(t testing.TB, tlsCfg *tls.Config) *proxy {
 // url returns the broker URL through the proxy, with the test URL's user,
 // password and vhost.
 func (p *proxy) url(scheme string) string {
-	u, _ := url.Parse(testURL(p.t))
+	u, _ := url.Parse(testenv.AMQPURL(p.t))
 	u.Scheme = scheme
 	u.Host = p.ln.Addr().String()
 	return u.String()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 func TestConfirmsUnderConcurrentSenders(t *testing.T) {
@@ -144,7 +145,7 @@ func TestNoConfirms(t *testing.T) {
 	if err := c.Publish(ctx, driver.Message{RoutingKey: uniqueName("nowhere"), Mandatory: true, MessageID: "m"}); !errors.As(err, &re) {
 		t.Fatalf("mandatory unroutable with confirms off: %v", err)
 	}
-	waitFor(t, "100 messages", func() bool {
+	testenv.Eventually(t, "100 messages", func() bool {
 		info, err := c.InspectQueue(ctx, q)
 		return err == nil && info.Messages == 100
 	})
@@ -234,7 +235,7 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "6"}); err != nil {
 		t.Fatalf("publish after the confirms arrived: %v", err)
 	}
-	waitFor(t, "permits released", func() bool { return len(c.(*conn).sem) == 0 })
+	testenv.Eventually(t, "permits released", func() bool { return len(c.(*conn).sem) == 0 })
 }
 
 func TestPublishHonoursContext(t *testing.T) {
@@ -274,17 +275,6 @@ func TestBlockedFailsFast(t *testing.T) {
 	cc.blocked.Store(nil)
 	if b, _ := c.Blocked(); b {
 		t.Fatal("still blocked")
-	}
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 // fastBackoff shortens the reconnection backoff for the test.
@@ -93,7 +94,7 @@ func TestRecoveryRedeclaresAndResubscribes(t *testing.T) {
 
 	p.cut()
 	// A delivery from the dead channel cannot be settled.
-	waitFor(t, "lost event", func() bool { return log.count(driver.EventLost) > 0 })
+	testenv.Eventually(t, "lost event", func() bool { return log.count(driver.EventLost) > 0 })
 	if err := d.Ack(); !errors.Is(err, driver.ErrChannelClosed) {
 		t.Fatalf("ack from a dead channel: %v", err)
 	}
@@ -140,7 +141,7 @@ func TestLostPublishIsReportedLost(t *testing.T) {
 	for i := range 10 {
 		go func() { errs <- c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: fmt.Sprint(i)}) }()
 	}
-	waitFor(t, "publishes outstanding", func() bool { return len(c.(*conn).sem) == 10 })
+	testenv.Eventually(t, "publishes outstanding", func() bool { return len(c.(*conn).sem) == 10 })
 	p.cut()
 	for range 10 {
 		err := <-errs
@@ -166,7 +167,7 @@ func TestPublishWaitsForRecoveryWithinContext(t *testing.T) {
 		cfg.ConfirmTimeout = 100 * time.Millisecond // does not apply to the wait for recovery
 	})
 	p.cut()
-	waitFor(t, "lost", func() bool { return log.count(driver.EventLost) > 0 })
+	testenv.Eventually(t, "lost", func() bool { return log.count(driver.EventLost) > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err := c.Publish(ctx, driver.Message{RoutingKey: "x"})
@@ -197,7 +198,7 @@ func TestCloseWhileReconnecting(t *testing.T) {
 	}
 	_ = p.ln.Close() // nothing to reconnect to
 	p.cut()
-	waitFor(t, "retrying", func() bool { return log.count(driver.EventRetrying) > 0 })
+	testenv.Eventually(t, "retrying", func() bool { return log.count(driver.EventRetrying) > 0 })
 	done := make(chan struct{})
 	go func() { _ = c.Close(); close(done) }()
 	select {

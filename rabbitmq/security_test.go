@@ -13,13 +13,14 @@ import (
 
 	"github.com/acemq/acemq/devcert"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 // tlsProxy starts a TLS listener with development certificates that proxies
 // to the test broker, and returns it with the client-side CA pool.
 func tlsProxy(t *testing.T) (*proxy, *x509.CertPool) {
 	t.Helper()
-	testURL(t)
+	testenv.AMQPURL(t)
 	files, err := devcert.Generate(t.TempDir(), []string{"127.0.0.1", "localhost"})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestCredentialsProviderOverridesURL(t *testing.T) {
 		t.Fatalf("provider called %d times for the first connection", calls.Load())
 	}
 	p.cut()
-	waitFor(t, "recovery", func() bool { return log.count(driver.EventRecovered) > 0 })
+	testenv.Eventually(t, "recovery", func() bool { return log.count(driver.EventRecovered) > 0 })
 	if calls.Load() < 2 {
 		t.Fatalf("provider not consulted on reconnection (%d calls)", calls.Load())
 	}
@@ -148,7 +149,7 @@ func TestCredentialsProviderOverridesURL(t *testing.T) {
 
 func TestPasswordNeverInErrors(t *testing.T) {
 	const secret = "S3cret-Wr0ng-Passw0rd"
-	u, _ := url.Parse(testURL(t))
+	u, _ := url.Parse(testenv.AMQPURL(t))
 	u.User = url.UserPassword(u.User.Username(), secret)
 	_, err := Open(ctxFor(t, 10*time.Second), driver.Config{URLs: []string{u.String()}})
 	if err == nil {
@@ -160,7 +161,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	t.Logf("wrong password: %v", err)
 
 	_, err = Open(ctxFor(t, 10*time.Second), driver.Config{
-		URLs: []string{testURL(t)},
+		URLs: []string{testenv.AMQPURL(t)},
 		Credentials: func(context.Context) (driver.Credentials, error) {
 			return driver.Credentials{Username: "guest", Password: secret}, nil
 		},
@@ -180,10 +181,10 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	}
 
 	c := openTest(t, func(cfg *driver.Config) {
-		cfg.URLs = []string{testURL(t)}
+		cfg.URLs = []string{testenv.AMQPURL(t)}
 	})
 	if s, ok := c.(interface{ String() string }); ok {
-		tu, _ := url.Parse(testURL(t))
+		tu, _ := url.Parse(testenv.AMQPURL(t))
 		if pw, _ := tu.User.Password(); pw != "" && strings.Contains(s.String(), ":"+pw+"@") {
 			t.Fatalf("String() reveals the password: %s", s)
 		}
@@ -192,7 +193,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 
 func TestOpenTriesURLsInTurn(t *testing.T) {
 	c := openTest(t, func(cfg *driver.Config) {
-		cfg.URLs = []string{"amqp://guest:guest@127.0.0.1:1/", testURL(t)}
+		cfg.URLs = []string{"amqp://guest:guest@127.0.0.1:1/", testenv.AMQPURL(t)}
 		cfg.DialTimeout = 2 * time.Second
 	})
 	if err := c.Ping(ctxFor(t, 5*time.Second)); err != nil {

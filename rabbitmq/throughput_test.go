@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -97,7 +98,7 @@ func driverRate(t testing.TB, c driver.Conn, queue string, d time.Duration) floa
 }
 
 func TestThroughputAgainstRawClient(t *testing.T) {
-	url := testURL(t)
+	url := testenv.AMQPURL(t)
 	if os.Getenv("ACEMQ_TEST_THROUGHPUT") != "1" {
 		t.Skip("set ACEMQ_TEST_THROUGHPUT=1 to compare throughput with the raw client")
 	}
