@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,11 +44,23 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Printf("ERROR %v\n", err)
 		os.Exit(2)
 	}
+	// The retry republishes attempt 2 and then acknowledges attempt 1; the
+	// copy can arrive before that acknowledgement is sent. Attempt 2 waits
+	// for attempt 1's settlement, so that the kill finds only attempt 2
+	// unsettled (killing in between would, rightly, deliver both again).
+	firstSettled := make(chan struct{})
+	var once sync.Once
+	c.OnSettle(func(s acemq.Settlement) {
+		if s.Outcome == acemq.OutcomeRetried && s.SettleErr == nil {
+			once.Do(func() { close(firstSettled) })
+		}
+	})
 	_, err = acemq.Consume(ctx, c, queue, func(ctx context.Context, m acemq.Message[payload]) acemq.Ack {
 		fmt.Printf("ATTEMPT %s %d %t\n", m.Envelope.ID(), m.Envelope.Attempt(), m.Redelivered)
 		if m.Envelope.Attempt() == 1 {
 			return acemq.Retry(errors.New("the first attempt fails on purpose"))
 		}
+		<-firstSettled
 		// Signal readiness and block until killed.
 		fmt.Printf("READY %s %d\n", m.Envelope.ID(), m.Envelope.Attempt())
 		select {}
