@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -268,14 +269,7 @@ func (c *conn) Bind(ctx context.Context, bd driver.Binding) error {
 	b := c.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := c.check(ctx, fmt.Sprintf("bind queue %q to exchange %q", bd.Queue, bd.Exchange)); err != nil {
-		return err
-	}
-	ex, err := c.lookupBindable(bd.Exchange)
-	if err != nil {
-		return err
-	}
-	q, err := c.lookupQueue(bd.Queue)
+	ex, q, err := c.bindingEnds(ctx, fmt.Sprintf("bind queue %q to exchange %q", bd.Queue, bd.Exchange), bd)
 	if err != nil {
 		return err
 	}
@@ -290,10 +284,8 @@ func (c *conn) Bind(ctx context.Context, bd driver.Binding) error {
 			}
 		}
 	}
-	for _, have := range ex.bindings {
-		if have.q == q && have.key == bd.RoutingKey && equalTables(have.args, bd.Args) {
-			return nil
-		}
+	if ex.findBinding(q, bd) >= 0 {
+		return nil
 	}
 	ex.bindings = append(ex.bindings, &binding{q: q, key: bd.RoutingKey, args: cloneTable(bd.Args)})
 	ex.hadBinding = true
@@ -305,25 +297,40 @@ func (c *conn) Unbind(ctx context.Context, bd driver.Binding) error {
 	b := c.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := c.check(ctx, fmt.Sprintf("unbind queue %q from exchange %q", bd.Queue, bd.Exchange)); err != nil {
+	ex, q, err := c.bindingEnds(ctx, fmt.Sprintf("unbind queue %q from exchange %q", bd.Queue, bd.Exchange), bd)
+	if err != nil {
 		return err
+	}
+	if i := ex.findBinding(q, bd); i >= 0 {
+		ex.bindings = slices.Delete(ex.bindings, i, i+1)
+		b.maybeAutoDeleteExchange(ex)
+	}
+	return nil
+}
+
+// bindingEnds checks the connection for op and looks up the exchange and
+// the queue a binding joins.
+func (c *conn) bindingEnds(ctx context.Context, op string, bd driver.Binding) (*exchange, *queue, error) {
+	if err := c.check(ctx, op); err != nil {
+		return nil, nil, err
 	}
 	ex, err := c.lookupBindable(bd.Exchange)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	q, err := c.lookupQueue(bd.Queue)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	for i, have := range ex.bindings {
-		if have.q == q && have.key == bd.RoutingKey && equalTables(have.args, bd.Args) {
-			ex.bindings = append(ex.bindings[:i], ex.bindings[i+1:]...)
-			b.maybeAutoDeleteExchange(ex)
-			break
-		}
-	}
-	return nil
+	return ex, q, nil
+}
+
+// findBinding returns the index of ex's binding of q with bd's routing key
+// and arguments, or -1.
+func (ex *exchange) findBinding(q *queue, bd driver.Binding) int {
+	return slices.IndexFunc(ex.bindings, func(have *binding) bool {
+		return have.q == q && have.key == bd.RoutingKey && equalTables(have.args, bd.Args)
+	})
 }
 
 // DeleteQueue deletes a queue and reports how many ready messages it held.
