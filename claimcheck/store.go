@@ -55,11 +55,13 @@ func ValidKey(key string) bool {
 	return true
 }
 
-func checkKey(key string) error {
+// checkCall is what every Store method here checks first: a valid key and a
+// context that is not done.
+func checkCall(ctx context.Context, key string) error {
 	if !ValidKey(key) {
 		return fmt.Errorf("%w %q: a key is 1 to 128 letters, digits, dots, underscores and dashes, beginning with a letter or digit", ErrInvalidKey, key)
 	}
-	return nil
+	return ctx.Err()
 }
 
 // MemoryStore is a Store in the process's memory, for tests and for a
@@ -75,10 +77,7 @@ func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
 // Put stores a copy of data under key.
 func (s *MemoryStore) Put(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkCall(ctx, key); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -92,10 +91,7 @@ func (s *MemoryStore) Put(ctx context.Context, key string, data []byte) error {
 
 // Get returns a copy of the data stored under key.
 func (s *MemoryStore) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
@@ -109,10 +105,7 @@ func (s *MemoryStore) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Delete removes key.
 func (s *MemoryStore) Delete(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkCall(ctx, key); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -155,10 +148,7 @@ func (s *DirStore) Dir() string { return s.dir }
 
 // Put writes data to a temporary file, syncs it and renames it to key.
 func (s *DirStore) Put(ctx context.Context, key string, data []byte) (err error) {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkCall(ctx, key); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(s.dir, ".claimcheck-*")
@@ -188,10 +178,7 @@ func (s *DirStore) Put(ctx context.Context, key string, data []byte) (err error)
 
 // Get reads the file named key.
 func (s *DirStore) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(s.dir, key))
@@ -206,10 +193,7 @@ func (s *DirStore) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Delete removes the file named key; an absent file is not an error.
 func (s *DirStore) Delete(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkCall(ctx, key); err != nil {
 		return err
 	}
 	err := os.Remove(filepath.Join(s.dir, key))
