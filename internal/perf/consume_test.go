@@ -37,6 +37,9 @@ func BenchmarkConsume(b *testing.B) {
 	}
 }
 
+// stallTimeout bounds a consume run that stopped making progress.
+const stallTimeout = 5 * time.Minute
+
 func filledQueue(b *testing.B, url string) string {
 	b.StopTimer()
 	q := declare(b, url, quorum)
@@ -80,10 +83,18 @@ func rawConsume(b *testing.B, url string, conc int) {
 			}
 		})
 	}
-	<-done
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	select {
+	case <-done:
+	case <-stopped:
+		b.Fatalf("the deliveries stopped after %d of %d messages (was the connection closed?)", int64(b.N)-left.Load(), b.N)
+	case <-time.After(stallTimeout):
+		b.Fatalf("only %d of %d messages arrived within %s", int64(b.N)-left.Load(), b.N, stallTimeout)
+	}
 	m.stop(b, b.N)
 	_ = ch.Close()
-	wg.Wait()
+	<-stopped
 }
 
 func acemqConsume(b *testing.B, url string, conc int) {
@@ -104,7 +115,12 @@ func acemqConsume(b *testing.B, url string, conc int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	<-done
+	select {
+	case <-done:
+	case <-time.After(stallTimeout):
+		_ = cons.Close(context.Background())
+		b.Fatalf("only %d of %d messages arrived within %s", int64(b.N)-left.Load(), b.N, stallTimeout)
+	}
 	m.stop(b, b.N)
 	if err := cons.Close(ctxFor(b, time.Minute)); err != nil {
 		b.Error(err)
