@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -180,10 +182,7 @@ func (c *Conn) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
-	cs := make([]*consumerCore, 0, len(c.consumers))
-	for k := range c.consumers {
-		cs = append(cs, k)
-	}
+	cs := slices.Collect(maps.Keys(c.consumers))
 	c.mu.Unlock()
 	var errs []error
 	for _, k := range cs {
@@ -226,26 +225,13 @@ func (c *Conn) emitSettlement(s Settlement) {
 		c.mu.Unlock()
 		return
 	}
-	ids := make([]int, 0, len(c.hooks))
-	for id := range c.hooks {
-		ids = append(ids, id)
-	}
-	fs := make([]func(Settlement), 0, len(ids))
-	sortInts(ids)
-	for _, id := range ids {
+	fs := make([]func(Settlement), 0, len(c.hooks))
+	for _, id := range slices.Sorted(maps.Keys(c.hooks)) { // in the order registered
 		fs = append(fs, c.hooks[id])
 	}
 	c.mu.Unlock()
 	for _, f := range fs {
 		f(s)
-	}
-}
-
-func sortInts(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
 	}
 }
 
