@@ -133,12 +133,7 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 			e.id = uuid.NewString()
 		}
 	}
-	if e.typ == "" {
-		e.typ = routingKey
-		if e.typ == "" {
-			e.typ = DefaultType
-		}
-	}
+	e.typ = e.WireType(routingKey)
 	if !firstSeenOK {
 		e.ageUnknown = true
 		e.firstSeen = msTime(time.Now())
@@ -182,15 +177,8 @@ func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[strin
 	for k, v := range e.reserved {
 		dst[k] = cloneValue(v)
 	}
-	typ := e.typ
-	if typ == "" {
-		typ = routingKey
-		if typ == "" {
-			typ = DefaultType
-		}
-	}
 	dst[HeaderID] = e.id
-	dst[HeaderType] = typ
+	dst[HeaderType] = e.WireType(routingKey)
 	dst[HeaderVersion] = int32(e.version)
 	dst[HeaderCorrelation] = e.correlationID
 	dst[HeaderAttempt] = int32(e.attempt)
