@@ -429,13 +429,8 @@ func (t *Topology) DryRun(ctx context.Context, c *Conn) ([]Check, error) {
 	out := make([]Check, 0, len(p))
 	for _, d := range p {
 		ch := Check{Declaration: d}
-		switch d.Kind {
-		case DeclareExchange:
-			ch.Checked = true
-			ch.Exists, ch.Err = exists(c.t.InspectExchange(ctx, d.Exchange.Name))
-		case DeclareQueue:
-			ch.Checked = true
-			_, ierr := c.t.InspectQueue(ctx, d.Queue.Name)
+		var ierr error
+		if ch.Checked, ierr = inspect(ctx, c.t, d); ch.Checked {
 			ch.Exists, ch.Err = exists(ierr)
 		}
 		if ch.Err != nil && ctx.Err() != nil {
@@ -446,6 +441,21 @@ func (t *Topology) DryRun(ctx context.Context, c *Conn) ([]Check, error) {
 	return out, nil
 }
 
+// inspect passively checks d's exchange or queue; checked is false for a
+// binding, which cannot be checked.
+func inspect(ctx context.Context, t driver.Conn, d Declaration) (checked bool, err error) {
+	switch d.Kind {
+	case DeclareExchange:
+		return true, t.InspectExchange(ctx, d.Exchange.Name)
+	case DeclareQueue:
+		_, err := t.InspectQueue(ctx, d.Queue.Name)
+		return true, err
+	}
+	return false, nil
+}
+
+// exists reads the error of a passive check: nil is there, not found is
+// absent, anything else is returned.
 func exists(err error) (bool, error) {
 	switch {
 	case err == nil:
@@ -533,13 +543,8 @@ func (t *Topology) Drift(ctx context.Context, c *Conn, opts ...DriftOption) ([]D
 	}
 	var out []Drift
 	for _, d := range p {
-		var ierr error
-		switch d.Kind {
-		case DeclareExchange:
-			ierr = c.t.InspectExchange(ctx, d.Exchange.Name)
-		case DeclareQueue:
-			_, ierr = c.t.InspectQueue(ctx, d.Queue.Name)
-		default:
+		checked, ierr := inspect(ctx, c.t, d)
+		if !checked {
 			continue
 		}
 		ok, err := exists(ierr)
