@@ -3,6 +3,7 @@ package acemq
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,8 @@ const (
 	DecisionInProgress
 )
 
+// String is the decision's name: accept, retry, reject, park or
+// in_progress.
 func (d Decision) String() string {
 	switch d {
 	case DecisionAccept:
@@ -57,6 +60,8 @@ func (a Ack) Err() error { return a.err }
 // Delay is the in-progress delay.
 func (a Ack) Delay() time.Duration { return a.delay }
 
+// String is the decision's name, followed by ": " and the reason when there
+// is one.
 func (a Ack) String() string {
 	if a.err != nil {
 		return a.decision.String() + ": " + a.err.Error()
@@ -157,14 +162,6 @@ func TypeName(err error) string {
 	if err == nil {
 		return ""
 	}
-	name := fmt.Sprintf("%T", err)
-	for len(name) > 0 && name[0] == '*' {
-		name = name[1:]
-	}
-	for i := len(name) - 1; i >= 0; i-- {
-		if name[i] == '.' {
-			return name[i+1:]
-		}
-	}
-	return name
+	name := strings.TrimLeft(fmt.Sprintf("%T", err), "*")
+	return name[strings.LastIndexByte(name, '.')+1:]
 }

@@ -35,6 +35,7 @@ type DecodeError struct {
 	Err       error
 }
 
+// Error says that a body could not be decoded, its content type and why.
 func (e *DecodeError) Error() string {
 	ct := e.ContentType
 	if ct == "" {
@@ -43,6 +44,7 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("could not decode a body (%s): %v", ct, e.Err)
 }
 
+// Unwrap returns the codec's error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // mediaType returns the lower-cased media type of a content type, without

@@ -315,9 +315,7 @@ func (k *consumerCore) work() {
 	}
 	// The deliveries have ended. Every worker gets here; recording it twice
 	// is harmless.
-	select {
-	case <-k.stopping:
-	default:
+	if !k.isStopping() {
 		k.ended.Store(true) // the subscription ended without Close
 	}
 	k.running.Store(false)

@@ -166,6 +166,7 @@ type BatchError struct {
 	Results []SendResult
 }
 
+// Error counts the failures and names the first.
 func (e *BatchError) Error() string {
 	return fmt.Sprintf("%d of %d messages were not confirmed; %d were. The first failure was: %v", e.Failed, e.Total, e.Confirmed, e.First)
 }

@@ -156,16 +156,12 @@ func (p RetryPolicy) WaitsInBroker(d time.Duration) bool {
 func (p RetryPolicy) BrokerRungs() []time.Duration {
 	var out []time.Duration
 	for _, d := range p.Schedule() {
-		if !p.WaitsInBroker(d) {
-			continue
-		}
-		d = d.Truncate(time.Millisecond)
-		if !slices.Contains(out, d) {
-			out = append(out, d)
+		if p.WaitsInBroker(d) {
+			out = append(out, d.Truncate(time.Millisecond))
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // ShouldRetry reports whether a message that failed on attempt (1-based),

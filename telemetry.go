@@ -3,7 +3,9 @@ package acemq
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -398,6 +400,8 @@ func noopPublishDone(error, time.Duration) {}
 func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Envelope) (context.Context, func(error, time.Duration)) {
 	bg := context.Background()
 	metrics := o.publishTotal.Enabled(bg) || o.publishDuration.Enabled(bg)
+	ex, rk := m.Exchange, m.RoutingKey
+	confirmed := !o.noConfirms || m.AlwaysConfirm
 	if !o.tracing() {
 		// No spans: still pass on a trace context the caller carries (for
 		// example from an instrumented HTTP server), so a connection with
@@ -408,8 +412,6 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Enve
 		if !metrics {
 			return ctx, noopPublishDone
 		}
-		ex, rk := m.Exchange, m.RoutingKey
-		confirmed := !o.noConfirms || m.AlwaysConfirm
 		return ctx, func(err error, d time.Duration) {
 			o.recordPublish(ex, rk, publishOutcome(err, confirmed), d)
 		}
@@ -432,8 +434,6 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Enve
 			attribute.String(attrMessageType, typ),
 		))
 	propagator.Inject(ctx, tableCarrier{t: &m.Headers})
-	ex, rk := m.Exchange, m.RoutingKey
-	confirmed := !o.noConfirms || m.AlwaysConfirm
 	return ctx, func(err error, d time.Duration) {
 		outcome := publishOutcome(err, confirmed)
 		span.SetAttributes(attribute.String(attrOutcome, outcome))
@@ -604,13 +604,7 @@ func (c tableCarrier) Set(key, value string) {
 	(*c.t)[key] = value
 }
 
-func (c tableCarrier) Keys() []string {
-	keys := make([]string, 0, len(*c.t))
-	for k := range *c.t {
-		keys = append(keys, k)
-	}
-	return keys
-}
+func (c tableCarrier) Keys() []string { return slices.Collect(maps.Keys(*c.t)) }
 
 // attrKey identifies a cached attribute set: kind selects the tag names.
 type attrKey struct {
