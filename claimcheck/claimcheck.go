@@ -200,10 +200,12 @@ type MissingError struct {
 	Err error // from the store, wrapping ErrNotFound
 }
 
+// Error names the key the store holds nothing for.
 func (e *MissingError) Error() string {
 	return fmt.Sprintf("the claim-check store has no payload for key %s (was it removed by retention?)", e.Key)
 }
 
+// Unwrap returns the store's error.
 func (e *MissingError) Unwrap() error { return e.Err }
 
 func truncate(s string) string {

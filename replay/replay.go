@@ -76,6 +76,8 @@ type Result struct {
 	Err error
 }
 
+// String summarises the replay in one line: how many moved, from where to
+// where, how many were skipped, why it stopped and any error.
 func (r Result) String() string {
 	s := fmt.Sprintf("replayed %d from %s to exchange %q routing key %q (%d skipped): %s", r.Moved, r.Source, r.Exchange, r.RoutingKey, r.Skipped, r.Reason)
 	if r.Err != nil {

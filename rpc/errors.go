@@ -44,6 +44,8 @@ type TimeoutError struct {
 	cause error
 }
 
+// Error says which request got no reply, where it was sent, and why the
+// wait ended.
 func (e *TimeoutError) Error() string {
 	if e.Closed {
 		return fmt.Sprintf("rpc: %s while request %s (exchange %q, routing key %q) was outstanding; no reply arrived, which does not mean nothing happened", e.Reason, e.ID, e.Exchange, e.RoutingKey)
@@ -83,6 +85,7 @@ type ResponderError struct {
 	Reply acemq.Envelope
 }
 
+// Error names the request and quotes the responder's failure text.
 func (e *ResponderError) Error() string {
 	return fmt.Sprintf("rpc: the responder failed request %s: %s", e.ID, e.Text)
 }
