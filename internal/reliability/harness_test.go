@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +26,6 @@ func uniqueName(prefix string) string {
 	var b [5]byte
 	_, _ = rand.Read(b[:])
 	return "acemq-reliability-" + prefix + "-" + hex.EncodeToString(b[:])
-}
-
-var notName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
-// memoryURL is a memory broker of the test's own.
-func memoryURL(t testing.TB) string {
-	return "memory://" + notName.ReplaceAllString(t.Name(), "-") + "-" + uniqueName("m")
 }
 
 // connect opens a connection closed at cleanup.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rabbitmq"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -171,7 +172,7 @@ func hostileCases(huge int, rabbit bool) []hostileCase {
 // must fit in one frame, 128 KiB by default, so the huge values are 40 KiB:
 // a copy set aside carries the id twice, as id and correlation).
 func TestHostileDeliveries(t *testing.T) {
-	t.Run("memory", func(t *testing.T) { hostile(t, memoryURL(t), 1<<20, false) })
+	t.Run("memory", func(t *testing.T) { hostile(t, brokertest.MemoryURL(t), 1<<20, false) })
 	t.Run("rabbitmq", func(t *testing.T) { hostile(t, testenv.AMQPURL(t), 40<<10, true) })
 }
 

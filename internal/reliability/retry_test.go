@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ var restartPolicy = acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(time.Secon
 // accepted on attempt 3, "exhausts" is dead-lettered after attempt 3 with
 // the family's reason.
 func TestRetrySurvivesRestarts(t *testing.T) {
-	t.Run("memory", func(t *testing.T) { retrySurvivesRestarts(t, memoryURL(t)) })
+	t.Run("memory", func(t *testing.T) { retrySurvivesRestarts(t, brokertest.MemoryURL(t)) })
 	t.Run("rabbitmq", func(t *testing.T) { retrySurvivesRestarts(t, testenv.AMQPURL(t)) })
 }
 
