@@ -36,9 +36,10 @@ func CredentialsFromEnv(userVar, passwordVar string) CredentialsProvider {
 }
 
 // CredentialsFromFile reads the user name and password from a file on every
-// connection and reconnection: the first line is the user name, the second
-// the password (trailing spaces and line ends are trimmed). This suits
-// secrets mounted as files, which are rotated in place.
+// connection and reconnection: the first line is the user name (surrounding
+// white space trimmed), the second the password (trailing spaces and tabs
+// trimmed); lines may end in \n or \r\n. This suits secrets mounted as
+// files, which are rotated in place.
 func CredentialsFromFile(path string) CredentialsProvider {
 	return func(context.Context) (Credentials, error) {
 		b, err := os.ReadFile(path)

@@ -284,7 +284,8 @@ func (e Envelope) WithID(id string) Envelope {
 // WithType returns a copy with the type replaced.
 func (e Envelope) WithType(t string) Envelope { e = e.orDefault(); e.typ = t; return e }
 
-// WithVersion returns a copy with the version replaced (below 1 becomes 1).
+// WithVersion returns a copy with the version replaced (below 1 becomes 1,
+// above 2147483647 becomes 2147483647).
 func (e Envelope) WithVersion(v int) Envelope {
 	e = e.orDefault()
 	e.version = counter(v, 1)
@@ -309,7 +310,8 @@ func (e Envelope) WithCausationID(id string) Envelope {
 	return e
 }
 
-// WithAttempt returns a copy with the attempt replaced (below 1 becomes 1).
+// WithAttempt returns a copy with the attempt replaced (below 1 becomes 1,
+// above 2147483647 becomes 2147483647).
 func (e Envelope) WithAttempt(n int) Envelope {
 	e = e.orDefault()
 	e.attempt = counter(n, 1)

@@ -40,9 +40,9 @@ type HealthReport struct {
 	Detail string `json:"detail"`
 	// Checked is when the check ran.
 	Checked time.Time `json:"checked"`
-	// Parts holds the check's figures: for a connection blocked,
+	// Parts holds the check's figures: for a connection, blocked,
 	// blockedReason, consumers and roundTripMillis (null when the broker
-	// was not probed); for AggregateHealth one HealthReport per check.
+	// was not probed); for AggregateHealth, one HealthReport per check.
 	Parts map[string]any `json:"parts"`
 }
 
