@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,8 +107,15 @@ func declare(tb testing.TB, url string, kind queueKind) string {
 
 // fill puts n benchmark messages, with full envelopes, on queue through
 // acemq, so that raw and acemq consumers read the same bytes.
+//
+// The work runs under the pprof label perf=setup, so that a CPU profile of
+// a consume benchmark can leave it out: go tool pprof -tagignore perf=setup.
 func fill(tb testing.TB, url, queue string, n int) {
 	tb.Helper()
+	pprof.Do(context.Background(), pprof.Labels("perf", "setup"), func(context.Context) { fillUnlabelled(tb, url, queue, n) })
+}
+
+func fillUnlabelled(tb testing.TB, url, queue string, n int) {
 	c, err := acemq.Connect(ctxFor(tb, 30*time.Second), url)
 	if err != nil {
 		tb.Fatal(err)
