@@ -178,7 +178,7 @@ func main() {
 		if rw, ok := summarise(runs, w, "raw", t, true); ok {
 			rows = append(rows, rw)
 		}
-		for _, base := range []string{"rawhdr", "driver"} {
+		for _, base := range []string{"rawhdr", "rawhdrbatch", "driver"} {
 			if rw, ok := summarise(runs, w, base, t, false); ok {
 				rows = append(rows, rw)
 			}
@@ -210,7 +210,7 @@ func printTable(w io.Writer, rows []row, markdown bool) {
 		lines = append(lines, []string{
 			r.workload, r.vs, unit(r.metric),
 			fmt.Sprintf("%.0f", r.raw), fmt.Sprintf("%.0f", r.acemq),
-			fmt.Sprintf("%.2f", r.ratio), fmt.Sprintf("%.2f–%.2f", r.lo, r.hi),
+			fmt.Sprintf("%.3f", r.ratio), fmt.Sprintf("%.2f–%.2f", r.lo, r.hi),
 			strconv.Itoa(r.runs), r.targetLabel, r.verdict,
 			fmt.Sprintf("%.1f → %.1f", r.cpuRaw, r.cpuAcemq),
 		})

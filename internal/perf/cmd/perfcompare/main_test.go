@@ -49,7 +49,7 @@ func TestSummarise(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printTable(&out, []row{pub, seq}, true)
-	if !strings.Contains(out.String(), "| Publish/batch | raw | msgs/s | 20000 | 9000 | 0.45 | 0.45–0.95 | 3 | ≥ 0.90 | MISSED |") {
+	if !strings.Contains(out.String(), "| Publish/batch | raw | msgs/s | 20000 | 9000 | 0.450 | 0.45–0.95 | 3 | ≥ 0.90 | MISSED |") {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
