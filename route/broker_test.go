@@ -117,16 +117,22 @@ func runMetrics(t *testing.T, r *sdkmetric.ManualReader) map[string]runMetric {
 	return out
 }
 
+// waitMetric waits until the run that ended as key has both of its metrics
+// recorded: the count and the duration. They are two instruments recorded
+// one after the other at the run's end, and the SDK adds a data point to a
+// collection before it counts the measurement (a collect in between reads
+// the point with a zero count), so a key that merely exists is not yet a
+// recorded run.
 func waitMetric(t *testing.T, r *sdkmetric.ManualReader, key string) runMetric {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if m, ok := runMetrics(t, r)[key]; ok {
+		if m := runMetrics(t, r)[key]; m.Count > 0 && m.HasDur && m.Duration.Count > 0 {
 			return m
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no run metric %s; have %v", key, runMetrics(t, r))
+	t.Fatalf("run metric %s: count and duration not both recorded within 15s; have %v", key, runMetrics(t, r))
 	return runMetric{}
 }
 
