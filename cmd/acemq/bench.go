@@ -34,6 +34,8 @@ type benchFlags struct {
 	compareRaw bool
 	json       bool
 	timeout    time.Duration
+	// metricsAddr serves the actuator endpoints while the bench runs.
+	metricsAddr string
 }
 
 // benchResult is one measured phase.
@@ -126,6 +128,7 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
 	fl.IntVar(&f.requests, "requests", 2000, "requests to make with --rpc")
 	fl.BoolVar(&f.compareRaw, "compare-raw", false, "run the same work through plain amqp091-go and print the ratio")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
+	addMetricsFlag(fl, &f.metricsAddr)
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
@@ -159,11 +162,17 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	conn, err := connect(cmd, acemq.WithMaxOutstanding(max(1000, f.producers*f.window)))
+	mx, err := newMetrics(cmd, f.metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer mx.close()
+	conn, err := connect(cmd, append(mx.connectOptions(), acemq.WithMaxOutstanding(max(1000, f.producers*f.window)))...)
 	if err != nil {
 		return err
 	}
 	defer closeConn(cmd, conn)
+	mx.start(cmd, conn)
 
 	rawTLS, err := tlsConfig(cmd)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,22 @@ func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
 			t.Errorf("bench left %s%s behind", rep.QueuePrefix, q)
 			_, _ = conn.Transport().DeleteQueue(ctx, rep.QueuePrefix+q)
 		}
+	}
+}
+
+func TestBenchMetricsAddr(t *testing.T) {
+	r := runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "100", "--size", "64", "--metrics-addr", "127.0.0.1:0").wantCode(t, 0)
+	if !strings.Contains(r.stderr, "metrics on http://127.0.0.1:") {
+		t.Errorf("bench did not serve its metrics; stderr:\n%s", r.stderr)
+	}
+	// A taken address fails the command before it starts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r = runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "10", "--metrics-addr", ln.Addr().String()).wantCode(t, 1)
+	if !strings.Contains(r.stderr, "--metrics-addr") {
+		t.Errorf("stderr %q", r.stderr)
 	}
 }
