@@ -230,12 +230,33 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 		!strings.HasPrefix(err.Error(), "4 publishes are already waiting for a confirm and none completed within 500ms") {
 		t.Fatalf("publish beyond the bound: %v", err)
 	}
+	cc := c.(*conn)
+	if n := len(cc.sem); n != 4 {
+		t.Fatalf("%d permits held by the stalled publishes, want 4", n)
+	}
 	p.unpause()
-	// The late confirms free the permits.
+	// The late confirms free the permits. Wait for them to arrive rather
+	// than assume they do within the 500 ms the next publish waits for a
+	// permit; and give that publish the default confirm timeout (no publish
+	// is running now): what is checked is that the permits come back, not
+	// that a shared, busy broker confirms a publish within 500 ms.
+	testenv.Eventually(t, "the stalled publishes' late confirms", func() bool {
+		cc.abMu.Lock()
+		defer cc.abMu.Unlock()
+		for _, ab := range cc.abandoned {
+			select {
+			case <-ab.dc.Done():
+			default:
+				return false
+			}
+		}
+		return true
+	})
+	cc.cfg.ConfirmTimeout = DefaultConfirmTimeout
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "6"}); err != nil {
 		t.Fatalf("publish after the confirms arrived: %v", err)
 	}
-	testenv.Eventually(t, "permits released", func() bool { return len(c.(*conn).sem) == 0 })
+	testenv.Eventually(t, "permits released", func() bool { return len(cc.sem) == 0 })
 }
 
 func TestPublishHonoursContext(t *testing.T) {
