@@ -562,20 +562,31 @@ func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
 		_ = req.Close(cctx)
 		cancel()
 	}()
+	return b.rounds(ctx, "acemq", "asking through acemq", func() error {
+		_, err := req.Ask(ctx, b.stamp())
+		return err
+	})
+}
+
+// rounds runs f.requests round trips, f.producers at once, each timed from
+// before ask to its return, and summarises them as the request phase of
+// client.
+func (b *bench) rounds(ctx context.Context, client, what string, ask func() error) (benchResult, error) {
+	f := b.f
 	var lat latencies
-	var failed atomic.Int64
 	var firstErr firstError
-	bar := b.bar(f.requests, "request")
+	label := "request"
+	if client != "acemq" {
+		label += " (" + client + ")"
+	}
+	bar := b.bar(f.requests, label)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, n := range shares(f.requests, f.producers) {
-		wg.Add(1)
-		go func(n int) {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < n && ctx.Err() == nil; i++ {
 				t0 := time.Now()
-				if _, err := req.Ask(ctx, b.stamp()); err != nil {
-					failed.Add(1)
+				if err := ask(); err != nil {
 					firstErr.set(err)
 					continue
 				}
@@ -585,15 +596,15 @@ func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
 					_ = bar.Add(1)
 				}
 			}
-		}(n)
+		})
 	}
 	wg.Wait()
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	res = lat.result("request", "acemq", f.requests, f.requests-lat.count(), time.Since(start))
+	res := lat.result("request", client, f.requests, f.requests-lat.count(), time.Since(start))
 	if e := firstErr.get(); e != nil {
-		return res, fmt.Errorf("asking through acemq: %w", e)
+		return res, fmt.Errorf("%s: %w", what, e)
 	}
 	return res, ctx.Err()
 }

@@ -261,58 +261,28 @@ func rawRPC(ctx context.Context, b *bench) (benchResult, error) {
 		}
 	}()
 
-	var lat latencies
-	var failed atomic.Int64
-	var firstErr firstError
-	bar := b.bar(f.requests, "request (raw)")
-	start := time.Now()
-	var wg sync.WaitGroup
-	for _, n := range shares(f.requests, f.producers) {
-		wg.Add(1)
-		go func(n int) {
-			defer wg.Done()
-			for i := 0; i < n && ctx.Err() == nil; i++ {
-				id := rawID()
-				w := make(chan struct{})
-				mu.Lock()
-				waiting[id] = w
-				mu.Unlock()
-				t0 := time.Now()
-				dc, err := cch.PublishWithDeferredConfirmWithContext(ctx, "", q, true, false, amqp.Publishing{
-					DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", CorrelationId: id, MessageId: id, ReplyTo: rq.Name, Body: b.stamp(),
-				})
-				if err == nil {
-					_, err = dc.WaitContext(ctx)
-				}
-				if err == nil {
-					tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					select {
-					case <-w:
-					case <-tctx.Done():
-						err = fmt.Errorf("no reply within 30s: %w", tctx.Err())
-					}
-					cancel()
-				}
-				if err != nil {
-					failed.Add(1)
-					firstErr.set(err)
-					continue
-				}
-				now := time.Now()
-				lat.add(now.Sub(t0), now)
-				if bar != nil {
-					_ = bar.Add(1)
-				}
-			}
-		}(n)
-	}
-	wg.Wait()
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	res = lat.result("request", "raw", f.requests, f.requests-lat.count(), time.Since(start))
-	if e := firstErr.get(); e != nil {
-		return res, fmt.Errorf("asking through amqp091-go: %w", e)
-	}
-	return res, ctx.Err()
+	return b.rounds(ctx, "raw", "asking through amqp091-go", func() error {
+		id := rawID()
+		w := make(chan struct{})
+		mu.Lock()
+		waiting[id] = w
+		mu.Unlock()
+		dc, err := cch.PublishWithDeferredConfirmWithContext(ctx, "", q, true, false, amqp.Publishing{
+			DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", CorrelationId: id, MessageId: id, ReplyTo: rq.Name, Body: b.stamp(),
+		})
+		if err == nil {
+			_, err = dc.WaitContext(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		select {
+		case <-w:
+			return nil
+		case <-tctx.Done():
+			return fmt.Errorf("no reply within 30s: %w", tctx.Err())
+		}
+	})
 }
