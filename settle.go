@@ -267,6 +267,14 @@ func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Sett
 // env's headers) to target through the default exchange and acks the
 // original once the copy is confirmed and routed.
 func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string, s *Settlement, outcome Outcome) {
+	if !d.CanSettle() {
+		// The channel went away during the wait: the broker redelivers the
+		// original (same attempt), so a copy now would run the message twice.
+		s.Outcome = OutcomeRequeued
+		s.Where = WhereRequeued
+		s.SettleErr = driver.ErrChannelClosed
+		return
+	}
 	if err := k.publishCopy(d, env, target); err != nil {
 		k.requeue(d, s, err)
 		return

@@ -147,6 +147,27 @@ func (d *Delivery) Nack(requeue bool) error {
 	return d.Acknowledger.Nack(d.DeliveryTag, requeue)
 }
 
+// CanSettle reports whether the delivery can still be settled: false when
+// its acknowledger says the channel it came on is gone (the broker then
+// redelivers it). An acknowledger that cannot tell is taken to say yes.
+func (d *Delivery) CanSettle() bool {
+	if d.Acknowledger == nil {
+		return false
+	}
+	if c, ok := d.Acknowledger.(SettleChecker); ok {
+		return c.CanSettle(d.DeliveryTag)
+	}
+	return true
+}
+
+// SettleChecker is implemented by an Acknowledger that can tell whether a
+// delivery can still be settled. The acemq engine asks before it republishes
+// a delivery after a wait: once the channel is gone the broker redelivers
+// the original, and a copy would make the message run twice.
+type SettleChecker interface {
+	CanSettle(tag uint64) bool
+}
+
 // Acknowledger settles deliveries by tag. A delivery whose channel has gone
 // cannot be settled any more: the methods return an error wrapping
 // ErrChannelClosed and the broker redelivers the message.

@@ -25,6 +25,9 @@ func (a *acker) Ack(tag uint64) error {
 	return nil
 }
 
+// CanSettle reports whether the channel the delivery came on is still open.
+func (a *acker) CanSettle(uint64) bool { return !a.ch.IsClosed() }
+
 // Nack rejects the delivery with the tag.
 func (a *acker) Nack(tag uint64, requeue bool) error {
 	if err := a.ch.Nack(tag, false, requeue); err != nil {
