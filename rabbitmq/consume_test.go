@@ -61,8 +61,14 @@ func TestCloseRequeuesUnsettled(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := recvOne(t, sub)
+	if !d.CanSettle() {
+		t.Fatal("a delivery on an open channel says it cannot be settled")
+	}
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if d.CanSettle() {
+		t.Error("a delivery whose channel was closed says it can still be settled")
 	}
 	if err := d.Ack(); !errors.Is(err, driver.ErrChannelClosed) {
 		t.Fatalf("ack after Close: %v", err)

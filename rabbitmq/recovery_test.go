@@ -95,6 +95,9 @@ func TestRecoveryRedeclaresAndResubscribes(t *testing.T) {
 	p.cut()
 	// A delivery from the dead channel cannot be settled.
 	testenv.Eventually(t, "lost event", func() bool { return log.count(driver.EventLost) > 0 })
+	if d.CanSettle() {
+		t.Error("a delivery from a dead channel says it can still be settled")
+	}
 	if err := d.Ack(); !errors.Is(err, driver.ErrChannelClosed) {
 		t.Fatalf("ack from a dead channel: %v", err)
 	}
