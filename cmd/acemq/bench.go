@@ -403,6 +403,16 @@ func (l *latencies) add(d time.Duration, at time.Time) {
 	l.mu.Unlock()
 }
 
+// done records an operation that started at t0 and ended now, and ticks
+// the progress bar when there is one.
+func (l *latencies) done(t0 time.Time, bar *progressbar.ProgressBar) {
+	now := time.Now()
+	l.add(now.Sub(t0), now)
+	if bar != nil {
+		_ = bar.Add(1)
+	}
+}
+
 func (l *latencies) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -506,11 +516,7 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 						firstErr.set(err)
 						return
 					}
-					now := time.Now()
-					pubLat.add(now.Sub(t0), now)
-					if bar != nil {
-						_ = bar.Add(1)
-					}
+					pubLat.done(t0, bar)
 				}()
 			}
 			inner.Wait()
@@ -590,11 +596,7 @@ func (b *bench) rounds(ctx context.Context, client, what string, ask func() erro
 					firstErr.set(err)
 					continue
 				}
-				now := time.Now()
-				lat.add(now.Sub(t0), now)
-				if bar != nil {
-					_ = bar.Add(1)
-				}
+				lat.done(t0, bar)
 			}
 		})
 	}

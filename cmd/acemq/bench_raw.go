@@ -143,11 +143,7 @@ func rawPubSub(ctx context.Context, b *bench) (pub, con benchResult, err error) 
 						firstErr.set(err)
 						return
 					}
-					now := time.Now()
-					pubLat.add(now.Sub(t0), now)
-					if bar != nil {
-						_ = bar.Add(1)
-					}
+					pubLat.done(t0, bar)
 				}()
 			}
 			inner.Wait()
