@@ -299,12 +299,18 @@ func (k *consumerCore) isStopping() bool {
 	}
 }
 
-// work takes deliveries straight from the subscription (no goroutine in
-// between: each hand-over costs a wake-up) and processes them; once the
-// consumer is stopping, deliveries not yet started go back to the queue.
+// work takes deliveries straight from the subscription (with no goroutine
+// in between when the driver is a driver.Receiver: each hand-over costs a
+// wake-up) and processes them; once the consumer is stopping, deliveries
+// not yet started go back to the queue.
 func (k *consumerCore) work() {
 	defer k.workers.Done()
-	for d := range k.sub.Deliveries() {
+	receive := driver.Receive(k.sub)
+	for {
+		d, ok := receive()
+		if !ok {
+			break
+		}
 		// A delivery taken up as the consumer began to stop has not
 		// started: put it back rather than run it.
 		if k.isStopping() {

@@ -205,6 +205,31 @@ type Subscription interface {
 	Close() error
 }
 
+// Receiver is implemented by a Subscription whose deliveries can be taken
+// by the reader's own goroutine, without the hand-off through the
+// Deliveries channel: each hand-off between goroutines costs a wake-up per
+// message. Receive returns the next delivery, or false once the
+// subscription has ended (when Deliveries would have closed). It is safe
+// for concurrent use. Use either Receive or Deliveries on one
+// subscription, not both.
+type Receiver interface {
+	Receive() (Delivery, bool)
+}
+
+// Receive returns a function that takes the subscription's next delivery:
+// its Receive method when it implements Receiver, else a read from its
+// Deliveries channel.
+func Receive(s Subscription) func() (Delivery, bool) {
+	if r, ok := s.(Receiver); ok {
+		return r.Receive
+	}
+	ch := s.Deliveries()
+	return func() (Delivery, bool) {
+		d, ok := <-ch
+		return d, ok
+	}
+}
+
 // Capabilities reports what a broker supports.
 type Capabilities struct {
 	PublisherConfirms bool

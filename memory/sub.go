@@ -112,6 +112,14 @@ func (s *sub) run() {
 // queue's deletion or the connection's Close.
 func (s *sub) Deliveries() <-chan driver.Delivery { return s.ch }
 
+// Receive returns the next delivery, or false once Deliveries has closed
+// (driver.Receiver). The memory broker hands deliveries up through the same
+// channel either way.
+func (s *sub) Receive() (driver.Delivery, bool) {
+	d, ok := <-s.ch
+	return d, ok
+}
+
 // Tag returns the consumer tag.
 func (s *sub) Tag() string { return s.tag }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acemq/acemq/driver"
@@ -58,24 +59,33 @@ func toDelivery(d *amqp.Delivery, a *acker) driver.Delivery {
 	}
 }
 
-// subscription implements driver.Subscription. One goroutine (run) owns
-// the Deliveries channel: it hands up deliveries from the current
-// attachment (an amqp091 channel and consumer) and, when that channel dies,
-// subscribes again on a new one.
+// subscription implements driver.Subscription and driver.Receiver.
+//
+// Deliveries are taken from the current attachment (an amqp091 channel and
+// consumer) by whoever calls Receive: the acemq engine's workers read
+// amqp091's delivery channel themselves, with no goroutine of the driver's
+// in between. When an attachment's delivery channel closes, the first
+// reader to see it decides what follows (the end, or a new attachment after
+// the channel or connection died) while the others wait for that decision.
+// Deliveries, for callers that want a channel, is a goroutine pumping
+// Receive into one.
 type subscription struct {
 	c    *conn
 	spec driver.ConsumeSpec
 	args amqp.Table
-	out  chan driver.Delivery
 
 	stop     chan struct{} // Cancel or Close: no more (re)subscribing
 	quit     chan struct{} // Close or Conn.Close: stop handing up at once
 	stopOnce sync.Once
 	quitOnce sync.Once
-	done     chan struct{} // run has returned
 
-	mu  sync.Mutex
-	att *attachment
+	cur atomic.Pointer[attachment] // the attachment Receive reads; nil once ended
+
+	mu      sync.Mutex
+	att     *attachment // the latest attachment, kept after the end for Close
+	outOnce sync.Once
+	out     chan driver.Delivery
+	pumped  chan struct{} // closed when the Deliveries pump has returned
 }
 
 type attachment struct {
@@ -83,6 +93,10 @@ type attachment struct {
 	ch   *amqp.Channel
 	dels <-chan amqp.Delivery
 	ack  *acker
+
+	// over decides, once, what follows this attachment; readers that see
+	// its delivery channel close all go through it and wait for it.
+	over sync.Once
 }
 
 func (a *attachment) close() {
@@ -105,10 +119,8 @@ func (c *conn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Sub
 		c:    c,
 		spec: spec,
 		args: args,
-		out:  make(chan driver.Delivery),
 		stop: make(chan struct{}),
 		quit: make(chan struct{}),
-		done: make(chan struct{}),
 	}
 	var att *attachment
 	for {
@@ -136,10 +148,9 @@ func (c *conn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Sub
 		return nil, driver.ErrClosed
 	}
 	sub.att = att
+	sub.cur.Store(att)
 	c.subs[sub] = struct{}{}
-	c.wg.Add(1)
 	c.mu.Unlock()
-	go sub.run(att)
 	return sub, nil
 }
 
@@ -176,60 +187,66 @@ func (sub *subscription) stopped() bool {
 	}
 }
 
-func (sub *subscription) run(att *attachment) {
-	c := sub.c
-	defer c.wg.Done()
-	defer close(sub.done)
-	defer close(sub.out)
-	defer func() {
-		c.mu.Lock()
-		delete(c.subs, sub)
-		c.mu.Unlock()
-	}()
-	for {
-		if !sub.pump(att) {
-			// Close: unsettled deliveries go back to the queue when the
-			// channel closes (Conn.Close closes the whole connection).
-			if !c.isClosing() {
-				att.close()
-			}
-			return
-		}
-		if sub.stopped() {
-			// Cancel: the channel stays open so that deliveries already
-			// handed up can still be settled; Close closes it.
-			return
-		}
-		if !att.ch.IsClosed() {
-			// The broker cancelled the consumer (its queue was deleted,
-			// say): the subscription ends.
-			att.close()
-			return
-		}
-		if att = sub.reattach(); att == nil {
-			return
-		}
-	}
-}
-
-// pump hands up deliveries until the attachment's delivery channel closes
-// (true) or the subscription is closed (false).
-func (sub *subscription) pump(att *attachment) bool {
-	for {
+// Receive returns the next delivery, or false once the subscription has
+// ended: after Cancel when what the broker had sent has been handed up, at
+// once after Close or Conn.Close, or when the broker cancelled the consumer
+// or refused to resubscribe. A lost channel or connection does not end it:
+// Receive waits while the subscription attaches again. Safe for concurrent
+// use.
+func (sub *subscription) Receive() (driver.Delivery, bool) {
+	att := sub.cur.Load()
+	for att != nil {
 		select {
 		case d, ok := <-att.dels:
-			if !ok {
-				return true
+			if ok {
+				return toDelivery(&d, att.ack), true
 			}
-			select {
-			case sub.out <- toDelivery(&d, att.ack):
-			case <-sub.quit:
-				return false
-			}
+			att.over.Do(func() { sub.next(att) })
+			att = sub.cur.Load()
 		case <-sub.quit:
-			return false
+			return driver.Delivery{}, false
 		}
 	}
+	return driver.Delivery{}, false
+}
+
+// next decides what follows att, whose delivery channel has closed: a new
+// attachment when the channel or connection died, else the end.
+func (sub *subscription) next(att *attachment) {
+	c := sub.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		sub.end()
+		return
+	}
+	c.wg.Add(1) // Conn.Close waits for a resubscription in progress
+	c.mu.Unlock()
+	defer c.wg.Done()
+	switch {
+	case sub.stopped():
+		// Cancel or Close: with Cancel the channel stays open so that
+		// deliveries already handed up can still be settled; Close
+		// closes it.
+	case !att.ch.IsClosed():
+		// The broker cancelled the consumer (its queue was deleted,
+		// say): the subscription ends.
+		att.close()
+	default:
+		if n := sub.reattach(); n != nil {
+			sub.cur.Store(n)
+			return
+		}
+	}
+	sub.end()
+}
+
+// end marks the subscription ended: Receive returns false from now on.
+func (sub *subscription) end() {
+	sub.cur.Store(nil)
+	sub.c.mu.Lock()
+	delete(sub.c.subs, sub)
+	sub.c.mu.Unlock()
 }
 
 // reattach subscribes again after the channel died: on the same
@@ -292,15 +309,55 @@ func (sub *subscription) reattach() *attachment {
 	}
 }
 
-// Deliveries returns the channel deliveries arrive on.
-func (sub *subscription) Deliveries() <-chan driver.Delivery { return sub.out }
+// Deliveries returns a channel the subscription's deliveries arrive on,
+// pumped from Receive by a goroutine started on the first call. It closes
+// when Receive would return false. Use either Deliveries or Receive on one
+// subscription, not both.
+func (sub *subscription) Deliveries() <-chan driver.Delivery {
+	sub.outOnce.Do(func() {
+		sub.mu.Lock()
+		sub.out = make(chan driver.Delivery)
+		sub.pumped = make(chan struct{})
+		sub.mu.Unlock()
+		c := sub.c
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			close(sub.out)
+			close(sub.pumped)
+			return
+		}
+		c.wg.Add(1)
+		c.mu.Unlock()
+		go sub.pump()
+	})
+	return sub.out
+}
+
+func (sub *subscription) pump() {
+	defer sub.c.wg.Done()
+	defer close(sub.pumped)
+	defer close(sub.out)
+	for {
+		d, ok := sub.Receive()
+		if !ok {
+			return
+		}
+		select {
+		case sub.out <- d:
+		case <-sub.quit:
+			return
+		}
+	}
+}
 
 // Tag returns the consumer tag.
 func (sub *subscription) Tag() string { return sub.spec.Tag }
 
-// Cancel stops new deliveries with basic.cancel; Deliveries closes once
-// what the broker had already sent has been handed up. The channel stays
-// open so that those deliveries can still be settled; Close releases it.
+// Cancel stops new deliveries with basic.cancel; Receive returns false (and
+// Deliveries closes) once what the broker had already sent has been handed
+// up. The channel stays open so that those deliveries can still be
+// settled; Close releases it.
 func (sub *subscription) Cancel(ctx context.Context) error {
 	sub.mu.Lock()
 	sub.stopOnce.Do(func() { close(sub.stop) })
@@ -317,19 +374,27 @@ func (sub *subscription) Cancel(ctx context.Context) error {
 }
 
 // Close cancels the subscription and closes its channel: deliveries not yet
-// settled go back to the queue, marked redelivered. Deliveries closes.
+// settled go back to the queue, marked redelivered. Receive returns false
+// and Deliveries closes.
 func (sub *subscription) Close() error {
+	sub.abort()
 	sub.mu.Lock()
-	sub.stopOnce.Do(func() { close(sub.stop) })
+	pumped := sub.pumped
 	sub.mu.Unlock()
-	sub.quitOnce.Do(func() { close(sub.quit) })
-	<-sub.done
+	if pumped != nil {
+		<-pumped
+	}
+	// A resubscription in progress sees stop and closes what it opened;
+	// the latest attachment is closed here.
 	sub.mu.Lock()
 	att := sub.att
 	sub.mu.Unlock()
 	if !sub.c.isClosing() {
 		att.close()
 	}
+	sub.c.mu.Lock()
+	delete(sub.c.subs, sub)
+	sub.c.mu.Unlock()
 	return nil
 }
 

@@ -54,6 +54,7 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"CloseRequeues", testCloseRequeues},
 		{"ConnCloseEndsSubscriptions", testConnClose},
 		{"RoundRobin", testRoundRobin},
+		{"Receive", testReceive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -820,5 +821,89 @@ func testRoundRobin(e *env) {
 	}
 	if counts["first"] == 0 || counts["second"] == 0 {
 		t.Errorf("deliveries per subscription %v: want both to get some", counts)
+	}
+}
+
+// testReceive checks a driver.Receiver: readers calling Receive at once
+// share the deliveries, each exactly once; after Cancel every reader gets
+// false once what was sent has been handed up; a reader blocked on an empty
+// queue gets false when the subscription is closed.
+func testReceive(e *env) {
+	t := e.t
+	q := e.simpleQueue("receive")
+	s := e.consume(e.conn(), driver.ConsumeSpec{Queue: q, Prefetch: 10})
+	r, ok := s.(driver.Receiver)
+	if !ok {
+		t.Skip("the driver's subscriptions do not implement driver.Receiver")
+	}
+	const n, readers = 50, 4
+	for i := range n {
+		e.publish(e.admin, driver.Message{RoutingKey: q, Body: fmt.Appendf(nil, "%d", i)})
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+		wg   sync.WaitGroup
+	)
+	for range readers {
+		wg.Go(func() {
+			for {
+				d, ok := r.Receive()
+				if !ok {
+					return
+				}
+				mu.Lock()
+				seen[string(d.Body)]++
+				mu.Unlock()
+				if err := d.Ack(); err != nil {
+					t.Errorf("ack: %v", err)
+				}
+			}
+		})
+	}
+	e.eventually("every message received", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == n
+	})
+	if err := s.Cancel(e.ctx); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatalf("Receive still blocked %v after Cancel", waitFor)
+	}
+	for body, times := range seen {
+		if times != 1 {
+			t.Errorf("message %s received %d times", body, times)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	e.expectEmpty(e.admin, q)
+
+	// A reader waiting on an empty queue is released by Close.
+	s2 := e.consume(e.conn(), driver.ConsumeSpec{Queue: q, Prefetch: 1})
+	r2 := s2.(driver.Receiver)
+	got := make(chan bool, 1)
+	go func() {
+		_, ok := r2.Receive()
+		got <- ok
+	}()
+	time.Sleep(quiet)
+	if err := s2.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	select {
+	case ok := <-got:
+		if ok {
+			t.Error("Receive on an empty, closed subscription returned a delivery")
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("Receive still blocked %v after Close", waitFor)
 	}
 }
