@@ -782,20 +782,41 @@ func TestConnCloseStopsConsumers(t *testing.T) {
 	}
 }
 
-// The settlement hook takes several listeners, each removable.
+// The settlement hook takes several listeners, each removable. Listeners
+// run after the settlement, so the test waits for each call instead of
+// counting right after the rig's own listener has seen it.
 func TestOnSettleListeners(t *testing.T) {
 	r := newRig(t, memoryBackend)
-	var a, b atomic.Int32
-	removeA := r.conn.OnSettle(func(acemq.Settlement) { a.Add(1) })
-	removeB := r.conn.OnSettle(func(acemq.Settlement) { b.Add(1) })
+	a, b := make(chan string, 4), make(chan string, 4)
+	removeA := r.conn.OnSettle(func(s acemq.Settlement) { a <- s.Envelope.ID() })
+	removeB := r.conn.OnSettle(func(s acemq.Settlement) { b <- s.Envelope.ID() })
 	defer removeB()
+	wait := func(ch chan string, who string) string {
+		t.Helper()
+		select {
+		case id := <-ch:
+			return id
+		case <-time.After(waitFor):
+			t.Fatalf("listener %s was not called within %v", who, waitFor)
+		}
+		return ""
+	}
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() })
-	r.publish("o-60", acemq.Envelope{})
+	first := r.publish("o-60", acemq.Envelope{})
 	r.next()
+	if got := wait(a, "A"); got != first.ID() {
+		t.Errorf("listener A saw %s, want %s", got, first.ID())
+	}
+	wait(b, "B")
 	removeA()
-	r.publish("o-61", acemq.Envelope{})
+	second := r.publish("o-61", acemq.Envelope{})
 	r.next()
-	if a.Load() != 1 || b.Load() != 2 {
-		t.Errorf("listener A saw %d, B saw %d; want 1 and 2", a.Load(), b.Load())
+	if got := wait(b, "B"); got != second.ID() {
+		t.Errorf("listener B saw %s, want %s", got, second.ID())
+	}
+	select {
+	case id := <-a:
+		t.Errorf("listener A was called for %s after it was removed", id)
+	case <-time.After(50 * time.Millisecond):
 	}
 }
