@@ -22,6 +22,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // tel is an SDK meter and tracer provider recording into memory.
@@ -800,4 +801,29 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 			t.Errorf("the parked copy's traceparent is %v, want %s", got, parent)
 		}
 	})
+}
+
+// Conn.Tracing says whether spans are recorded: not with the global
+// provider while no SDK is installed there, not with a no-op provider, yes
+// with an SDK provider.
+func TestConnTracing(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		opts []acemq.Option
+		want bool
+	}{
+		{"global without an SDK", nil, false},
+		{"no-op provider", []acemq.Option{acemq.WithTracerProvider(tracenoop.NewTracerProvider())}, false},
+		{"SDK provider", newTel(t).options(), true},
+	} {
+		c, err := acemq.Connect(ctx, "memory://", tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Tracing(); got != tc.want {
+			t.Errorf("%s: Tracing() = %v, want %v", tc.name, got, tc.want)
+		}
+		_ = c.Close(ctx)
+	}
 }

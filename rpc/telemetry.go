@@ -46,18 +46,37 @@ const (
 )
 
 type telemetry struct {
+	conn     *acemq.Conn
 	tracer   trace.Tracer
 	total    metric.Int64Counter
 	duration metric.Float64Histogram
 	dest     string
 	key      string
+	// The measurement options of each outcome, built once: an attribute
+	// set costs allocations and a sort each time it is built.
+	adds    map[Outcome][]metric.AddOption
+	records map[Outcome][]metric.RecordOption
 }
+
+// noSpan stands for the span of a call made without tracing.
+var noSpan = trace.SpanFromContext(context.Background())
 
 func newTelemetry(conn *acemq.Conn, exchange, routingKey string) *telemetry {
 	t := &telemetry{
-		tracer: conn.TracerProvider().Tracer(acemq.InstrumentationScope),
-		dest:   exchange,
-		key:    routingKey,
+		conn:    conn,
+		tracer:  conn.TracerProvider().Tracer(acemq.InstrumentationScope),
+		dest:    exchange,
+		key:     routingKey,
+		adds:    map[Outcome][]metric.AddOption{},
+		records: map[Outcome][]metric.RecordOption{},
+	}
+	for _, o := range []Outcome{OutcomeAnswered, OutcomeTimedOut, OutcomeFailed} {
+		opt := metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("routing.key", routingKey),
+			attribute.String("outcome", string(o)),
+		))
+		t.adds[o] = []metric.AddOption{opt}
+		t.records[o] = []metric.RecordOption{opt}
 	}
 	if exchange == "" {
 		t.dest = routingKey
@@ -78,8 +97,13 @@ func newTelemetry(conn *acemq.Conn, exchange, routingKey string) *telemetry {
 	return t
 }
 
-// start opens the CLIENT span of one call.
+// start opens the CLIENT span of one call. Without tracing (see
+// acemq.Conn.Tracing) it returns ctx and a span that records nothing,
+// without building one.
 func (t *telemetry) start(ctx context.Context, id, msgType string) (context.Context, trace.Span) {
+	if !t.conn.Tracing() {
+		return ctx, noSpan
+	}
 	return t.tracer.Start(ctx, t.dest+" request",
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
@@ -94,15 +118,14 @@ func (t *telemetry) start(ctx context.Context, id, msgType string) (context.Cont
 
 // end records the call's metrics and ends its span.
 func (t *telemetry) end(span trace.Span, outcome Outcome, d time.Duration, err error) {
-	attrs := metric.WithAttributes(
-		attribute.String("routing.key", t.key),
-		attribute.String("outcome", string(outcome)),
-	)
 	// A detached context: the caller's may be cancelled already, and a
 	// recording must not depend on it.
 	ctx := context.Background()
-	t.total.Add(ctx, 1, attrs)
-	t.duration.Record(ctx, d.Seconds(), attrs)
+	t.total.Add(ctx, 1, t.adds[outcome]...)
+	t.duration.Record(ctx, d.Seconds(), t.records[outcome]...)
+	if span == noSpan {
+		return
+	}
 	span.SetAttributes(attribute.String(attrOutcome, string(outcome)))
 	if outcome != OutcomeAnswered {
 		if err != nil {

@@ -212,3 +212,34 @@ func TestRequestMetricsAndSpans(t *testing.T) {
 		}
 	})
 }
+
+// Without tracing (a meter provider and no tracer provider: the global one,
+// with no SDK installed) a requester builds no span and still records its
+// metrics.
+func TestRequestMetricsWithoutTracing(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		o := observed{reader: sdkmetric.NewManualReader()}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
+		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		conn := e.connect(acemq.WithMeterProvider(mp))
+		if conn.Tracing() {
+			t.Fatal("a connection without a tracer provider says it traces")
+		}
+		prices := e.queue("prices")
+		serve(t, e.connect(), prices, price)
+		r := open[priceRequest, quote](t, conn, "", prices)
+		for range 3 {
+			if _, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total, ok := o.metrics(t)["acemq.request.total"].Data.(metricdata.Sum[int64])
+		if !ok || len(total.DataPoints) != 1 {
+			t.Fatalf("acemq.request.total: %#v", total)
+		}
+		dp := total.DataPoints[0]
+		if a := attrs(dp.Attributes); dp.Value != 3 || a["outcome"] != "answered" || a["routing.key"] != prices {
+			t.Errorf("acemq.request.total = %d %v, want 3 answered calls to %s", dp.Value, a, prices)
+		}
+	})
+}
