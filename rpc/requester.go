@@ -117,7 +117,10 @@ type Requester[Req, Rep any] struct {
 }
 
 type call struct {
-	done chan result // buffered 1; receives exactly one result
+	// done is buffered 1 and receives exactly one result. It carries a
+	// pointer: a buffered channel of the message itself would allocate a
+	// buffer the size of a whole Message per call.
+	done chan *result
 }
 
 type result struct {
@@ -264,7 +267,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...AskOptio
 		return zero, err // unreachable: the name is not reserved
 	}
 
-	c := &call{done: make(chan result, 1)}
+	c := &call{done: make(chan *result, 1)}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -276,8 +279,8 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...AskOptio
 	// The timer starts before the publish: the caller's wait begins there.
 	start := time.Now()
 	sctx, span := r.tel.start(ctx, id, env.WireType(r.routingKey))
-	deadline := time.NewTimer(cfg.timeout)
-	defer deadline.Stop()
+	// One deadline for the publish and the wait: pctx ends at the call's
+	// deadline or with ctx, whichever comes first.
 	pctx, cancel := context.WithTimeout(sctx, cfg.timeout)
 	defer cancel()
 
@@ -302,19 +305,17 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...AskOptio
 	// Published, or the publish failed but a reply had already been taken
 	// for the call (it did get out): wait for the result.
 
-	var res result
+	var res *result
 	select {
 	case res = <-c.done:
-	case <-deadline.C:
+	case <-pctx.Done():
 		if r.forget(id) {
+			if ctx.Err() != nil {
+				return zero, r.timedOutCall(span, start, id, cfg.timeout, ctx)
+			}
 			return zero, r.timedOutCall(span, start, id, cfg.timeout, nil)
 		}
 		res = <-c.done // a reply or Close took the call first
-	case <-ctx.Done():
-		if r.forget(id) {
-			return zero, r.timedOutCall(span, start, id, cfg.timeout, ctx)
-		}
-		res = <-c.done
 	}
 	if res.closed != "" {
 		r.timedOut.Add(1)
@@ -383,7 +384,7 @@ func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, err
 // and hands it over. Every reply is accepted, matched or not.
 func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
 	if c := r.take(m); c != nil {
-		c.done <- result{msg: m}
+		c.done <- &result{msg: m}
 	} else {
 		r.unmatched.Add(1)
 	}
@@ -434,7 +435,7 @@ func (r *Requester[Req, Rep]) shutdown(reason string) {
 	r.calls = map[string]*call{}
 	r.mu.Unlock()
 	for _, c := range calls {
-		c.done <- result{closed: reason}
+		c.done <- &result{closed: reason}
 	}
 }
 
