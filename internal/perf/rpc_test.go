@@ -28,7 +28,10 @@ const (
 //
 //   - seq: one caller, one call at a time; reports the p50 and p99 round
 //     trip.
-//   - c32: 32 callers at once; reports calls/s (as msgs/s).
+//   - c32: 32 callers at once; reports calls/s (as msgs/s). rawhdr is raw
+//     writing, on the request and on the reply, a fresh header table of
+//     the fields acemq writes there (for reference: what the envelopes
+//     cost amqp091 and the broker).
 //
 // Requester and responder have a connection each. raw mirrors what rpc
 // does: the request is published persistent, mandatory and confirmed with
@@ -44,12 +47,13 @@ func BenchmarkRPC(b *testing.B) {
 	url := brokerURL(b)
 	b.Run("seq", func(b *testing.B) {
 		compare(b,
-			side{"raw", func(b *testing.B) { runRPC(b, 1, newRawRPC(b, url)) }},
+			side{"raw", func(b *testing.B) { runRPC(b, 1, newRawRPC(b, url, false)) }},
 			side{"acemq", func(b *testing.B) { runRPC(b, 1, newAcemqRPC(b, url)) }})
 	})
 	b.Run("c32", func(b *testing.B) {
 		compare(b,
-			side{"raw", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url)) }},
+			side{"raw", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url, false)) }},
+			side{"rawhdr", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url, true)) }},
 			side{"acemq", func(b *testing.B) { runRPC(b, rpcCallers, newAcemqRPC(b, url)) }})
 	})
 }
@@ -115,17 +119,20 @@ func newAcemqRPC(b *testing.B, url string) asker {
 
 // rawRequester is a request/reply client written with amqp091 alone.
 type rawRequester struct {
-	pub   *amqp.Channel
-	queue string
-	reply string
-	seq   atomic.Uint64
-	mu    sync.Mutex
-	calls map[string]chan amqp.Delivery
+	pub     *amqp.Channel
+	queue   string
+	reply   string
+	headers bool
+	seq     atomic.Uint64
+	mu      sync.Mutex
+	calls   map[string]chan amqp.Delivery
 }
 
-func newRawRPC(b *testing.B, url string) asker {
+// newRawRPC starts a raw responder and returns a raw requester's call;
+// with headers, both write the header tables acemq writes.
+func newRawRPC(b *testing.B, url string, headers bool) asker {
 	q := declare(b, url, classic)
-	startRawResponder(b, url, q)
+	startRawResponder(b, url, q, headers)
 
 	ac := dialRaw(b, url)
 	sub, err := ac.Channel()
@@ -150,7 +157,7 @@ func newRawRPC(b *testing.B, url string) asker {
 	if err := pub.Confirm(false); err != nil {
 		b.Fatal(err)
 	}
-	r := &rawRequester{pub: pub, queue: q, reply: rq.Name, calls: map[string]chan amqp.Delivery{}}
+	r := &rawRequester{pub: pub, queue: q, reply: rq.Name, headers: headers, calls: map[string]chan amqp.Delivery{}}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for d := range dels {
@@ -180,10 +187,14 @@ func (r *rawRequester) ask(ctx context.Context, o Order) (Order, error) {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, rpcRequestTimeout)
 	defer cancel()
-	dc, err := r.pub.PublishWithDeferredConfirmWithContext(ctx, "", r.queue, true, false, amqp.Publishing{
+	p := amqp.Publishing{
 		ContentType: "application/json", DeliveryMode: amqp.Persistent,
 		MessageId: id, CorrelationId: id, ReplyTo: r.reply, Body: body,
-	})
+	}
+	if r.headers {
+		p.Headers = rawRequestHeaders(id, r.queue, r.reply)
+	}
+	dc, err := r.pub.PublishWithDeferredConfirmWithContext(ctx, "", r.queue, true, false, p)
 	if err != nil {
 		return Order{}, err
 	}
@@ -205,8 +216,32 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// startRawResponder answers requests on q with amqp091 alone.
-func startRawResponder(b *testing.B, url, q string) {
+// rawRequestHeaders is the header table rpc's requester writes on a
+// request: the envelope's always-written fields, its origin, and the reply
+// address.
+func rawRequestHeaders(id, queue, replyTo string) amqp.Table {
+	return amqp.Table{
+		"x-acemq-id": id, "x-acemq-type": queue, "x-acemq-version": int32(1),
+		"x-acemq-correlation": id, "x-acemq-attempt": int32(1),
+		"x-acemq-first-seen": time.Now().UnixMilli(), "x-acemq-origin": "perf@bench",
+		"acemq-reply-to": replyTo,
+	}
+}
+
+// rawReplyHeaders is the header table rpc's responder writes on a reply:
+// a fresh id, the request's correlation, the request's id as causation.
+func rawReplyHeaders(id, queue string, request amqp.Table) amqp.Table {
+	return amqp.Table{
+		"x-acemq-id": id, "x-acemq-type": queue, "x-acemq-version": int32(1),
+		"x-acemq-correlation": request["x-acemq-correlation"], "x-acemq-causation": request["x-acemq-id"],
+		"x-acemq-attempt": int32(1), "x-acemq-first-seen": time.Now().UnixMilli(),
+		"x-acemq-origin": "perf@bench",
+	}
+}
+
+// startRawResponder answers requests on q with amqp091 alone; with
+// headers, each reply carries the header table rpc's responder writes.
+func startRawResponder(b *testing.B, url, q string, headers bool) {
 	ac := dialRaw(b, url)
 	sub, err := ac.Channel()
 	if err != nil {
@@ -227,6 +262,7 @@ func startRawResponder(b *testing.B, url, q string) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	var replies atomic.Uint64
 	var wg sync.WaitGroup
 	for range rpcResponderConc {
 		wg.Go(func() {
@@ -237,9 +273,15 @@ func startRawResponder(b *testing.B, url, q string) {
 					continue
 				}
 				body, _ := json.Marshal(o)
-				dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", d.ReplyTo, false, false, amqp.Publishing{
+				p := amqp.Publishing{
 					ContentType: "application/json", DeliveryMode: amqp.Persistent, CorrelationId: d.CorrelationId, Body: body,
-				})
+				}
+				if headers {
+					id := strconv.FormatUint(replies.Add(1), 10)
+					p.MessageId = id
+					p.Headers = rawReplyHeaders(id, d.ReplyTo, d.Headers)
+				}
+				dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", d.ReplyTo, false, false, p)
 				if err == nil {
 					dc.Wait()
 				}
