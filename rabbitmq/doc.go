@@ -37,9 +37,18 @@
 // background with exponential backoff (1 s doubling to 30 s, with jitter,
 // until Close). The exchanges, named queues and bindings declared through
 // the connection are redeclared, and every live subscription resubscribes
-// under the same Deliveries channel. Transitions are reported to
-// driver.Config.OnEvent. See docs/connecting.md in the repository for what
-// recovery does and does not do.
+// under the same Deliveries channel (or Receive calls). Transitions are
+// reported to driver.Config.OnEvent. See docs/connecting.md in the
+// repository for what recovery does and does not do.
+//
+// # Consuming
+//
+// Subscriptions implement driver.Receiver: Receive reads amqp091's delivery
+// channel in the caller's goroutine, so the acemq consumer's workers take
+// deliveries with no goroutine of the driver's in between. The first reader
+// to find a subscription's channel gone resubscribes while the others wait.
+// Deliveries, for callers that want a channel, starts one goroutine that
+// pumps Receive into it.
 //
 // # TLS
 //
