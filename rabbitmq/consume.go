@@ -196,16 +196,26 @@ func (sub *subscription) stopped() bool {
 func (sub *subscription) Receive() (driver.Delivery, bool) {
 	att := sub.cur.Load()
 	for att != nil {
+		var (
+			d  amqp.Delivery
+			ok bool
+		)
+		// A delivery already waiting is taken without a full select: in a
+		// steady stream amqp091's sender is usually there first.
 		select {
-		case d, ok := <-att.dels:
-			if ok {
-				return toDelivery(&d, att.ack), true
+		case d, ok = <-att.dels:
+		default:
+			select {
+			case d, ok = <-att.dels:
+			case <-sub.quit:
+				return driver.Delivery{}, false
 			}
-			att.over.Do(func() { sub.next(att) })
-			att = sub.cur.Load()
-		case <-sub.quit:
-			return driver.Delivery{}, false
 		}
+		if ok {
+			return toDelivery(&d, att.ack), true
+		}
+		att.over.Do(func() { sub.next(att) })
+		att = sub.cur.Load()
 	}
 	return driver.Delivery{}, false
 }
