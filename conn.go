@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acemq/acemq/driver"
@@ -26,9 +27,12 @@ type Conn struct {
 	origin string
 	obs    *observer
 
-	mu        sync.Mutex
-	hooks     map[int]func(Settlement)
-	nextHook  int
+	mu       sync.Mutex
+	hooks    map[int]func(Settlement)
+	nextHook int
+	// listeners is hooks in the order registered, rebuilt under mu on
+	// every change and read without a lock on every settlement.
+	listeners atomic.Pointer[[]func(Settlement)]
 	consumers map[*consumerCore]struct{}
 	closed    bool
 	events    []func(ConnEvent)
@@ -207,12 +211,24 @@ func (c *Conn) OnSettle(f func(Settlement)) (remove func()) {
 	id := c.nextHook
 	c.nextHook++
 	c.hooks[id] = f
+	c.storeListeners()
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
 		delete(c.hooks, id)
+		c.storeListeners()
 		c.mu.Unlock()
 	}
+}
+
+// storeListeners publishes the hooks, in the order registered, for
+// emitSettlement. Called with mu held.
+func (c *Conn) storeListeners() {
+	fs := make([]func(Settlement), 0, len(c.hooks))
+	for _, id := range slices.Sorted(maps.Keys(c.hooks)) {
+		fs = append(fs, c.hooks[id])
+	}
+	c.listeners.Store(&fs)
 }
 
 func (c *Conn) emitSettlement(s Settlement) {
@@ -220,18 +236,10 @@ func (c *Conn) emitSettlement(s Settlement) {
 		s.end(s)
 	}
 	c.obs.settled(s)
-	c.mu.Lock()
-	if len(c.hooks) == 0 {
-		c.mu.Unlock()
-		return
-	}
-	fs := make([]func(Settlement), 0, len(c.hooks))
-	for _, id := range slices.Sorted(maps.Keys(c.hooks)) { // in the order registered
-		fs = append(fs, c.hooks[id])
-	}
-	c.mu.Unlock()
-	for _, f := range fs {
-		f(s)
+	if fs := c.listeners.Load(); fs != nil {
+		for _, f := range *fs {
+			f(s)
+		}
 	}
 }
 

@@ -788,8 +788,17 @@ func TestConnCloseStopsConsumers(t *testing.T) {
 func TestOnSettleListeners(t *testing.T) {
 	r := newRig(t, memoryBackend)
 	a, b := make(chan string, 4), make(chan string, 4)
-	removeA := r.conn.OnSettle(func(s acemq.Settlement) { a <- s.Envelope.ID() })
-	removeB := r.conn.OnSettle(func(s acemq.Settlement) { b <- s.Envelope.ID() })
+	var (
+		orderMu sync.Mutex
+		calls   []string
+	)
+	note := func(who string) {
+		orderMu.Lock()
+		calls = append(calls, who)
+		orderMu.Unlock()
+	}
+	removeA := r.conn.OnSettle(func(s acemq.Settlement) { note("A"); a <- s.Envelope.ID() })
+	removeB := r.conn.OnSettle(func(s acemq.Settlement) { note("B"); b <- s.Envelope.ID() })
 	defer removeB()
 	wait := func(ch chan string, who string) string {
 		t.Helper()
@@ -818,5 +827,10 @@ func TestOnSettleListeners(t *testing.T) {
 	case id := <-a:
 		t.Errorf("listener A was called for %s after it was removed", id)
 	case <-time.After(50 * time.Millisecond):
+	}
+	orderMu.Lock()
+	defer orderMu.Unlock()
+	if got := strings.Join(calls, ","); got != "A,B,B" {
+		t.Errorf("listeners ran in the order %s, want A,B,B (the order registered)", got)
 	}
 }
