@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -624,6 +625,44 @@ type attrKey struct {
 // per measurement (high-cardinality routing keys).
 const attrCacheMax = 4096
 
+// metricQueueName is the name a queue goes by in metric tags. A queue named
+// for one process's lifetime — a generated reply queue (acemq-reply-<uuid>,
+// and the Java and .NET siblings' acemq.reply.<uuid>), a server-named queue
+// (amq.gen-…), or RabbitMQ's direct reply-to address — is tagged with its
+// pattern instead, so that requesters and subscribers that come and go do
+// not each add series for good to every responder's and their own metrics.
+// Spans keep the real name.
+func metricQueueName(q string) string {
+	switch {
+	case generatedName(q, "acemq-reply-"):
+		return "acemq-reply-*"
+	case generatedName(q, "acemq.reply."):
+		return "acemq.reply.*"
+	case strings.HasPrefix(q, "amq.gen-"):
+		return "amq.gen-*"
+	case strings.HasPrefix(q, "amq.rabbitmq.reply-to."):
+		return "amq.rabbitmq.reply-to.*"
+	}
+	return q
+}
+
+// generatedName reports whether name is prefix followed by a UUID, with or
+// without hyphens: a name a library generated, not one an application chose.
+func generatedName(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok || (len(rest) != 32 && len(rest) != 36) {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		switch c := rest[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // attrCache keeps the measurement option of each tag combination, so a
 // measurement builds no attribute set after the first of its kind.
 type attrCache struct {
@@ -632,6 +671,15 @@ type attrCache struct {
 }
 
 func (c *attrCache) get(k attrKey) metric.MeasurementOption {
+	switch k.kind {
+	case 'e':
+	case 'p':
+		if k.a == "" { // the default exchange routes by queue name
+			k.b = metricQueueName(k.b)
+		}
+	default:
+		k.a = metricQueueName(k.a)
+	}
 	if v, ok := c.m.Load(k); ok {
 		return v.(metric.MeasurementOption)
 	}

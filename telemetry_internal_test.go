@@ -160,3 +160,25 @@ func FuzzTraceHeaders(f *testing.F) {
 		}
 	})
 }
+
+// Queues named for one process's lifetime are tagged by their pattern;
+// names an application chose are kept as they are.
+func TestMetricQueueName(t *testing.T) {
+	for in, want := range map[string]string{
+		"acemq-reply-0f8c2b1e-5d3a-4c7e-9b6f-2a1d3e4f5a6b":                   "acemq-reply-*",
+		"acemq-reply-0F8C2B1E5D3A4C7E9B6F2A1D3E4F5A6B":                       "acemq-reply-*",
+		"acemq.reply.0f8c2b1e-5d3a-4c7e-9b6f-2a1d3e4f5a6b":                   "acemq.reply.*", // Java
+		"acemq.reply.0f8c2b1e5d3a4c7e9b6f2a1d3e4f5a6b":                       "acemq.reply.*", // .NET, Guid "N"
+		"amq.gen-JzTY20BRgKO-HjmUJj0wLg":                                     "amq.gen-*",
+		"amq.rabbitmq.reply-to.g1h2AA5yZXBseUAxNjc4MjQ3NjQ1AAAR5QAAAABYo2Y=": "amq.rabbitmq.reply-to.*",
+		"acemq-reply-pricing":                                                "acemq-reply-pricing", // named by the application
+		"acemq-reply-0f8c2b1e-5d3a-4c7e-9b6f-2a1d3e4f5a6b.x":                 "acemq-reply-0f8c2b1e-5d3a-4c7e-9b6f-2a1d3e4f5a6b.x",
+		"acemq.reply.zz8c2b1e5d3a4c7e9b6f2a1d3e4f5a6b":                       "acemq.reply.zz8c2b1e5d3a4c7e9b6f2a1d3e4f5a6b",
+		"orders": "orders",
+		"":       "",
+	} {
+		if got := metricQueueName(in); got != want {
+			t.Errorf("metricQueueName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

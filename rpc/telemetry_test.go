@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rpc"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -240,6 +241,63 @@ func TestRequestMetricsWithoutTracing(t *testing.T) {
 		dp := total.DataPoints[0]
 		if a := attrs(dp.Attributes); dp.Value != 3 || a["outcome"] != "answered" || a["routing.key"] != prices {
 			t.Errorf("acemq.request.total = %d %v, want 3 answered calls to %s", dp.Value, a, prices)
+		}
+	})
+}
+
+// Generated reply queues are one per requester: replies to them, and the
+// reply consumers' own deliveries, are tagged acemq-reply-* in metrics, so
+// callers that come and go do not add series to a responder for good.
+func TestReplyQueuesShareMetricSeries(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		callee, calleeOpts := observe(t)
+		caller, callerOpts := observe(t)
+		prices := e.queue("prices")
+		serve(t, e.connect(calleeOpts...), prices, price)
+		conn := e.connect(callerOpts...)
+		for range 3 {
+			r := open[priceRequest, quote](t, conn, "", prices)
+			if _, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		published, ok := callee.metrics(t)["acemq.publish.total"].Data.(metricdata.Sum[int64])
+		if !ok {
+			t.Fatal("the responder recorded no acemq.publish.total")
+		}
+		var replies []map[string]string
+		for _, dp := range published.DataPoints {
+			a := attrs(dp.Attributes)
+			if a["exchange"] == "" && a["routing.key"] != prices {
+				replies = append(replies, a)
+				if a["routing.key"] != "acemq-reply-*" || dp.Value != 3 {
+					t.Errorf("reply series %v = %d, want routing.key acemq-reply-* = 3", a, dp.Value)
+				}
+			}
+		}
+		if len(replies) != 1 {
+			t.Errorf("the replies to three requesters make %d series, want 1: %v", len(replies), replies)
+		}
+
+		// A reply consumer records its settlement after the call has its
+		// answer: wait for the third.
+		var consumed metricdata.Sum[int64]
+		testenv.Eventually(t, "three replies counted", func() bool {
+			consumed, _ = caller.metrics(t)["acemq.consume.total"].Data.(metricdata.Sum[int64])
+			var n int64
+			for _, dp := range consumed.DataPoints {
+				n += dp.Value
+			}
+			return n == 3
+		})
+		for _, dp := range consumed.DataPoints {
+			if a := attrs(dp.Attributes); a["queue"] != "acemq-reply-*" || dp.Value != 3 {
+				t.Errorf("reply consumer series %v = %d, want queue acemq-reply-* = 3", a, dp.Value)
+			}
+		}
+		if len(consumed.DataPoints) != 1 {
+			t.Errorf("three reply consumers make %d series, want 1", len(consumed.DataPoints))
 		}
 	})
 }
