@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/google/uuid"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -65,6 +66,11 @@ func rawPublishing(seq uint64, headers bool) amqp.Publishing {
 		panic(err)
 	}
 	id := strconv.FormatUint(seq, 10)
+	if headers {
+		// The same work as acemq: the contract's ids are UUIDs, and their
+		// bytes cost the broker and amqp091 too.
+		id = uuid.NewString()
+	}
 	p := amqp.Publishing{
 		ContentType:  "application/json",
 		DeliveryMode: amqp.Persistent,

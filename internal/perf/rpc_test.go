@@ -11,6 +11,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/rpc"
+	"github.com/google/uuid"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -181,6 +182,9 @@ func (r *rawRequester) ask(ctx context.Context, o Order) (Order, error) {
 		return Order{}, err
 	}
 	id := strconv.FormatUint(r.seq.Add(1), 10)
+	if r.headers {
+		id = uuid.NewString() // as rpc does: the contract's ids are UUIDs
+	}
 	c := make(chan amqp.Delivery, 1)
 	r.mu.Lock()
 	r.calls[id] = c
@@ -262,7 +266,6 @@ func startRawResponder(b *testing.B, url, q string, headers bool) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	var replies atomic.Uint64
 	var wg sync.WaitGroup
 	for range rpcResponderConc {
 		wg.Go(func() {
@@ -277,7 +280,7 @@ func startRawResponder(b *testing.B, url, q string, headers bool) {
 					ContentType: "application/json", DeliveryMode: amqp.Persistent, CorrelationId: d.CorrelationId, Body: body,
 				}
 				if headers {
-					id := strconv.FormatUint(replies.Add(1), 10)
+					id := uuid.NewString()
 					p.MessageId = id
 					p.Headers = rawReplyHeaders(id, d.ReplyTo, d.Headers)
 				}
