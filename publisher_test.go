@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -365,4 +366,49 @@ func TestPublisherConsumeRoundTrip(t *testing.T) {
 	if n := queueDepth(t, c, "orders.new"); n != 0 {
 		t.Errorf("%d messages left after an accept", n)
 	}
+}
+
+// SendAll on both brokers: a payload the codec cannot encode fails alone
+// and is not published, an unroutable message fails alone, and the others
+// are confirmed and arrive in order, with the envelopes SendAll reports.
+func TestSendAllMixedBatch(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "sendall")
+		ctx := context.Background()
+		p := acemq.NewPublisher[float64](c, "")
+		msgs := []acemq.Outgoing[float64]{
+			{RoutingKey: q, Payload: 1},
+			{RoutingKey: q, Payload: math.NaN()}, // encoding/json refuses NaN
+			{RoutingKey: "acemq-test-nowhere-" + q, Payload: 2},
+			{RoutingKey: q, Payload: 3},
+		}
+		results, err := p.SendAll(ctx, msgs)
+		var be *acemq.BatchError
+		if !errors.As(err, &be) || be.Failed != 2 || be.Confirmed != 2 {
+			t.Fatalf("SendAll = %v, want a *BatchError with 2 failed and 2 confirmed", err)
+		}
+		var ue *json.UnsupportedValueError
+		if !errors.As(results[1].Err, &ue) {
+			t.Errorf("the NaN payload failed with %v, want a *json.UnsupportedValueError", results[1].Err)
+		}
+		var re *acemq.UnroutableError
+		if !errors.As(results[2].Err, &re) {
+			t.Errorf("the unroutable message failed with %v, want an *UnroutableError", results[2].Err)
+		}
+		for _, i := range []int{0, 3} {
+			if results[i].Err != nil || results[i].Envelope.ID() == "" {
+				t.Errorf("message %d: %+v, want confirmed with an envelope", i, results[i])
+			}
+		}
+		for _, i := range []int{0, 3} {
+			d := brokertest.Get(t, c, q)
+			if d.MessageID != results[i].Envelope.ID() {
+				t.Errorf("got message %s, want %s (message %d)", d.MessageID, results[i].Envelope.ID(), i)
+			}
+		}
+		if n := brokertest.Depth(t, c, q); n != 0 {
+			t.Errorf("%d more messages on the queue", n)
+		}
+	})
 }
