@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
@@ -42,6 +43,7 @@ var enginePaths = []struct {
 	{"OrderWithOneHandler", testOrder},
 	{"UnknownReservedHeaderCarried", testUnknownHeaderCarried},
 	{"StaleAttemptHeader", testStaleAttempt},
+	{"HugeErrorIsCut", testHugeErrorIsCut},
 }
 
 func TestEngineMemory(t *testing.T) {
@@ -832,5 +834,37 @@ func TestOnSettleListeners(t *testing.T) {
 	defer orderMu.Unlock()
 	if got := strings.Join(calls, ","); got != "A,B,B" {
 		t.Errorf("listeners ran in the order %s, want A,B,B (the order registered)", got)
+	}
+}
+
+// A handler error far longer than a frame (here 200 KB of text) still sets
+// its message aside, once: x-acemq-error carries the first part of the
+// reason and says how long it was. Uncut, the copy could not be sent, the
+// delivery went back to the queue and came straight back, forever on a
+// classic queue.
+func testHugeErrorIsCut(t *testing.T, b backend) {
+	r := newRig(t, b)
+	var calls atomic.Int32
+	huge := strings.Repeat("é", 100_000) // 200,000 bytes of UTF-8
+	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack {
+		calls.Add(1)
+		return acemq.Reject(errors.New(huge))
+	})
+	r.publish("o-70", acemq.Envelope{})
+	s := r.next()
+	checkSettlement(t, s, acemq.DecisionReject, acemq.OutcomeRejected, r.q+".dlq")
+	d := r.get(r.q + ".dlq")
+	got, _ := d.Headers[acemq.HeaderError].(string)
+	if len(got) > acemq.MaxErrorHeaderBytes || !utf8.ValidString(got) {
+		t.Errorf("x-acemq-error is %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), acemq.MaxErrorHeaderBytes)
+	}
+	if !strings.HasPrefix(got, "the handler rejected it: errorString: éé") || !strings.Contains(got, fmt.Sprintf("%d bytes", len(s.Reason))) {
+		t.Errorf("x-acemq-error = %.80q…%q", got, got[max(0, len(got)-60):])
+	}
+	if !strings.Contains(s.Reason, huge) {
+		t.Error("the settlement's reason was cut too; only the header is")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once", n)
 	}
 }

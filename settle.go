@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acemq/acemq/driver"
 )
@@ -175,6 +177,28 @@ func (k *consumerCore) strand(s Settlement) {
 	k.finish(s)
 }
 
+// MaxErrorHeaderBytes is the most the engine writes in x-acemq-error. A
+// longer reason (an error that quotes a whole payload, say) is cut there
+// and says how long it was; the Settlement keeps it whole. Headers travel
+// in one AMQP frame (128 KiB by default on RabbitMQ): a copy whose reason
+// did not fit could not be set aside at all, and its delivery would come
+// back again and again.
+const MaxErrorHeaderBytes = 4096
+
+// cutReason returns reason cut to MaxErrorHeaderBytes on a UTF-8 boundary,
+// marked with its full length.
+func cutReason(reason string) string {
+	if len(reason) <= MaxErrorHeaderBytes {
+		return reason
+	}
+	mark := "… (cut; the reason was " + strconv.Itoa(len(reason)) + " bytes)"
+	n := MaxErrorHeaderBytes - len(mark)
+	for n > 0 && !utf8.RuneStart(reason[n]) {
+		n--
+	}
+	return reason[:n] + mark
+}
+
 // PanicError is the error recorded for a handler that panicked; the
 // message is dead-lettered as a fatal failure.
 type PanicError struct {
@@ -284,7 +308,7 @@ func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string
 
 func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement, target, reason string, outcome Outcome) {
 	s.Reason = reason
-	err := k.publishCopy(d, env.WithError(reason), target)
+	err := k.publishCopy(d, env.WithError(cutReason(reason)), target)
 	var ue *driver.ReturnError
 	switch {
 	case err == nil:
