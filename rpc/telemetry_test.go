@@ -262,10 +262,19 @@ func TestReplyQueuesShareMetricSeries(t *testing.T) {
 			}
 		}
 
-		published, ok := callee.metrics(t)["acemq.publish.total"].Data.(metricdata.Sum[int64])
-		if !ok {
-			t.Fatal("the responder recorded no acemq.publish.total")
-		}
+		// The responder records a reply's publish once its confirm is in,
+		// which can be after the caller has the reply: wait for the third.
+		var published metricdata.Sum[int64]
+		testenv.Eventually(t, "three replies published", func() bool {
+			published, _ = callee.metrics(t)["acemq.publish.total"].Data.(metricdata.Sum[int64])
+			var n int64
+			for _, dp := range published.DataPoints {
+				if a := attrs(dp.Attributes); a["exchange"] == "" && a["routing.key"] != prices {
+					n += dp.Value
+				}
+			}
+			return n == 3
+		})
 		var replies []map[string]string
 		for _, dp := range published.DataPoints {
 			a := attrs(dp.Attributes)
