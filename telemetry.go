@@ -118,8 +118,8 @@ func (c *Conn) MeterProvider() metric.MeterProvider {
 // Tracing reports whether the connection records spans: false when it was
 // given a no-op tracer provider, or when it uses the global one and no
 // OpenTelemetry SDK has been installed there. Packages built on the
-// connection (rpc, route) ask it before they build a span, so that a
-// process without tracing pays nothing for spans. The answer can change
+// connection (rpc) ask it before they build a span, so that a process
+// without tracing pays nothing for spans. The answer can change
 // when an SDK is installed globally later.
 func (c *Conn) Tracing() bool { return c.obs.tracing() }
 

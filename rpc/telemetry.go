@@ -52,10 +52,9 @@ type telemetry struct {
 	duration metric.Float64Histogram
 	dest     string
 	key      string
-	// The measurement options of each outcome, built once: an attribute
-	// set costs allocations and a sort each time it is built.
-	adds    map[Outcome][]metric.AddOption
-	records map[Outcome][]metric.RecordOption
+	// The measurement option of each outcome, built once: an attribute set
+	// costs allocations and a sort each time it is built.
+	attrs map[Outcome]metric.MeasurementOption
 }
 
 // noSpan stands for the span of a call made without tracing.
@@ -63,20 +62,17 @@ var noSpan = trace.SpanFromContext(context.Background())
 
 func newTelemetry(conn *acemq.Conn, exchange, routingKey string) *telemetry {
 	t := &telemetry{
-		conn:    conn,
-		tracer:  conn.TracerProvider().Tracer(acemq.InstrumentationScope),
-		dest:    exchange,
-		key:     routingKey,
-		adds:    map[Outcome][]metric.AddOption{},
-		records: map[Outcome][]metric.RecordOption{},
+		conn:   conn,
+		tracer: conn.TracerProvider().Tracer(acemq.InstrumentationScope),
+		dest:   exchange,
+		key:    routingKey,
+		attrs:  map[Outcome]metric.MeasurementOption{},
 	}
 	for _, o := range []Outcome{OutcomeAnswered, OutcomeTimedOut, OutcomeFailed} {
-		opt := metric.WithAttributeSet(attribute.NewSet(
+		t.attrs[o] = metric.WithAttributeSet(attribute.NewSet(
 			attribute.String("routing.key", routingKey),
 			attribute.String("outcome", string(o)),
 		))
-		t.adds[o] = []metric.AddOption{opt}
-		t.records[o] = []metric.RecordOption{opt}
 	}
 	if exchange == "" {
 		t.dest = routingKey
@@ -121,8 +117,8 @@ func (t *telemetry) end(span trace.Span, outcome Outcome, d time.Duration, err e
 	// A detached context: the caller's may be cancelled already, and a
 	// recording must not depend on it.
 	ctx := context.Background()
-	t.total.Add(ctx, 1, t.adds[outcome]...)
-	t.duration.Record(ctx, d.Seconds(), t.records[outcome]...)
+	t.total.Add(ctx, 1, t.attrs[outcome])
+	t.duration.Record(ctx, d.Seconds(), t.attrs[outcome])
 	if span == noSpan {
 		return
 	}
