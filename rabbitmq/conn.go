@@ -259,31 +259,23 @@ func (c *conn) do(ctx context.Context, fn func() error, undo func()) error {
 // until stop closes, when stop is not nil).
 func (c *conn) waitSession(ctx context.Context, stop <-chan struct{}) (*session, error) {
 	for {
+		var wake <-chan struct{}
 		if s := c.cur.Load(); s != nil {
 			if !s.ac.IsClosed() {
 				return s, nil
 			}
-			// Lost, but the supervisor has not noticed yet.
-			select {
-			case <-s.dead:
-			case <-ctx.Done():
-				return nil, fmt.Errorf("waiting for the connection to recover: %w", ctx.Err())
-			case <-c.closing:
+			wake = s.dead // lost, but the supervisor has not noticed yet
+		} else {
+			c.mu.Lock()
+			up, closed := c.up, c.closed
+			c.mu.Unlock()
+			if closed {
 				return nil, driver.ErrClosed
-			case <-stop:
-				return nil, errStopped
 			}
-			continue
-		}
-		c.mu.Lock()
-		up := c.up
-		closed := c.closed
-		c.mu.Unlock()
-		if closed {
-			return nil, driver.ErrClosed
+			wake = up
 		}
 		select {
-		case <-up:
+		case <-wake:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for the connection to recover: %w", ctx.Err())
 		case <-c.closing:

@@ -254,6 +254,11 @@ func (sub *subscription) next(att *attachment) {
 // end marks the subscription ended: Receive returns false from now on.
 func (sub *subscription) end() {
 	sub.cur.Store(nil)
+	sub.unregister()
+}
+
+// unregister removes the subscription from those Conn.Close aborts.
+func (sub *subscription) unregister() {
 	sub.c.mu.Lock()
 	delete(sub.c.subs, sub)
 	sub.c.mu.Unlock()
@@ -402,9 +407,7 @@ func (sub *subscription) Close() error {
 	if !sub.c.isClosing() {
 		att.close()
 	}
-	sub.c.mu.Lock()
-	delete(sub.c.subs, sub)
-	sub.c.mu.Unlock()
+	sub.unregister()
 	return nil
 }
 
