@@ -167,6 +167,7 @@ type conn struct {
 type session struct {
 	c       *conn
 	ac      *amqp.Connection
+	lost    atomic.Bool   // set by markDown, before dead closes and EventLost
 	dead    chan struct{} // closed once the supervisor has noticed the loss
 	closeCh chan *amqp.Error
 	blockCh chan amqp.Blocking
@@ -297,7 +298,11 @@ func (c *conn) markUp(s *session) {
 	c.mu.Unlock()
 }
 
+// markDown takes s out of service once the supervisor has noticed its
+// loss. s.lost is set first, so that from then on no delivery of s can be
+// settled (see acker) whatever amqp091 has closed so far.
 func (c *conn) markDown(s *session) {
+	s.lost.Store(true)
 	c.mu.Lock()
 	if c.cur.Load() == s {
 		c.cur.Store(nil)
@@ -316,6 +321,13 @@ func (c *conn) emit(e driver.Event) {
 
 // supervise watches the current session: it reports blocking and, when the
 // session is lost, reconnects until it succeeds or the connection closes.
+//
+// EventLost is emitted only after every delivery of the session reports it
+// cannot be settled: markDown marks the session lost first (see acker), as
+// amqp091 tells watch of the loss before it marks the session's channels
+// closed. The acemq engine relies on this: it publishes a retry copy only
+// of a delivery that can still be settled, since the broker redelivers the
+// others.
 func (c *conn) supervise(s *session) {
 	defer c.wg.Done()
 	for {
@@ -324,7 +336,7 @@ func (c *conn) supervise(s *session) {
 			_ = s.close()
 			return
 		}
-		c.markDown(s)
+		c.markDown(s) // before EventLost: see above
 		c.emit(driver.Event{Kind: driver.EventLost, Err: cause})
 		s = c.reconnect(cause)
 		if s == nil {

@@ -13,24 +13,61 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// acker settles deliveries of one amqp091 channel. Once that channel is
-// gone its deliveries cannot be settled any more (the broker redelivers
-// them) and the methods fail with an error wrapping ErrChannelClosed.
-type acker struct{ ch *amqp.Channel }
+// acker settles the deliveries of one amqp091 channel of session s. A
+// delivery can be settled only while its channel is open on a live
+// connection. Once the channel is closed, the connection is closed or the
+// supervisor has marked the session lost, CanSettle answers false and Ack
+// and Nack fail with an error wrapping driver.ErrChannelClosed without
+// sending anything: the broker redelivers the message.
+//
+// The connection and session checks are what make the guarantee hold that
+// EventLost is emitted only after every delivery of the session reports it
+// cannot be settled. amqp091 marks a lost connection closed before it tells
+// the connection's NotifyClose listeners (the supervisor), but marks the
+// connection's channels closed only afterwards, one by one, so the
+// channel's flag alone may still say open when EventLost is emitted.
+//
+// The checks are atomic loads: CanSettle, Ack and Nack run per message.
+type acker struct {
+	s  *session
+	ch *amqp.Channel
+}
+
+var errSessionLost = errors.New("the connection was closed")
+
+// gone returns why the deliveries cannot be settled any more, or nil while
+// they can.
+func (a *acker) gone() error {
+	switch {
+	case a.s.lost.Load() || a.s.ac.IsClosed():
+		return errSessionLost
+	case a.ch.IsClosed():
+		return amqp.ErrClosed // what amqp091 answers on a closed channel
+	}
+	return nil
+}
 
 // Ack acknowledges the delivery with the tag.
 func (a *acker) Ack(tag uint64) error {
+	if err := a.gone(); err != nil {
+		return settleError(tag, err)
+	}
 	if err := a.ch.Ack(tag, false); err != nil {
 		return settleError(tag, err)
 	}
 	return nil
 }
 
-// CanSettle reports whether the channel the delivery came on is still open.
-func (a *acker) CanSettle(uint64) bool { return !a.ch.IsClosed() }
+// CanSettle reports whether the delivery can still be settled: its channel
+// is open and its session has not been lost. It answers false before
+// EventLost reports the loss of the session.
+func (a *acker) CanSettle(uint64) bool { return a.gone() == nil }
 
 // Nack rejects the delivery with the tag.
 func (a *acker) Nack(tag uint64, requeue bool) error {
+	if err := a.gone(); err != nil {
+		return settleError(tag, err)
+	}
 	if err := a.ch.Nack(tag, false, requeue); err != nil {
 		return settleError(tag, err)
 	}
@@ -175,7 +212,7 @@ func (sub *subscription) attach(s *session) (*attachment, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &attachment{s: s, ch: ch, dels: dels, ack: &acker{ch: ch}}, nil
+	return &attachment{s: s, ch: ch, dels: dels, ack: &acker{s: s, ch: ch}}, nil
 }
 
 func (sub *subscription) stopped() bool {
@@ -420,9 +457,10 @@ func (sub *subscription) abort() {
 }
 
 // Get fetches one message with basic.get on the session's Get channel. The
-// delivery stays settleable while that channel lives; a Get error that
-// closes the channel (a missing queue) makes earlier unsettled Get
-// deliveries unsettleable, and the broker redelivers them.
+// delivery stays settleable while that channel and its session live (see
+// acker); a Get error that closes the channel (a missing queue) makes
+// earlier unsettled Get deliveries unsettleable, and the broker redelivers
+// them.
 func (c *conn) Get(ctx context.Context, queue string) (driver.Delivery, bool, error) {
 	for {
 		s, err := c.waitSession(ctx, nil)
@@ -442,7 +480,7 @@ func (c *conn) Get(ctx context.Context, queue string) (driver.Delivery, bool, er
 				if err != nil {
 					return err
 				}
-				s.getCh, s.getAk = ch, &acker{ch: ch}
+				s.getCh, s.getAk = ch, &acker{s: s, ch: ch}
 			}
 			ack = s.getAk
 			var err error
