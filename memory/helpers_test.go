@@ -27,19 +27,25 @@ func newURL(t *testing.T) string {
 	return url
 }
 
-// dial opens a connection to url, closed when the test ends.
-func dial(t *testing.T, url string) driver.Conn {
+// dial opens a connection to url, closed when the test ends. It returns
+// the concrete connection, so that tests can use the optional interfaces
+// it implements.
+func dial(t *testing.T, url string) *conn {
 	t.Helper()
-	c, err := Driver{}.Open(context.Background(), driver.Config{URLs: []string{url}})
+	dc, err := Driver{}.Open(context.Background(), driver.Config{URLs: []string{url}})
 	if err != nil {
 		t.Fatalf("open %s: %v", url, err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = dc.Close() })
+	c, ok := dc.(*conn)
+	if !ok {
+		t.Fatalf("open %s returned a %T, want *conn", url, dc)
+	}
 	return c
 }
 
 // fresh opens a connection to a new broker.
-func fresh(t *testing.T) driver.Conn {
+func fresh(t *testing.T) *conn {
 	t.Helper()
 	return dial(t, newURL(t))
 }
@@ -126,7 +132,7 @@ func waitClosed(t *testing.T, s driver.Subscription) {
 	}
 }
 
-func mustGet(t *testing.T, c driver.Conn, q string) driver.Delivery {
+func mustGet(t *testing.T, c *conn, q string) driver.Delivery {
 	t.Helper()
 	d, ok, err := c.Get(ctx, q)
 	if err != nil {
@@ -138,7 +144,7 @@ func mustGet(t *testing.T, c driver.Conn, q string) driver.Delivery {
 	return d
 }
 
-func messages(t *testing.T, c driver.Conn, q string) int {
+func messages(t *testing.T, c *conn, q string) int {
 	t.Helper()
 	info, err := c.InspectQueue(ctx, q)
 	if err != nil {

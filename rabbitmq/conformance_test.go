@@ -14,7 +14,7 @@ import (
 func TestConformance(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	drivertest.RunConformance(t, func(t *testing.T) driver.Conn {
-		c, err := Open(ctxFor(t, 30*time.Second), driver.Config{URLs: []string{url}, Name: "acemq-conformance"})
+		c, err := open(ctxFor(t, 30*time.Second), driver.Config{URLs: []string{url}, Name: "acemq-conformance"})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}

@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,17 +49,21 @@ func init() {
 // rather than directly.
 type Driver struct{}
 
-// Open implements driver.Driver; it is Open.
+// Open implements driver.Driver: it connects to the broker, trying cfg.URLs
+// in turn, and returns the connection. Zero values in cfg mean the
+// documented defaults. The first connection is made within ctx; if every
+// URL fails, Open returns an error (with passwords removed) and does not
+// retry. Once open, a lost connection is recovered in the background until
+// Close. Applications reach it through acemq.Connect.
 func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
-	return Open(ctx, cfg)
+	c, err := open(ctx, cfg)
+	if err != nil {
+		return nil, err // not a nil *conn in a non-nil interface
+	}
+	return c, nil
 }
 
-// Open connects to the broker, trying cfg.URLs in turn, and returns the
-// connection. Zero values in cfg mean the documented defaults. The first
-// connection is made within ctx; if every URL fails, Open returns an error
-// (with passwords removed) and does not retry. Once open, a lost connection
-// is recovered in the background until Close.
-func Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+func open(ctx context.Context, cfg driver.Config) (*conn, error) {
 	if err := checkConfig(&cfg); err != nil {
 		return nil, err
 	}
@@ -162,6 +162,19 @@ type conn struct {
 	abandoned  []*pending
 	abandonedN atomic.Int32
 }
+
+// conn implements driver.Conn and every optional interface a Conn may have.
+var _ interface {
+	driver.Conn
+	driver.Inspector
+	driver.Deleter
+	driver.Getter
+	driver.BatchPublisher
+	driver.Pinger
+	driver.BlockReporter
+	driver.CapabilityReporter
+	driver.Unbinder
+} = (*conn)(nil)
 
 // session is one AMQP connection and the channels the driver keeps on it.
 type session struct {
@@ -288,321 +301,6 @@ func (c *conn) waitSession(ctx context.Context, stop <-chan struct{}) (*session,
 }
 
 var errStopped = errors.New("stopped")
-
-func (c *conn) markUp(s *session) {
-	c.blocked.Store(nil)
-	c.caps.Store(capabilitiesOf(s.ac))
-	c.mu.Lock()
-	c.cur.Store(s)
-	close(c.up)
-	c.mu.Unlock()
-}
-
-// markDown takes s out of service once the supervisor has noticed its
-// loss. s.lost is set first, so that from then on no delivery of s can be
-// settled (see acker) whatever amqp091 has closed so far.
-func (c *conn) markDown(s *session) {
-	s.lost.Store(true)
-	c.mu.Lock()
-	if c.cur.Load() == s {
-		c.cur.Store(nil)
-		c.up = make(chan struct{})
-	}
-	c.mu.Unlock()
-	c.blocked.Store(nil)
-	close(s.dead)
-}
-
-func (c *conn) emit(e driver.Event) {
-	if c.cfg.OnEvent != nil {
-		c.cfg.OnEvent(e)
-	}
-}
-
-// supervise watches the current session: it reports blocking and, when the
-// session is lost, reconnects until it succeeds or the connection closes.
-//
-// EventLost is emitted only after every delivery of the session reports it
-// cannot be settled: markDown marks the session lost first (see acker), as
-// amqp091 tells watch of the loss before it marks the session's channels
-// closed. The acemq engine relies on this: it publishes a retry copy only
-// of a delivery that can still be settled, since the broker redelivers the
-// others.
-func (c *conn) supervise(s *session) {
-	defer c.wg.Done()
-	for {
-		cause := c.watch(s)
-		if cause == nil {
-			_ = s.close()
-			return
-		}
-		c.markDown(s) // before EventLost: see above
-		c.emit(driver.Event{Kind: driver.EventLost, Err: cause})
-		s = c.reconnect(cause)
-		if s == nil {
-			return
-		}
-	}
-}
-
-// watch returns the cause of the loss of s, or nil when the connection is
-// being closed.
-func (c *conn) watch(s *session) error {
-	blocks := s.blockCh
-	for {
-		select {
-		case <-c.closing:
-			return nil
-		case e, ok := <-s.closeCh:
-			if c.isClosing() {
-				return nil
-			}
-			if !ok || e == nil {
-				return errors.New("the connection was closed")
-			}
-			return fmt.Errorf("the connection was closed: %w", e)
-		case b, ok := <-blocks:
-			if !ok {
-				blocks = nil
-				continue
-			}
-			if b.Active {
-				reason := b.Reason
-				c.blocked.Store(&reason)
-				c.emit(driver.Event{Kind: driver.EventBlocked, Reason: reason})
-			} else if c.blocked.Swap(nil) != nil {
-				c.emit(driver.Event{Kind: driver.EventUnblocked})
-			}
-		}
-	}
-}
-
-func (c *conn) reconnect(cause error) *session {
-	last := cause
-	for attempt := 1; ; attempt++ {
-		if c.isClosing() {
-			return nil
-		}
-		d := backoff(attempt)
-		c.emit(driver.Event{Kind: driver.EventRetrying, Attempt: attempt, Delay: d, Err: last})
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-c.closing:
-			t.Stop()
-			return nil
-		}
-		s, err := c.connect(c.ctx, true)
-		if err != nil {
-			last = err
-			continue
-		}
-		if c.isClosing() {
-			_ = s.close()
-			return nil
-		}
-		c.markUp(s)
-		c.emit(driver.Event{Kind: driver.EventRecovered, Attempt: attempt})
-		return s
-	}
-}
-
-// backoff is the wait before reconnection attempt n (from 1): backoffBase
-// doubling up to backoffCap, each with ±20 % jitter, never above the cap.
-func backoff(n int) time.Duration {
-	d := backoffBase
-	for i := 1; i < n && d < backoffCap; i++ {
-		d *= 2
-	}
-	d = min(d, backoffCap)
-	j := time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
-	return min(d+j, backoffCap)
-}
-
-// connect dials a session and prepares its channels. With redeclare, the
-// recorded topology is declared again first.
-func (c *conn) connect(ctx context.Context, redeclare bool) (*session, error) {
-	ac, err := c.dialAny(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// Abort the set-up if the connection is closed meanwhile.
-	stop := context.AfterFunc(ctx, func() { _ = ac.CloseDeadline(time.Now().Add(time.Second)) })
-	defer stop()
-	s := &session{
-		c:       c,
-		ac:      ac,
-		dead:    make(chan struct{}),
-		closeCh: ac.NotifyClose(make(chan *amqp.Error, 1)),
-		blockCh: ac.NotifyBlocked(make(chan amqp.Blocking, 8)),
-	}
-	fail := func(err error) (*session, error) {
-		_ = s.close()
-		return nil, err
-	}
-	if redeclare {
-		if err := c.topo.redeclare(ac); err != nil {
-			return fail(err)
-		}
-	}
-	for range publishChannels {
-		sl := &slot{confirm: true}
-		if err := s.openPubChan(sl); err != nil {
-			return fail(fmt.Errorf("opening a publishing channel: %w", err))
-		}
-		s.confirmSlots = append(s.confirmSlots, sl)
-	}
-	if c.cfg.NoConfirms {
-		sl := &slot{}
-		if err := s.openPubChan(sl); err != nil {
-			return fail(fmt.Errorf("opening a publishing channel: %w", err))
-		}
-		s.rawSlot = sl
-	}
-	return s, nil
-}
-
-func (s *session) close() error {
-	err := s.ac.CloseDeadline(time.Now().Add(closeTimeout))
-	if errors.Is(err, amqp.ErrClosed) {
-		return nil
-	}
-	return err
-}
-
-func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, error) {
-	var errs []error
-	for _, raw := range c.cfg.URLs {
-		ac, err := c.dial(ctx, raw)
-		if err == nil {
-			return ac, nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", driver.RedactURL(raw), err))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if len(errs) == 1 {
-		return nil, errs[0]
-	}
-	return nil, errors.Join(errs...)
-}
-
-// dial makes one connection attempt to rawURL within DialTimeout and ctx.
-// The returned error never contains a password.
-func (c *conn) dial(ctx context.Context, rawURL string) (*amqp.Connection, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, driver.Redact(err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
-	defer cancel()
-
-	props := amqp.Table{
-		"product":  Product,
-		"version":  "1",
-		"platform": "Go",
-	}
-	if c.cfg.Name != "" {
-		props["connection_name"] = c.cfg.Name
-	} else {
-		props["connection_name"] = Product
-	}
-	acfg := amqp.Config{Properties: props, Locale: "en_US"}
-	var secret string // the provider's password, scrubbed from errors too
-	if c.cfg.Credentials != nil {
-		cr, err := c.cfg.Credentials(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("the credentials provider failed: %w", err)
-		}
-		acfg.SASL = []amqp.Authentication{&amqp.PlainAuth{Username: cr.Username, Password: cr.Password}}
-		secret = cr.Password
-	}
-	if u.Scheme == "amqps" {
-		acfg.TLSClientConfig = clientTLS(c.cfg.TLS, u.Hostname())
-	}
-	var (
-		nc   net.Conn
-		stop func() bool
-	)
-	acfg.Dial = func(network, addr string) (net.Conn, error) {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			_ = conn.SetDeadline(dl)
-		}
-		nc = conn
-		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-		return conn, nil
-	}
-	ac, err := amqp.DialConfig(rawURL, acfg)
-	if stop != nil && !stop() && err == nil {
-		// ctx ended during or just after the handshake.
-		_ = ac.CloseDeadline(time.Now())
-		ac, err = nil, ctx.Err()
-	}
-	if err != nil {
-		if nc != nil {
-			_ = nc.Close()
-		}
-		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w: %w", ctx.Err(), err)
-		}
-		return nil, scrubSecret(scrub(driver.Redact(err), u), secret)
-	}
-	return ac, nil
-}
-
-// scrub removes the password of u from err's text.
-func scrub(err error, u *url.URL) error {
-	if err == nil || u == nil || u.User == nil {
-		return err
-	}
-	p, ok := u.User.Password()
-	if !ok {
-		return err
-	}
-	return scrubSecret(err, p)
-}
-
-// scrubSecret removes secret from err's text, keeping err in the chain for
-// errors.Is and errors.As.
-func scrubSecret(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
-}
-
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-func capabilitiesOf(ac *amqp.Connection) *driver.Capabilities {
-	major, minor := 0, 0
-	if v, ok := ac.Properties["version"].(string); ok {
-		parts := strings.SplitN(v, ".", 3)
-		if len(parts) >= 2 {
-			major, _ = strconv.Atoi(parts[0])
-			minor, _ = strconv.Atoi(parts[1])
-		}
-	}
-	atLeast := func(ma, mi int) bool { return major > ma || (major == ma && minor >= mi) }
-	return &driver.Capabilities{
-		PublisherConfirms: true,
-		DeadLettering:     true,
-		QuorumQueues:      atLeast(3, 8),
-		Streams:           atLeast(3, 9),
-		Recovery:          true,
-	}
-}
 
 // Capabilities reports what the broker of the most recent connection
 // supports, from its version in the server properties.

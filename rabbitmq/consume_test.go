@@ -10,7 +10,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 )
 
-func publishN(t testing.TB, c driver.Conn, q string, n int) {
+func publishN(t testing.TB, c driver.BatchPublisher, q string, n int) {
 	t.Helper()
 	ms := make([]driver.Message, n)
 	for i := range ms {
@@ -107,7 +107,7 @@ func TestDeletedQueueEndsSubscription(t *testing.T) {
 
 func TestConnCloseClosesDeliveries(t *testing.T) {
 	cfg := driver.Config{URLs: []string{testenv.AMQPURL(t)}}
-	c, err := Open(ctxFor(t, 10*time.Second), cfg)
+	c, err := open(ctxFor(t, 10*time.Second), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

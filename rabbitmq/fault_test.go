@@ -98,7 +98,7 @@ func TestFaultRecoveryUnderLoad(t *testing.T) {
 
 	var log eventLog
 	cfg := driver.Config{URLs: []string{testenv.AMQPURL(t)}, Name: "acemq-fault-recovery", OnEvent: log.add}
-	c, err := Open(ctxFor(t, 30*time.Second), cfg)
+	c, err := open(ctxFor(t, 30*time.Second), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

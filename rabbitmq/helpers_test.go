@@ -24,14 +24,16 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// openTest opens a connection to the test broker, closed at cleanup.
-func openTest(t testing.TB, mod func(*driver.Config)) driver.Conn {
+// openTest opens a connection to the test broker, closed at cleanup. It
+// returns the concrete connection: tests use the optional interfaces it
+// implements, and its internals.
+func openTest(t testing.TB, mod func(*driver.Config)) *conn {
 	t.Helper()
 	cfg := driver.Config{URLs: []string{testenv.AMQPURL(t)}, Name: t.Name()}
 	if mod != nil {
 		mod(&cfg)
 	}
-	c, err := Open(ctxFor(t, 30*time.Second), cfg)
+	c, err := open(ctxFor(t, 30*time.Second), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -54,7 +56,7 @@ func tempQueue(t testing.TB, c driver.Conn, q driver.Queue) string {
 
 // deleteQueue deletes a queue on a connection of its own.
 func deleteQueue(t testing.TB, name string) {
-	onOwnConn(t, "deleting "+name, func(ctx context.Context, c driver.Conn) error {
+	onOwnConn(t, "deleting "+name, func(ctx context.Context, c *conn) error {
 		_, err := c.DeleteQueue(ctx, name)
 		return err
 	})
@@ -62,7 +64,7 @@ func deleteQueue(t testing.TB, name string) {
 
 // deleteExchange deletes an exchange on a connection of its own.
 func deleteExchange(t testing.TB, name string) {
-	onOwnConn(t, "deleting "+name, func(ctx context.Context, c driver.Conn) error {
+	onOwnConn(t, "deleting "+name, func(ctx context.Context, c *conn) error {
 		return c.DeleteExchange(ctx, name)
 	})
 }
@@ -70,15 +72,16 @@ func deleteExchange(t testing.TB, name string) {
 // onOwnConn runs a clean-up step on a connection of its own (the test's
 // may be closed or broken by now), logging rather than failing when it
 // cannot.
-func onOwnConn(t testing.TB, what string, f func(ctx context.Context, c driver.Conn) error) {
+func onOwnConn(t testing.TB, what string, f func(ctx context.Context, c *conn) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Open(ctx, driver.Config{URLs: []string{testenv.AMQPURL(t)}, Name: "acemq-test-cleanup"})
+	dc, err := open(ctx, driver.Config{URLs: []string{testenv.AMQPURL(t)}, Name: "acemq-test-cleanup"})
 	if err != nil {
 		t.Logf("cleanup: %v", err)
 		return
 	}
-	defer c.Close()
+	defer dc.Close()
+	c := dc
 	if err := f(ctx, c); err != nil {
 		t.Logf("cleanup: %s: %v", what, err)
 	}

@@ -67,7 +67,6 @@ func TestLostIsEmittedOnlyOnceDeliveriesCannotBeSettled(t *testing.T) {
 			checks <- r
 		}
 	})
-	cc := c.(*conn)
 	ctx := ctxFor(t, 3*time.Minute)
 	// One message circulates on each queue: each loss puts it back and the
 	// resubscribed consumer, or the next Get, has it again.
@@ -91,7 +90,7 @@ func TestLostIsEmittedOnlyOnceDeliveriesCannotBeSettled(t *testing.T) {
 				ok  bool
 				err error
 			)
-			d, ok, err = cc.Get(ctx, gq)
+			d, ok, err = c.Get(ctx, gq)
 			if err != nil {
 				t.Fatalf("Get: %v", err)
 			}
@@ -109,7 +108,7 @@ func TestLostIsEmittedOnlyOnceDeliveriesCannotBeSettled(t *testing.T) {
 	var hit [2]bool
 	for attempt := 1; attempt <= attempts && !(hit[consumed] && hit[fetched]); attempt++ {
 		ds := [2]*driver.Delivery{consumed: new(settleable(t, sub)), fetched: new(get())}
-		s := cc.cur.Load()
+		s := c.cur.Load()
 		if s == nil || s.ac.IsClosed() || !ds[fetched].CanSettle() {
 			t.Fatal("no live session while the deliveries can be settled")
 		}

@@ -43,7 +43,7 @@ func TestConfirmsUnderConcurrentSenders(t *testing.T) {
 	if err != nil || info.Messages != senders*each {
 		t.Fatalf("queue holds %d messages (%v), want %d", info.Messages, err, senders*each)
 	}
-	if n := len(c.(*conn).sem); n != 0 {
+	if n := len(c.sem); n != 0 {
 		t.Errorf("%d permits still held after every confirm", n)
 	}
 }
@@ -175,10 +175,9 @@ func TestPermitTimeout(t *testing.T) {
 	})
 	ctx := ctxFor(t, 30*time.Second)
 	q := tempQueue(t, c, driver.Queue{})
-	cc := c.(*conn)
 	// Three publishes "awaiting a confirm".
 	for range 3 {
-		cc.sem <- struct{}{}
+		c.sem <- struct{}{}
 	}
 	start := time.Now()
 	err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "x"})
@@ -192,13 +191,13 @@ func TestPermitTimeout(t *testing.T) {
 	// A completing publish frees a permit: a waiting publish proceeds.
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		<-cc.sem
+		<-c.sem
 	}()
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "y"}); err != nil {
 		t.Fatalf("publish after a permit was freed: %v", err)
 	}
-	<-cc.sem
-	<-cc.sem
+	<-c.sem
+	<-c.sem
 }
 
 // With the broker's answers held back, confirms do not arrive: publishes
@@ -230,8 +229,7 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 		!strings.HasPrefix(err.Error(), "4 publishes are already waiting for a confirm and none completed within 500ms") {
 		t.Fatalf("publish beyond the bound: %v", err)
 	}
-	cc := c.(*conn)
-	if n := len(cc.sem); n != 4 {
+	if n := len(c.sem); n != 4 {
 		t.Fatalf("%d permits held by the stalled publishes, want 4", n)
 	}
 	p.unpause()
@@ -241,9 +239,9 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 	// is running now): what is checked is that the permits come back, not
 	// that a shared, busy broker confirms a publish within 500 ms.
 	testenv.Eventually(t, "the stalled publishes' late confirms", func() bool {
-		cc.abMu.Lock()
-		defer cc.abMu.Unlock()
-		for _, ab := range cc.abandoned {
+		c.abMu.Lock()
+		defer c.abMu.Unlock()
+		for _, ab := range c.abandoned {
 			select {
 			case <-ab.dc.Done():
 			default:
@@ -252,11 +250,11 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 		}
 		return true
 	})
-	cc.cfg.ConfirmTimeout = DefaultConfirmTimeout
+	c.cfg.ConfirmTimeout = DefaultConfirmTimeout
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "6"}); err != nil {
 		t.Fatalf("publish after the confirms arrived: %v", err)
 	}
-	testenv.Eventually(t, "permits released", func() bool { return len(cc.sem) == 0 })
+	testenv.Eventually(t, "permits released", func() bool { return len(c.sem) == 0 })
 }
 
 func TestPublishHonoursContext(t *testing.T) {
@@ -279,9 +277,8 @@ func TestBlockedFailsFast(t *testing.T) {
 		cfg.OnEvent = func(e driver.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
 	})
 	ctx := ctxFor(t, 10*time.Second)
-	cc := c.(*conn)
 	reason := "low on memory"
-	cc.blocked.Store(&reason)
+	c.blocked.Store(&reason)
 	start := time.Now()
 	err := c.Publish(ctx, driver.Message{RoutingKey: "x"})
 	if !errors.Is(err, driver.ErrBlocked) || !strings.Contains(err.Error(), reason) || time.Since(start) > 100*time.Millisecond {
@@ -293,7 +290,7 @@ func TestBlockedFailsFast(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Fatalf("Ping while blocked: %v", err)
 	}
-	cc.blocked.Store(nil)
+	c.blocked.Store(nil)
 	if b, _ := c.Blocked(); b {
 		t.Fatal("still blocked")
 	}

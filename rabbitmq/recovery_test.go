@@ -77,7 +77,7 @@ func TestRecoveryRedeclaresAndResubscribes(t *testing.T) {
 	if _, err := c.DeclareQueue(ctx, driver.Queue{Exclusive: true}); err != nil { // server-named: not recorded
 		t.Fatal(err)
 	}
-	if e, qs, b := c.(*conn).topo.sizes(); e != 1 || qs != 1 || b != 1 {
+	if e, qs, b := c.topo.sizes(); e != 1 || qs != 1 || b != 1 {
 		t.Fatalf("recorded topology: %d exchanges, %d queues, %d bindings", e, qs, b)
 	}
 	sub, err := c.Consume(ctx, driver.ConsumeSpec{Queue: q, Prefetch: 5, Tag: "recovering"})
@@ -144,7 +144,7 @@ func TestLostPublishIsReportedLost(t *testing.T) {
 	for i := range 10 {
 		go func() { errs <- c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: fmt.Sprint(i)}) }()
 	}
-	testenv.Eventually(t, "publishes outstanding", func() bool { return len(c.(*conn).sem) == 10 })
+	testenv.Eventually(t, "publishes outstanding", func() bool { return len(c.sem) == 10 })
 	p.cut()
 	for range 10 {
 		err := <-errs
@@ -195,7 +195,7 @@ func TestCloseWhileReconnecting(t *testing.T) {
 	p := newProxy(t, nil)
 	var log eventLog
 	cfg := driver.Config{URLs: []string{p.url("amqp")}, OnEvent: log.add}
-	c, err := Open(ctxFor(t, 10*time.Second), cfg)
+	c, err := open(ctxFor(t, 10*time.Second), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,14 +53,14 @@ func TestTLSWithDevelopmentCertificatesAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The negotiated version is at least TLS 1.2.
-	if v := c.(*conn).cur.Load().ac.ConnectionState().Version; v < tls.VersionTLS12 {
+	if v := c.cur.Load().ac.ConnectionState().Version; v < tls.VersionTLS12 {
 		t.Fatalf("TLS version %x", v)
 	}
 }
 
 func TestTLSRefusesDevelopmentCertificatesByDefault(t *testing.T) {
 	p, pool := tlsProxy(t)
-	_, err := Open(ctxFor(t, 10*time.Second), driver.Config{
+	_, err := open(ctxFor(t, 10*time.Second), driver.Config{
 		URLs: []string{p.url("amqps")},
 		TLS:  &tls.Config{RootCAs: pool},
 	})
@@ -68,7 +68,7 @@ func TestTLSRefusesDevelopmentCertificatesByDefault(t *testing.T) {
 		t.Fatalf("Open with a trusted development certificate, not allowed: %v", err)
 	}
 	// A clone of an allowing configuration does not carry the permission.
-	_, err = Open(ctxFor(t, 10*time.Second), driver.Config{
+	_, err = open(ctxFor(t, 10*time.Second), driver.Config{
 		URLs: []string{p.url("amqps")},
 		TLS:  AllowDevelopmentCertificates(&tls.Config{RootCAs: pool}).Clone(),
 	})
@@ -79,13 +79,13 @@ func TestTLSRefusesDevelopmentCertificatesByDefault(t *testing.T) {
 
 func TestTLSSystemRootsRefuseDevelopmentCA(t *testing.T) {
 	p, _ := tlsProxy(t)
-	_, err := Open(ctxFor(t, 10*time.Second), driver.Config{URLs: []string{p.url("amqps")}})
+	_, err := open(ctxFor(t, 10*time.Second), driver.Config{URLs: []string{p.url("amqps")}})
 	var ua x509.UnknownAuthorityError
 	if err == nil || (!errors.As(err, &ua) && !strings.Contains(err.Error(), "certificate")) {
 		t.Fatalf("Open verifying with the system roots: %v", err)
 	}
 	// Even when the system roots are bypassed, the marker is refused.
-	_, err = Open(ctxFor(t, 10*time.Second), driver.Config{
+	_, err = open(ctxFor(t, 10*time.Second), driver.Config{
 		URLs: []string{p.url("amqps")},
 		TLS:  &tls.Config{InsecureSkipVerify: true},
 	})
@@ -95,7 +95,7 @@ func TestTLSSystemRootsRefuseDevelopmentCA(t *testing.T) {
 }
 
 func TestTLSConfigWithPlainURLRefused(t *testing.T) {
-	_, err := Open(context.Background(), driver.Config{
+	_, err := open(context.Background(), driver.Config{
 		URLs: []string{"amqp://guest:secretpw@127.0.0.1:5672/"},
 		TLS:  &tls.Config{},
 	})
@@ -151,7 +151,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	const secret = "S3cret-Wr0ng-Passw0rd"
 	u, _ := url.Parse(testenv.AMQPURL(t))
 	u.User = url.UserPassword(u.User.Username(), secret)
-	_, err := Open(ctxFor(t, 10*time.Second), driver.Config{URLs: []string{u.String()}})
+	_, err := open(ctxFor(t, 10*time.Second), driver.Config{URLs: []string{u.String()}})
 	if err == nil {
 		t.Fatal("connected with a wrong password")
 	}
@@ -160,7 +160,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	}
 	t.Logf("wrong password: %v", err)
 
-	_, err = Open(ctxFor(t, 10*time.Second), driver.Config{
+	_, err = open(ctxFor(t, 10*time.Second), driver.Config{
 		URLs: []string{testenv.AMQPURL(t)},
 		Credentials: func(context.Context) (driver.Credentials, error) {
 			return driver.Credentials{Username: "guest", Password: secret}, nil
@@ -171,11 +171,11 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	}
 
 	bad := "amqp://guest:" + secret + "@127.0.0.1:1/%zz"
-	_, err = Open(context.Background(), driver.Config{URLs: []string{bad}})
+	_, err = open(context.Background(), driver.Config{URLs: []string{bad}})
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("unparseable URL: %v", err)
 	}
-	_, err = Open(ctxFor(t, 5*time.Second), driver.Config{URLs: []string{"amqp://guest:" + secret + "@127.0.0.1:1/"}})
+	_, err = open(ctxFor(t, 5*time.Second), driver.Config{URLs: []string{"amqp://guest:" + secret + "@127.0.0.1:1/"}})
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("refused connection: %v", err)
 	}
@@ -183,7 +183,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	c := openTest(t, func(cfg *driver.Config) {
 		cfg.URLs = []string{testenv.AMQPURL(t)}
 	})
-	if s, ok := c.(interface{ String() string }); ok {
+	if s, ok := any(c).(interface{ String() string }); ok {
 		tu, _ := url.Parse(testenv.AMQPURL(t))
 		if pw, _ := tu.User.Password(); pw != "" && strings.Contains(s.String(), ":"+pw+"@") {
 			t.Fatalf("String() reveals the password: %s", s)

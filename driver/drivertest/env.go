@@ -1,19 +1,13 @@
-// Package drivertest is the conformance suite every acemq driver must pass.
-//
-// A driver's tests call [RunConformance] with a function that opens a fresh
-// connection to one broker. The suite names everything it declares with a
-// random prefix and deletes it when each test ends, so it can run against a
-// shared RabbitMQ. It never asserts timing: it waits for what it expects
-// with deadlines, and only waits a short while where it checks that
-// something does not happen.
 package drivertest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,8 +33,20 @@ type env struct {
 	ctx    context.Context
 	admin  driver.Conn
 	prefix string
-	caps   driver.Capabilities
-	ids    atomic.Int64
+	// caps is what the admin connection reports or, when it is not a
+	// driver.CapabilityReporter, what package acemq needs of every broker:
+	// publisher confirms and dead-lettering.
+	caps driver.Capabilities
+	ids  atomic.Int64
+
+	// deleter is the admin connection as a driver.Deleter, or nil: cleanup
+	// deletes what the test declared only when the driver can.
+	deleter driver.Deleter
+
+	mu sync.Mutex
+	// watchers hold, per queue, the subscription that stands in for Get on
+	// a connection that is not a driver.Getter (see watcher).
+	watchers map[string]driver.Subscription
 }
 
 func newEnv(t *testing.T, open func(t *testing.T) driver.Conn) *env {
@@ -51,9 +57,18 @@ func newEnv(t *testing.T, open func(t *testing.T) driver.Conn) *env {
 	t.Cleanup(cancel)
 	var buf [4]byte
 	_, _ = rand.Read(buf[:])
-	e := &env{t: t, open: open, ctx: ctx, prefix: "acemq-conformance-" + hex.EncodeToString(buf[:]) + "-"}
+	e := &env{
+		t: t, open: open, ctx: ctx,
+		prefix:   "acemq-conformance-" + hex.EncodeToString(buf[:]) + "-",
+		watchers: map[string]driver.Subscription{},
+	}
 	e.admin = e.conn()
-	e.caps = e.admin.Capabilities()
+	if r, ok := e.admin.(driver.CapabilityReporter); ok {
+		e.caps = r.Capabilities()
+	} else {
+		e.caps = driver.Capabilities{PublisherConfirms: true, DeadLettering: true}
+	}
+	e.deleter, _ = e.admin.(driver.Deleter)
 	return e
 }
 
@@ -78,8 +93,8 @@ func (e *env) id() string {
 // name returns a name unique to this test run.
 func (e *env) name(s string) string { return e.prefix + s }
 
-// queue declares a queue on c and deletes it (through the admin connection)
-// when the test ends.
+// queue declares a queue on c and deletes it (through the admin connection,
+// if the driver can delete) when the test ends.
 func (e *env) queue(c driver.Conn, q driver.Queue) driver.QueueInfo {
 	e.t.Helper()
 	info, err := c.DeclareQueue(e.ctx, q)
@@ -93,8 +108,13 @@ func (e *env) queue(c driver.Conn, q driver.Queue) driver.QueueInfo {
 	return info
 }
 
+// deleteQueueLater deletes the queue when the test ends, if the driver can
+// delete; names are unique to the test run, so one left behind is harmless.
 func (e *env) deleteQueueLater(name string) {
-	e.t.Cleanup(func() { _, _ = e.admin.DeleteQueue(context.Background(), name) })
+	if e.deleter == nil {
+		return
+	}
+	e.t.Cleanup(func() { _, _ = e.deleter.DeleteQueue(context.Background(), name) })
 }
 
 // simpleQueue declares a durable classic queue called e.name(s).
@@ -104,14 +124,16 @@ func (e *env) simpleQueue(s string) string {
 }
 
 // exchange declares a durable exchange called e.name(s), deleted when the
-// test ends.
+// test ends (if the driver can delete).
 func (e *env) exchange(s, kind string) string {
 	e.t.Helper()
 	name := e.name(s)
 	if err := e.admin.DeclareExchange(e.ctx, driver.Exchange{Name: name, Kind: kind, Durable: true}); err != nil {
 		e.t.Fatalf("declare %s exchange %q: %v", kind, name, err)
 	}
-	e.t.Cleanup(func() { _ = e.admin.DeleteExchange(context.Background(), name) })
+	if e.deleter != nil {
+		e.t.Cleanup(func() { _ = e.deleter.DeleteExchange(context.Background(), name) })
+	}
 	return name
 }
 
@@ -187,12 +209,17 @@ func (e *env) drainUntilClosed(s driver.Subscription) []driver.Delivery {
 	}
 }
 
-// get waits for a message to be fetchable from q and fetches it.
+// get waits for a message to be fetchable from q and fetches it: with Get
+// when c is a driver.Getter, else from the queue's watcher.
 func (e *env) get(c driver.Conn, q string) driver.Delivery {
 	e.t.Helper()
+	g, ok := c.(driver.Getter)
+	if !ok {
+		return e.watch(c, q)
+	}
 	deadline := time.Now().Add(waitFor)
 	for {
-		d, ok, err := c.Get(e.ctx, q)
+		d, ok, err := g.Get(e.ctx, q)
 		if err != nil {
 			e.t.Fatalf("get from %q: %v", q, err)
 		}
@@ -208,9 +235,24 @@ func (e *env) get(c driver.Conn, q string) driver.Delivery {
 
 // expectEmpty checks that q has nothing to fetch. Publishes are confirmed
 // by the time the suite calls it, so a message would already be there.
+// Without a driver.Getter it watches the queue's watcher for a short while.
 func (e *env) expectEmpty(c driver.Conn, q string) {
 	e.t.Helper()
-	d, ok, err := c.Get(e.ctx, q)
+	g, ok := c.(driver.Getter)
+	if !ok {
+		s := e.watcher(c, q)
+		select {
+		case d, ok := <-s.Deliveries():
+			if !ok {
+				e.t.Fatalf("queue %q: the watching subscription ended", q)
+			}
+			_ = d.Ack()
+			e.t.Fatalf("queue %q: unexpected message %q (routing key %q)", q, d.Body, d.RoutingKey)
+		case <-time.After(quiet):
+		}
+		return
+	}
+	d, ok, err := g.Get(e.ctx, q)
 	if err != nil {
 		e.t.Fatalf("get from %q: %v", q, err)
 	}
@@ -218,6 +260,41 @@ func (e *env) expectEmpty(c driver.Conn, q string) {
 		_ = d.Ack()
 		e.t.Fatalf("queue %q: unexpected message %q (routing key %q)", q, d.Body, d.RoutingKey)
 	}
+}
+
+// watcher returns the subscription that stands in for Get on q when the
+// driver has no driver.Getter, starting it on c the first time. It has no
+// prefetch limit, so deliveries a test has not settled yet do not hold
+// back the next, and it lasts until the test ends: a delivery taken from it
+// stays unacknowledged, and settleable, until the test settles it. A test
+// must not nack such a delivery with requeue (the watcher would take it
+// again) nor consume from a watched queue expecting to get everything.
+func (e *env) watcher(c driver.Conn, q string) driver.Subscription {
+	e.t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.watchers[q]; ok {
+		return s
+	}
+	s := e.consume(c, driver.ConsumeSpec{Queue: q})
+	e.watchers[q] = s
+	return s
+}
+
+// watch waits for the next delivery on q's watcher.
+func (e *env) watch(c driver.Conn, q string) driver.Delivery {
+	e.t.Helper()
+	s := e.watcher(c, q)
+	select {
+	case d, ok := <-s.Deliveries():
+		if !ok {
+			e.t.Fatalf("queue %q: the watching subscription ended while a message was expected", q)
+		}
+		return d
+	case <-time.After(waitFor):
+		e.t.Fatalf("queue %q: no message within %v", q, waitFor)
+	}
+	panic("unreachable")
 }
 
 // takeAll fetches and acknowledges n messages from q, then checks that it
@@ -249,14 +326,74 @@ func (e *env) eventually(what string, cond func() bool) {
 	}
 }
 
-// messages reports how many ready messages q holds.
+// canCount reports whether c is a driver.Inspector, and logs that check is
+// not made when it is not: checks that need a count (of ready messages or
+// consumers) are made only with an Inspector.
+func (e *env) canCount(c driver.Conn, check string) bool {
+	e.t.Helper()
+	_, ok := c.(driver.Inspector)
+	if !ok {
+		e.t.Logf("not checked without a driver.Inspector: %s", check)
+	}
+	return ok
+}
+
+// messages reports how many ready messages q holds. c must be a
+// driver.Inspector.
 func (e *env) messages(c driver.Conn, q string) int {
 	e.t.Helper()
-	info, err := c.InspectQueue(e.ctx, q)
+	return e.info(c, q).Messages
+}
+
+// info inspects q. c must be a driver.Inspector.
+func (e *env) info(c driver.Conn, q string) driver.QueueInfo {
+	e.t.Helper()
+	info, err := as[driver.Inspector](e, c).InspectQueue(e.ctx, q)
 	if err != nil {
 		e.t.Fatalf("inspect queue %q: %v", q, err)
 	}
-	return info.Messages
+	return info
+}
+
+// eventuallyMessages waits until q holds n ready messages, when c is a
+// driver.Inspector; otherwise the check is not made.
+func (e *env) eventuallyMessages(c driver.Conn, q string, n int) {
+	e.t.Helper()
+	what := fmt.Sprintf("%d ready messages on queue %q", n, q)
+	if e.canCount(c, what) {
+		e.eventually(what, func() bool { return e.messages(c, q) == n })
+	}
+}
+
+// queueGone reports whether q no longer exists. An Inspector answers with
+// a passive declaration (any error but driver.ErrNotFound, such as another
+// connection's exclusive queue being locked, counts as not gone); without
+// one a mandatory probe is published to q through the default exchange,
+// which comes back NO_ROUTE once q has gone (and lands on q, harmlessly,
+// while it is still there).
+func (e *env) queueGone(c driver.Conn, q string) bool {
+	e.t.Helper()
+	if ins, ok := c.(driver.Inspector); ok {
+		_, err := ins.InspectQueue(e.ctx, q)
+		return errors.Is(err, driver.ErrNotFound)
+	}
+	var re *driver.ReturnError
+	err := c.Publish(e.ctx, driver.Message{RoutingKey: q, Mandatory: true, MessageID: e.id(), Transient: true, Body: []byte("probe")})
+	if err != nil && !errors.As(err, &re) {
+		e.t.Fatalf("probe publish to queue %q: %v", q, err)
+	}
+	return err != nil
+}
+
+// exchangeGone reports whether the exchange ex no longer exists: an
+// Inspector's passive declaration fails with driver.ErrNotFound, or else a
+// publish to it fails.
+func (e *env) exchangeGone(c driver.Conn, ex string) bool {
+	e.t.Helper()
+	if ins, ok := c.(driver.Inspector); ok {
+		return errors.Is(ins.InspectExchange(e.ctx, ex), driver.ErrNotFound)
+	}
+	return c.Publish(e.ctx, driver.Message{Exchange: ex, RoutingKey: "probe", Transient: true}) != nil
 }
 
 // asInt reads an integer header value of any width a driver may hand up:

@@ -1,0 +1,150 @@
+package driver
+
+import "context"
+
+// Message is an outbound message.
+type Message struct {
+	Exchange   string
+	RoutingKey string
+	// Mandatory asks the broker to return the message when no queue is bound
+	// for it; Publish then fails with a *ReturnError. Returns are matched to
+	// their publish by MessageID, so a mandatory message needs one (every
+	// publish the acemq package makes has one); a driver may report a
+	// return without a MessageID as confirmed.
+	Mandatory bool
+	// AlwaysConfirm waits for the broker's confirm even on a connection
+	// opened with Config.NoConfirms; the library sets it on every publish it
+	// makes for itself (retries, dead letters, replays).
+	AlwaysConfirm bool
+	// Transient publishes with delivery mode 1; the default is persistent (2).
+	Transient     bool
+	ContentType   string
+	MessageID     string
+	CorrelationID string
+	ReplyTo       string
+	// Expiration is the per-message TTL in milliseconds as a decimal string;
+	// empty means none.
+	Expiration string
+	Headers    Table
+	Body       []byte
+}
+
+// Delivery is an inbound message together with the means to settle it.
+type Delivery struct {
+	Exchange      string
+	RoutingKey    string
+	ContentType   string
+	MessageID     string
+	CorrelationID string
+	ReplyTo       string
+	Persistent    bool
+	Redelivered   bool
+	Headers       Table
+	Body          []byte
+	// ConsumerTag is empty for a message fetched with Get.
+	ConsumerTag string
+	DeliveryTag uint64
+
+	// Acknowledger settles the delivery. It is set by the driver.
+	Acknowledger Acknowledger
+}
+
+// Ack acknowledges the delivery.
+func (d *Delivery) Ack() error {
+	if d.Acknowledger == nil {
+		return ErrNotSettleable
+	}
+	return d.Acknowledger.Ack(d.DeliveryTag)
+}
+
+// Nack rejects the delivery, putting it back on its queue when requeue is
+// true and dead-lettering or dropping it (as the queue says) otherwise.
+func (d *Delivery) Nack(requeue bool) error {
+	if d.Acknowledger == nil {
+		return ErrNotSettleable
+	}
+	return d.Acknowledger.Nack(d.DeliveryTag, requeue)
+}
+
+// CanSettle reports whether the delivery can still be settled: false when
+// its acknowledger says the channel it came on is gone (the broker then
+// redelivers it). An acknowledger that cannot tell is taken to say yes.
+func (d *Delivery) CanSettle() bool {
+	if d.Acknowledger == nil {
+		return false
+	}
+	if c, ok := d.Acknowledger.(SettleChecker); ok {
+		return c.CanSettle(d.DeliveryTag)
+	}
+	return true
+}
+
+// SettleChecker is implemented by an Acknowledger that can tell whether a
+// delivery can still be settled. The acemq engine asks before it republishes
+// a delivery after a wait: once the channel is gone the broker redelivers
+// the original, and a copy would make the message run twice.
+type SettleChecker interface {
+	CanSettle(tag uint64) bool
+}
+
+// Acknowledger settles deliveries by tag. A delivery whose channel has gone
+// cannot be settled any more: the methods return an error wrapping
+// ErrChannelClosed and the broker redelivers the message.
+type Acknowledger interface {
+	Ack(tag uint64) error
+	Nack(tag uint64, requeue bool) error
+}
+
+// ConsumeSpec describes a subscription.
+type ConsumeSpec struct {
+	Queue string
+	// Tag is the consumer tag; a driver generates one when it is empty.
+	Tag string
+	// Prefetch is the number of unacknowledged deliveries the broker may
+	// hand this consumer; 0 means no limit.
+	Prefetch  int
+	Exclusive bool
+	Args      Table
+}
+
+// Subscription is a running consumer. Deliveries arrive on the channel
+// returned by Deliveries until Cancel is called or the connection is closed;
+// a driver that recovers from a lost connection keeps the same channel open
+// and resubscribes underneath it.
+type Subscription interface {
+	Deliveries() <-chan Delivery
+	// Tag is the consumer tag.
+	Tag() string
+	// Cancel stops new deliveries (basic.cancel) and closes the Deliveries
+	// channel once the driver has handed up everything it already received.
+	// Deliveries already handed up can still be settled after Cancel.
+	Cancel(ctx context.Context) error
+	// Close cancels the subscription and closes its channel: deliveries not
+	// yet settled go back to the queue marked redelivered.
+	Close() error
+}
+
+// Receiver is implemented by a Subscription whose deliveries can be taken
+// by the reader's own goroutine, without the hand-off through the
+// Deliveries channel: each hand-off between goroutines costs a wake-up per
+// message. Receive returns the next delivery, or false once the
+// subscription has ended (when Deliveries would have closed). It is safe
+// for concurrent use. Use either Receive or Deliveries on one
+// subscription, not both.
+type Receiver interface {
+	Receive() (Delivery, bool)
+}
+
+// Receive returns a function that takes the subscription's next delivery:
+// its Receive method when it implements Receiver, else a read from its
+// Deliveries channel.
+func Receive(s Subscription) func() (Delivery, bool) {
+	if r, ok := s.(Receiver); ok {
+		return r.Receive
+	}
+	ch := s.Deliveries()
+	return func() (Delivery, bool) {
+		d, ok := <-ch
+		return d, ok
+	}
+}

@@ -1,0 +1,143 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/acemq/acemq/driver"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// acker settles the deliveries of one amqp091 channel of session s. A
+// delivery can be settled only while its channel is open on a live
+// connection. Once the channel is closed, the connection is closed or the
+// supervisor has marked the session lost, CanSettle answers false and Ack
+// and Nack fail with an error wrapping driver.ErrChannelClosed without
+// sending anything: the broker redelivers the message.
+//
+// The connection and session checks are what make the guarantee hold that
+// EventLost is emitted only after every delivery of the session reports it
+// cannot be settled. amqp091 marks a lost connection closed before it tells
+// the connection's NotifyClose listeners (the supervisor), but marks the
+// connection's channels closed only afterwards, one by one, so the
+// channel's flag alone may still say open when EventLost is emitted.
+//
+// The checks are atomic loads: CanSettle, Ack and Nack run per message.
+type acker struct {
+	s  *session
+	ch *amqp.Channel
+}
+
+var errSessionLost = errors.New("the connection was closed")
+
+// gone returns why the deliveries cannot be settled any more, or nil while
+// they can.
+func (a *acker) gone() error {
+	switch {
+	case a.s.lost.Load() || a.s.ac.IsClosed():
+		return errSessionLost
+	case a.ch.IsClosed():
+		return amqp.ErrClosed // what amqp091 answers on a closed channel
+	}
+	return nil
+}
+
+// Ack acknowledges the delivery with the tag.
+func (a *acker) Ack(tag uint64) error {
+	if err := a.gone(); err != nil {
+		return settleError(tag, err)
+	}
+	if err := a.ch.Ack(tag, false); err != nil {
+		return settleError(tag, err)
+	}
+	return nil
+}
+
+// CanSettle reports whether the delivery can still be settled: its channel
+// is open and its session has not been lost. It answers false before
+// EventLost reports the loss of the session.
+func (a *acker) CanSettle(uint64) bool { return a.gone() == nil }
+
+// Nack rejects the delivery with the tag.
+func (a *acker) Nack(tag uint64, requeue bool) error {
+	if err := a.gone(); err != nil {
+		return settleError(tag, err)
+	}
+	if err := a.ch.Nack(tag, false, requeue); err != nil {
+		return settleError(tag, err)
+	}
+	return nil
+}
+
+func settleError(tag uint64, err error) error {
+	return fmt.Errorf("acemq: delivery %d cannot be settled, the broker will redeliver it (%v): %w", tag, err, driver.ErrChannelClosed)
+}
+
+func toDelivery(d *amqp.Delivery, a *acker) driver.Delivery {
+	return driver.Delivery{
+		Exchange:      d.Exchange,
+		RoutingKey:    d.RoutingKey,
+		ContentType:   d.ContentType,
+		MessageID:     d.MessageId,
+		CorrelationID: d.CorrelationId,
+		ReplyTo:       d.ReplyTo,
+		Persistent:    d.DeliveryMode == amqp.Persistent,
+		Redelivered:   d.Redelivered,
+		Headers:       fromAMQPTable(d.Headers),
+		Body:          d.Body,
+		ConsumerTag:   d.ConsumerTag,
+		DeliveryTag:   d.DeliveryTag,
+		Acknowledger:  a,
+	}
+}
+
+// Get fetches one message with basic.get on the session's Get channel. The
+// delivery stays settleable while that channel and its session live (see
+// acker); a Get error that closes the channel (a missing queue) makes
+// earlier unsettled Get deliveries unsettleable, and the broker redelivers
+// them.
+func (c *conn) Get(ctx context.Context, queue string) (driver.Delivery, bool, error) {
+	for {
+		s, err := c.waitSession(ctx, nil)
+		if err != nil {
+			return driver.Delivery{}, false, err
+		}
+		var (
+			d   amqp.Delivery
+			ok  bool
+			ack *acker
+		)
+		err = c.do(ctx, func() error {
+			s.getMu.Lock()
+			defer s.getMu.Unlock()
+			if s.getCh == nil || s.getCh.IsClosed() {
+				ch, err := s.ac.Channel()
+				if err != nil {
+					return err
+				}
+				s.getCh, s.getAk = ch, &acker{s: s, ch: ch}
+			}
+			ack = s.getAk
+			var err error
+			d, ok, err = s.getCh.Get(queue, false)
+			return err
+		}, func() {
+			if ok {
+				_ = ack.Nack(d.DeliveryTag, true)
+			}
+		})
+		if err != nil {
+			if connectionLost(s, err) && !c.isClosing() && ctx.Err() == nil {
+				continue
+			}
+			return driver.Delivery{}, false, mapErr("get from", "queue", queue, err)
+		}
+		if !ok {
+			return driver.Delivery{}, false, nil
+		}
+		dd := toDelivery(&d, ack)
+		dd.ConsumerTag = ""
+		return dd, true, nil
+	}
+}
