@@ -18,6 +18,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/plumbing"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 	_ "github.com/acemq/acemq/rabbitmq" // registers amqp:// for Each
@@ -46,11 +47,11 @@ func Each(t *testing.T, f func(t *testing.T, url string)) {
 
 // Connect opens a connection to url named after the test (an acemq.WithName
 // in opts overrides that), closed when the test ends.
-func Connect(t testing.TB, url string, opts ...acemq.Option) *acemq.Conn {
+func Connect(t testing.TB, url string, opts ...acemq.ConnOption) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithName(t.Name())}, opts...)...)
+	c, err := acemq.Connect(ctx, url, append([]acemq.ConnOption{acemq.WithName(t.Name())}, opts...)...)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", url, err)
 	}
@@ -69,7 +70,7 @@ func Queue(t testing.TB, c *acemq.Conn, prefix string) string {
 	t.Helper()
 	q := testenv.Unique(t, prefix)
 	DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-	if _, err := c.Transport().DeclareQueue(context.Background(), driver.Queue{Name: q, Durable: true}); err != nil {
+	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic)).Apply(context.Background(), c); err != nil {
 		t.Fatalf("declaring %s: %v", q, err)
 	}
 	return q
@@ -82,27 +83,35 @@ func DeleteAtEnd(t testing.TB, c *acemq.Conn, queues ...string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
+		topo := acemq.NewTopology()
 		for _, q := range queues {
-			_, _ = c.Transport().DeleteQueue(ctx, q)
+			topo.Queue(q)
 		}
+		_ = topo.Delete(ctx, c)
 	})
 }
 
-// Get waits for a message on queue, acks it and returns it. The test fails
-// when none arrives within testenv.Patience.
+// Get waits for a message on queue, acks it and returns it as the driver
+// delivered it (raw headers, properties and all). The test fails when none
+// arrives within testenv.Patience.
 func Get(t testing.TB, c *acemq.Conn, queue string) driver.Delivery {
 	t.Helper()
 	var d driver.Delivery
 	testenv.Eventually(t, "a message on "+queue, func() bool {
-		m, ok, err := c.Transport().Get(context.Background(), queue)
+		var ok bool
+		err := c.Raw(func(dc driver.Conn) error {
+			m, got, err := dc.(driver.Getter).Get(context.Background(), queue)
+			if err != nil || !got {
+				return err
+			}
+			if err := m.Ack(); err != nil {
+				return fmt.Errorf("acking a message from %s: %w", queue, err)
+			}
+			d, ok = m, true
+			return nil
+		})
 		if err != nil {
 			t.Fatalf("getting from %s: %v", queue, err)
-		}
-		if ok {
-			if err := m.Ack(); err != nil {
-				t.Fatalf("acking a message from %s: %v", queue, err)
-			}
-			d = m
 		}
 		return ok
 	})
@@ -112,7 +121,7 @@ func Get(t testing.TB, c *acemq.Conn, queue string) driver.Delivery {
 // Depth is the number of ready messages on queue.
 func Depth(t testing.TB, c *acemq.Conn, queue string) int {
 	t.Helper()
-	info, err := c.Transport().InspectQueue(context.Background(), queue)
+	info, err := c.Inspect(context.Background(), queue)
 	if err != nil {
 		t.Fatalf("inspecting %s: %v", queue, err)
 	}
@@ -149,4 +158,93 @@ func Stop(t testing.TB, cs ...*acemq.Consumer) {
 	if failed {
 		t.FailNow()
 	}
+}
+
+// FullConn is a driver connection with every optional part, as both
+// built-in drivers are.
+type FullConn interface {
+	driver.Conn
+	driver.Inspector
+	driver.Deleter
+	driver.Getter
+	driver.BatchPublisher
+	driver.Pinger
+	driver.BlockReporter
+	driver.CapabilityReporter
+	driver.Unbinder
+}
+
+// Driver is the driver connection under c, for tests that publish what the
+// library never would, or look at the broker behind the library's back. It
+// panics when c is closed or its driver lacks an optional part. Unlike what
+// Conn.Raw asks of applications, tests keep the driver connection past the
+// callback: they own c for the test's length and never close the driver
+// connection themselves.
+func Driver(c *acemq.Conn) FullConn {
+	var d FullConn
+	if err := c.Raw(func(dc driver.Conn) error {
+		fc, ok := dc.(FullConn)
+		if !ok {
+			return fmt.Errorf("the driver connection %T lacks an optional part", dc)
+		}
+		d = fc
+		return nil
+	}); err != nil {
+		panic("brokertest: " + err.Error())
+	}
+	return d
+}
+
+// Outbound is a fully formed message for Publish.
+type Outbound struct {
+	Exchange        string
+	RoutingKey      string
+	Envelope        acemq.Envelope // the zero value means a fresh one
+	ContentType     string
+	Body            []byte
+	ReplyTo         string
+	CorrelationID   string
+	AllowUnroutable bool
+	AlwaysConfirm   bool
+}
+
+// Publish sends m through c's publish path (with its telemetry), as the
+// library's own packages do.
+func Publish(ctx context.Context, c *acemq.Conn, m Outbound) error {
+	env := m.Envelope
+	if env.ID() == "" {
+		env = acemq.MustEnvelope(acemq.Fields{})
+	}
+	return plumbing.ConnOf(c).Publish(ctx, plumbing.Message{
+		Exchange:      m.Exchange,
+		RoutingKey:    m.RoutingKey,
+		Mandatory:     !m.AllowUnroutable,
+		AlwaysConfirm: m.AlwaysConfirm,
+		ContentType:   m.ContentType,
+		MessageID:     env.ID(),
+		CorrelationID: m.CorrelationID,
+		ReplyTo:       m.ReplyTo,
+		Headers:       env.AppendHeaders(nil, m.RoutingKey),
+		Body:          m.Body,
+	})
+}
+
+// Tracing reports whether c records spans now.
+func Tracing(c *acemq.Conn) bool { return plumbing.ConnOf(c).Tracing() }
+
+// DriverAs is the driver connection under c as a T (a test's own driver
+// type). It panics when c is closed or its driver connection is not a T.
+func DriverAs[T any](c *acemq.Conn) T {
+	var v T
+	if err := c.Raw(func(dc driver.Conn) error {
+		t, ok := dc.(T)
+		if !ok {
+			return fmt.Errorf("the driver connection is a %T, not a %T", dc, v)
+		}
+		v = t
+		return nil
+	}); err != nil {
+		panic("brokertest: " + err.Error())
+	}
+	return v
 }

@@ -1,7 +1,7 @@
 // Package testenv gives tests the broker URL and the shared contract folder,
 // with the project's rules: a test that needs a broker skips when
 // ACEMQ_TEST_AMQP_URL is unset, except in CI (CI set), where it fails; a
-// contract test skips when ../shared/contract is absent, except in CI. It
+// contract test skips when the shared contract folder is absent, except in CI. It
 // also names things after the test (Name, Unique) and polls (Eventually).
 //
 // It imports only the standard library, so every package's tests can use
@@ -69,9 +69,10 @@ func Root() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// ContractDir returns the shared contract folder (../shared/contract beside
-// the checkout, or ACEMQ_CONTRACT_DIR), or skips the test when it is absent
-// outside CI. In CI a missing folder fails the test.
+// ContractDir returns the contract folder the sibling libraries share: the
+// folder contract inside the folder shared next to the checkout, or
+// ACEMQ_CONTRACT_DIR. It skips the test when the folder is absent outside
+// CI; in CI a missing folder fails the test.
 func ContractDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("ACEMQ_CONTRACT_DIR")

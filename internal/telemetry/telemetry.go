@@ -1,0 +1,40 @@
+// Package telemetry holds the names and layouts of the family's telemetry
+// that several packages of the module share: the instrumentation scope,
+// the metric names and the histogram buckets (docs/wire.md §10). Package
+// acemq records the consume and publish families, rpc the request family,
+// route the pipeline family, and actuator renders them all.
+package telemetry
+
+// Scope is the OpenTelemetry instrumentation scope of the family's metrics
+// and spans.
+const Scope = "org.acemq.amqp"
+
+// The metric names (docs/wire.md §10.1). ConnectionEvents is this library's
+// addition.
+const (
+	PublishTotal     = "acemq.publish.total"
+	PublishDuration  = "acemq.publish.duration"
+	ConsumeTotal     = "acemq.consume.total"
+	ConsumeDuration  = "acemq.consume.duration"
+	ConsumeAttempts  = "acemq.consume.attempts"
+	ConsumeInFlight  = "acemq.consume.in.flight"
+	Retried          = "acemq.messages.retried.total"
+	DeadLettered     = "acemq.messages.dead.lettered.total"
+	SetAsideFailed   = "acemq.messages.set.aside.failed"
+	RungMissing      = "acemq.retry.rung.missing"
+	ConnectionEvents = "acemq.connection.events"
+	RequestTotal     = "acemq.request.total"
+	RequestDuration  = "acemq.request.duration"
+	RunTotal         = "acemq.pipeline.run.total"
+	RunDuration      = "acemq.pipeline.run.duration"
+)
+
+// DurationBuckets are the bucket boundaries, in seconds, of every family
+// duration histogram: 5 ms to 60 s.
+func DurationBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+}
+
+// AttemptBuckets are the bucket boundaries of acemq.consume.attempts: 1 to
+// 10.
+func AttemptBuckets() []float64 { return []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10} }
