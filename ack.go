@@ -3,8 +3,9 @@ package acemq
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // Decision is what a handler asks for a delivery.
@@ -44,7 +45,7 @@ func (d Decision) String() string {
 }
 
 // Ack is a handler's decision about one delivery. The zero Ack accepts.
-// Build one with Accept, Retry, Reject, Park, InProgress or Result.
+// Build one with Accept, Retry, Reject, Park, InProgress or FromError.
 type Ack struct {
 	decision Decision
 	err      error
@@ -103,9 +104,9 @@ func InProgress(delay time.Duration) Ack {
 // DefaultInProgressDelay is the wait InProgress uses when given none.
 const DefaultInProgressDelay = 5 * time.Second
 
-// Result turns an error into a decision: nil accepts, an error marked Fatal
-// rejects, any other error retries.
-func Result(err error) Ack {
+// FromError turns an error into a decision: nil accepts, an error marked
+// Fatal rejects, any other error retries.
+func FromError(err error) Ack {
 	if err == nil {
 		return Accept()
 	}
@@ -120,48 +121,15 @@ func orUnknown(err error) error {
 }
 
 // Fatal marks err as one that retrying cannot fix: a handler returning it
-// (through Retry or Result) dead-letters the message at once with the reason
-// "the handler reported an unprocessable message: …". Fatal(nil) is nil.
+// (through Retry or FromError) dead-letters the message at once with the
+// reason "the handler reported an unprocessable message: …". Fatal(nil) is
+// nil.
 func Fatal(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &fatalError{err}
+	return &wire.Fatal{Err: err}
 }
 
 // IsFatal reports whether err, or an error it wraps, was marked with Fatal.
-func IsFatal(err error) bool {
-	var f *fatalError
-	return errors.As(err, &f)
-}
-
-type fatalError struct{ err error }
-
-func (f *fatalError) Error() string { return f.err.Error() }
-func (f *fatalError) Unwrap() error { return f.err }
-
-// describe renders an error as the family writes causes: "TypeName: message",
-// TypeName being the concrete type without pointer or package.
-func describe(err error) string {
-	if err == nil {
-		return ""
-	}
-	for {
-		f, ok := err.(*fatalError)
-		if !ok {
-			break
-		}
-		err = f.err
-	}
-	return TypeName(err) + ": " + err.Error()
-}
-
-// TypeName is the concrete type name of err without pointer or package
-// qualifier, as the family writes it in reasons (for example "errorString").
-func TypeName(err error) string {
-	if err == nil {
-		return ""
-	}
-	name := strings.TrimLeft(fmt.Sprintf("%T", err), "*")
-	return name[strings.LastIndexByte(name, '.')+1:]
-}
+func IsFatal(err error) bool { return wire.IsFatal(err) }

@@ -2,18 +2,17 @@ package acemq
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/wire"
 	_ "github.com/acemq/acemq/memory" // memory:// is built in
 )
 
@@ -26,6 +25,7 @@ type Conn struct {
 	name   string
 	origin string
 	obs    *observer
+	plumb  *plumbing.Conn
 
 	mu       sync.Mutex
 	hooks    map[int]func(Settlement)
@@ -39,82 +39,73 @@ type Conn struct {
 }
 
 // ConnEvent is a connection state transition (lost, retrying, recovered,
-// blocked, unblocked), reported to the functions given with OnConnEvent.
+// blocked, unblocked), reported to the functions given with
+// WithConnEvents.
 type ConnEvent = driver.Event
 
-// Option configures Connect.
-type Option func(*connConfig)
+// UnroutableError reports a mandatory publish no queue took. Code and Text
+// are the broker's (312 NO_ROUTE).
+type UnroutableError = driver.ReturnError
 
-type connConfig struct {
-	drv      driver.Config
-	origin   string
-	onEvent  []func(ConnEvent)
-	tel      telemetryConfig
-	fallback []string
-}
+// Errors a caller tells apart with errors.Is.
+var (
+	// ErrBlocked is wrapped by a publish refused because the broker has
+	// blocked the connection (a resource alarm). Nothing was published.
+	ErrBlocked = driver.ErrBlocked
+	// ErrLost is wrapped by a publish whose connection died before its
+	// confirm: the message may or may not have arrived.
+	ErrLost = driver.ErrLost
+	// ErrNotFound is wrapped by Inspect and Browse when the queue does not
+	// exist, and by a publish to an exchange that does not exist.
+	ErrNotFound = driver.ErrNotFound
+	// ErrClosed is wrapped by what is asked of a closed connection.
+	ErrClosed = driver.ErrClosed
+	// ErrUnsupported is wrapped when the connection's driver cannot do what
+	// was asked (for example a driver without passive checks cannot
+	// Inspect).
+	ErrUnsupported = errors.ErrUnsupported
+)
 
-// WithName names the connection; the broker shows the name in its
-// management UI.
-func WithName(name string) Option { return func(c *connConfig) { c.drv.Name = name } }
-
-// WithOrigin sets the origin stamped on messages published without one
-// (convention service@host). Default: acemq@{hostname}.
-func WithOrigin(origin string) Option { return func(c *connConfig) { c.origin = origin } }
-
-// WithFallbackURLs adds URLs (a cluster's other nodes) tried in turn after
-// the first, on connecting and on every reconnection.
-func WithFallbackURLs(urls ...string) Option {
-	return func(c *connConfig) { c.fallback = append(c.fallback, urls...) }
-}
-
-// WithTLS sets the TLS configuration for amqps:// URLs. Nil verifies the
-// broker with the system roots. Combined with an amqp:// URL it is refused.
-func WithTLS(cfg *tls.Config) Option { return func(c *connConfig) { c.drv.TLS = cfg } }
-
-// WithCredentials sets a credentials provider, consulted on every connection
-// and reconnection; it overrides the user and password in the URL.
-func WithCredentials(p CredentialsProvider) Option {
-	return func(c *connConfig) { c.drv.Credentials = p }
-}
-
-// CredentialsProvider returns the user name and password to connect with.
-type CredentialsProvider = func(ctx context.Context) (driver.Credentials, error)
-
-// WithoutConfirms switches publisher confirms off for application
-// publishes. Publishes the library makes itself are always confirmed.
-func WithoutConfirms() Option { return func(c *connConfig) { c.drv.NoConfirms = true } }
-
-// WithMaxOutstanding bounds the publishes awaiting a confirm (default 1000);
-// at the bound, publishers wait for a permit.
-func WithMaxOutstanding(n int) Option { return func(c *connConfig) { c.drv.MaxOutstanding = n } }
-
-// WithConfirmTimeout bounds the wait for a permit to publish and for a
-// confirm (default 10 s).
-func WithConfirmTimeout(d time.Duration) Option {
-	return func(c *connConfig) { c.drv.ConfirmTimeout = d }
-}
-
-// WithDialTimeout bounds one connection attempt (default 30 s).
-func WithDialTimeout(d time.Duration) Option { return func(c *connConfig) { c.drv.DialTimeout = d } }
-
-// OnConnEvent registers a function called for every connection state
-// transition. It runs on the driver's goroutine and must not block.
-func OnConnEvent(f func(ConnEvent)) Option {
-	return func(c *connConfig) { c.onEvent = append(c.onEvent, f) }
+func init() {
+	plumbing.SetConnOf(func(v any) *plumbing.Conn {
+		if c, ok := v.(*Conn); ok && c != nil {
+			return c.plumb
+		}
+		return nil
+	})
+	plumbing.SetConsumerState(func(v any) (plumbing.ConsumerState, bool) {
+		c, ok := v.(*Consumer)
+		if !ok || c == nil {
+			return plumbing.ConsumerState{}, false
+		}
+		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load()}
+		for _, d := range c.core.cfg.retry.brokerRungs() {
+			st.Rungs = append(st.Rungs, RungQueue(c.core.queue, d))
+		}
+		return st, true
+	})
 }
 
 // Connect opens a connection to the broker at url ("memory://NAME",
-// "amqp://user:pass@host:5672/vhost", "amqps://…").
-func Connect(ctx context.Context, url string, opts ...Option) (*Conn, error) {
+// "amqp://user:pass@host:5672/vhost", "amqps://…"). The first connection
+// is made within ctx; once open, a lost connection is recovered in the
+// background (RabbitMQ) until Close.
+func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error) {
 	if strings.TrimSpace(url) == "" {
-		return nil, errors.New("acemq: Connect needs a broker URL, for example memory://demo or amqp://guest:guest@localhost:5672/")
+		return nil, errors.New("acemq: Connect needs a broker URL, for example memory://demo (one process's own broker) or amqp://guest:guest@localhost:5672/")
 	}
 	var cfg connConfig
 	for _, o := range opts {
-		o(&cfg)
+		o.applyConn(&cfg)
+	}
+	if err := errors.Join(cfg.errs...); err != nil {
+		return nil, err
 	}
 	d, err := driver.Lookup(url)
 	if err != nil {
+		return nil, err
+	}
+	if err := sameScheme(url, cfg.fallback); err != nil {
 		return nil, err
 	}
 	c := &Conn{
@@ -126,16 +117,23 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Conn, error) {
 		events:    cfg.onEvent,
 	}
 	if c.origin == "" {
-		c.origin = DefaultOrigin()
+		c.origin = wire.DefaultOrigin()
 	}
 	c.obs = newObserver(cfg.tel)
 	cfg.drv.URLs = append([]string{url}, cfg.fallback...)
 	cfg.drv.OnEvent = c.dispatchEvent
 	t, err := d.Open(ctx, cfg.drv)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, driver.Redact(err))
+		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, unprefixed{driver.Redact(err)})
 	}
 	c.t = t
+	c.plumb = &plumbing.Conn{
+		Publish:        func(ctx context.Context, m plumbing.Message) error { return c.publish(ctx, m, Envelope{}) },
+		MeterProvider:  c.obs.meterProvider,
+		TracerProvider: c.obs.tracerProvider,
+		Tracing:        c.obs.tracing,
+		Capabilities:   c.capabilities,
+	}
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil
 }
@@ -147,16 +145,6 @@ func (c *Conn) dispatchEvent(e driver.Event) {
 	}
 }
 
-// DefaultOrigin is acemq@{hostname}, with "unknown-host" when the host name
-// cannot be read.
-func DefaultOrigin() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "unknown-host"
-	}
-	return "acemq@" + h
-}
-
 // Origin is the origin stamped on messages published without one.
 func (c *Conn) Origin() string { return c.origin }
 
@@ -166,16 +154,43 @@ func (c *Conn) Name() string { return c.name }
 // URL is the broker URL with any password redacted.
 func (c *Conn) URL() string { return c.url }
 
-// Transport is the driver connection underneath, for tools that need what
-// the portable API does not offer (passive checks, basic.get).
-func (c *Conn) Transport() driver.Conn { return c.t }
-
-// Capabilities reports what the broker supports.
-func (c *Conn) Capabilities() driver.Capabilities { return c.t.Capabilities() }
+// String describes the connection without its password.
+func (c *Conn) String() string {
+	if c.name != "" {
+		return fmt.Sprintf("acemq.Conn(%s %s)", c.name, c.url)
+	}
+	return fmt.Sprintf("acemq.Conn(%s)", c.url)
+}
 
 // Blocked reports whether the broker has blocked publishing on this
 // connection (a resource alarm) and the reason it gave.
-func (c *Conn) Blocked() (bool, string) { return c.t.Blocked() }
+func (c *Conn) Blocked() (bool, string) {
+	if b, ok := c.t.(driver.BlockReporter); ok {
+		return b.Blocked()
+	}
+	return false, ""
+}
+
+func (c *Conn) capabilities() driver.Capabilities {
+	if r, ok := c.t.(driver.CapabilityReporter); ok {
+		return r.Capabilities()
+	}
+	return driver.Capabilities{}
+}
+
+// Raw calls f with the driver connection underneath, for tests and tools
+// that need what the portable API does not offer. f must not keep the
+// driver connection, close it or use it after returning: the Conn owns it.
+// Raw fails with ErrClosed once the connection is closed.
+func (c *Conn) Raw(f func(driver.Conn) error) error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return fmt.Errorf("acemq: Raw on %s: %w", c, ErrClosed)
+	}
+	return f(c.t)
+}
 
 // Close stops every consumer started on the connection (each with its drain
 // timeout, bounded by ctx) and closes the connection.
@@ -243,86 +258,24 @@ func (c *Conn) emitSettlement(s Settlement) {
 	}
 }
 
-// Outbound is a fully formed message for Conn.Publish, the one publish path
-// every library feature uses (publishers, retries, dead letters, replies,
-// replays, pipeline hops).
-type Outbound struct {
-	Exchange   string
-	RoutingKey string
-	// Envelope is written into the headers; its zero value means a fresh one.
-	Envelope    Envelope
-	ContentType string
-	Body        []byte
-	// ReplyTo and CorrelationID set the AMQP properties of the same names.
-	ReplyTo       string
-	CorrelationID string
-	// AllowUnroutable publishes without the mandatory flag: a message no
-	// queue takes is dropped instead of failing with an *UnroutableError.
-	AllowUnroutable bool
-	// Transient publishes with delivery mode 1 instead of persistent.
-	Transient bool
-	// AlwaysConfirm waits for the broker's confirm even on a connection
-	// opened WithoutConfirms. Publishes the library makes for itself
-	// (pipeline hops, replays) set it.
-	AlwaysConfirm bool
-}
-
-// UnroutableError reports a mandatory publish no queue took. Code and Text
-// are the broker's (312 NO_ROUTE).
-type UnroutableError = driver.ReturnError
-
-// ErrBlocked is wrapped by a publish refused because the broker has blocked
-// the connection (a resource alarm). Nothing was published.
-var ErrBlocked = driver.ErrBlocked
-
-// ErrLost is wrapped by a publish whose connection died before its confirm:
-// the message may or may not have arrived.
-var ErrLost = driver.ErrLost
-
-// Publish sends one message with its envelope in the headers and, unless
-// the connection's confirms are off, waits for the broker's confirm. It is
-// mandatory unless AllowUnroutable is set: a message nothing routes fails
-// with an *UnroutableError.
-func (c *Conn) Publish(ctx context.Context, m Outbound) error {
-	dm := c.outbound(m)
-	start := time.Now()
-	ctx, done := c.obs.publishStart(ctx, &dm, m.Envelope)
-	err := c.t.Publish(ctx, dm)
-	done(err, time.Since(start))
-	return err
-}
-
-func (c *Conn) outbound(m Outbound) driver.Message {
-	env := m.Envelope.orDefault()
-	return driver.Message{
-		Exchange:      m.Exchange,
-		RoutingKey:    m.RoutingKey,
-		Mandatory:     !m.AllowUnroutable,
-		Transient:     m.Transient,
-		AlwaysConfirm: m.AlwaysConfirm,
-		ContentType:   m.ContentType,
-		MessageID:     env.id,
-		CorrelationID: m.CorrelationID,
-		ReplyTo:       m.ReplyTo,
-		Headers:       env.AppendHeaders(nil, m.RoutingKey),
-		Body:          m.Body,
+// sameScheme refuses fallback URLs whose scheme differs from the first
+// URL's: an amqp:// fallback behind amqps:// would connect unencrypted.
+func sameScheme(first string, fallback []string) error {
+	scheme := func(u string) string {
+		s, _, _ := strings.Cut(u, "://")
+		return strings.ToLower(s)
 	}
+	for _, f := range fallback {
+		if scheme(f) != scheme(first) {
+			return fmt.Errorf("acemq: WithFallbackURLs: %s does not have the scheme of %s; every URL of a connection must use the same one (amqps:// for all, to stay encrypted)", driver.RedactURL(f), driver.RedactURL(first))
+		}
+	}
+	return nil
 }
 
-// PublishBatch publishes every message, then awaits every confirm, and
-// returns one error per message (nil for confirmed), in order.
-func (c *Conn) PublishBatch(ctx context.Context, ms []Outbound) []error {
-	dms := make([]driver.Message, len(ms))
-	dones := make([]func(error, time.Duration), len(ms))
-	for i, m := range ms {
-		dms[i] = c.outbound(m)
-		_, dones[i] = c.obs.publishStart(ctx, &dms[i], m.Envelope)
-	}
-	start := time.Now()
-	errs := c.t.PublishBatch(ctx, dms)
-	d := time.Since(start)
-	for i, done := range dones {
-		done(errs[i], d)
-	}
-	return errs
-}
+// unprefixed is an error whose text drops a leading "acemq: ", for an error
+// wrapped in one that already says it.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), "acemq: ") }
+func (u unprefixed) Unwrap() error { return u.err }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,9 @@ type Message[T any] struct {
 	Redelivered bool
 	// Body is the raw body as delivered. Do not modify it.
 	Body []byte
+
+	browser *Browser // the Browser holding it, for a message Browser.Next returned
+	held    uint64
 }
 
 // Handler processes one message and returns its decision.
@@ -40,73 +44,6 @@ const (
 	DefaultSettlementDeadline = 30 * time.Second
 )
 
-// ConsumeOption configures Consume.
-type ConsumeOption interface{ applyConsume(*consumeConfig) }
-
-type consumeOptionFunc func(*consumeConfig)
-
-func (f consumeOptionFunc) applyConsume(c *consumeConfig) { f(c) }
-
-type consumeConfig struct {
-	codec        Codec
-	concurrency  int
-	prefetch     int
-	tag          string
-	retry        RetryPolicy
-	noDeclare    bool
-	drainTimeout time.Duration
-	topology     []*Topology
-}
-
-// Concurrency runs n handlers at once (default 1). With 1, deliveries are
-// handled one at a time in the order the broker delivers them (a retried
-// message comes back later, behind newer ones); with more, in no particular
-// order.
-func Concurrency(n int) ConsumeOption {
-	return consumeOptionFunc(func(c *consumeConfig) { c.concurrency = n })
-}
-
-// Prefetch sets how many unacknowledged deliveries the broker hands the
-// consumer at once (default 20). A delivery holds its slot until it is
-// settled, including while a retry waits in the consumer. 0 means no limit,
-// which lets the broker push a whole queue into memory.
-func Prefetch(n int) ConsumeOption {
-	return consumeOptionFunc(func(c *consumeConfig) { c.prefetch = n })
-}
-
-// ConsumerTag sets the consumer tag (default acemq-{queue}).
-func ConsumerTag(tag string) ConsumeOption {
-	return consumeOptionFunc(func(c *consumeConfig) { c.tag = tag })
-}
-
-// WithRetry sets a consumer's retry policy (default NoRetry: one attempt).
-// Given to Topology.Queue, it declares the policy's retry rungs, the
-// acemq.retry exchange and the return binding with the queue, as a consumer
-// with that policy would.
-func WithRetry(p RetryPolicy) RetryOption { return RetryOption{p} }
-
-// RetryOption carries a retry policy to Consume or to Topology.Queue.
-type RetryOption struct{ policy RetryPolicy }
-
-func (o RetryOption) applyConsume(c *consumeConfig) { c.retry = o.policy }
-func (o RetryOption) applyQueue(q *queueSpec) {
-	q.retry = o.policy.orDefault()
-	q.retryDeclare = true
-}
-
-// NoDeclare starts the consumer without declaring anything: no acemq.dlx,
-// {queue}.dlq, {queue}.parked or rungs. Set-asides then fail (and the
-// message is put back) when those queues do not exist.
-func NoDeclare() ConsumeOption {
-	return consumeOptionFunc(func(c *consumeConfig) { c.noDeclare = true })
-}
-
-// DrainTimeout bounds how long Close waits for running handlers (default
-// 20 s).
-func DrainTimeout(d time.Duration) ConsumeOption {
-	return consumeOptionFunc(func(c *consumeConfig) { c.drainTimeout = d })
-}
-
 // Consumer is a running consumer started by Consume.
 type Consumer struct{ core *consumerCore }
 
@@ -116,8 +53,10 @@ type Consumer struct{ core *consumerCore }
 // {queue}.dlq and {queue}.parked with their bindings) and, when the retry
 // policy holds waits on the broker, acemq.retry, the rungs and the return
 // binding; never the queue itself (declare it with a Topology, or pass one
-// with WithTopology). A declaration that fails refuses the start. ctx bounds
-// the start-up only: stop the consumer with Close.
+// with WithTopology). A declaration that fails refuses the start, as do
+// nonsensical options (a concurrency below 1, a negative prefetch, a retry
+// policy built with nonsensical values), with an error saying what to
+// change. ctx bounds the start-up only: stop the consumer with Close.
 func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], opts ...ConsumeOption) (*Consumer, error) {
 	switch {
 	case c == nil:
@@ -133,15 +72,20 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	}
 	switch {
 	case cfg.concurrency < 1:
-		return nil, fmt.Errorf("acemq: concurrency must be at least 1, not %d", cfg.concurrency)
+		return nil, fmt.Errorf("acemq: WithConcurrency(%d): at least one handler must run; the default is 1", cfg.concurrency)
 	case cfg.prefetch < 0:
-		return nil, fmt.Errorf("acemq: prefetch must not be negative, not %d", cfg.prefetch)
+		return nil, fmt.Errorf("acemq: WithPrefetch(%d): the prefetch must be 0 (no limit) or more; the default is %d", cfg.prefetch, DefaultPrefetch)
 	case cfg.drainTimeout <= 0:
-		return nil, fmt.Errorf("acemq: the drain timeout must be positive, not %s", cfg.drainTimeout)
+		return nil, fmt.Errorf("acemq: WithDrainTimeout(%s): the drain timeout must be positive; the default is %s", cfg.drainTimeout, DefaultDrainTimeout)
 	case cfg.codec == nil:
-		return nil, errors.New("acemq: WithCodec needs a codec")
+		return nil, errNoCodec
 	case cfg.noDeclare && len(cfg.topology) > 0:
-		return nil, errors.New("acemq: NoDeclare and WithTopology contradict each other: drop one")
+		return nil, errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
+	}
+	if cfg.retrySet {
+		if err := cfg.retry.Err(); err != nil {
+			return nil, fmt.Errorf("acemq: the consumer of %q: %s", queue, strings.TrimPrefix(err.Error(), "acemq: "))
+		}
 	}
 	if cfg.tag == "" {
 		cfg.tag = "acemq-" + queue
@@ -178,9 +122,6 @@ func (c *Consumer) Queue() string { return c.core.queue }
 
 // Tag is the consumer tag.
 func (c *Consumer) Tag() string { return c.core.cfg.tag }
-
-// Policy is the consumer's retry policy.
-func (c *Consumer) Policy() RetryPolicy { return c.core.cfg.retry }
 
 // Running reports whether the consumer is subscribed and not closing.
 func (c *Consumer) Running() bool { return c.core.running.Load() }
@@ -248,7 +189,7 @@ type consumerCore struct {
 
 func (k *consumerCore) start(ctx context.Context) error {
 	for _, t := range k.cfg.topology {
-		if err := t.applyTo(ctx, k.conn.t); err != nil {
+		if err := t.Apply(ctx, k.conn); err != nil {
 			return fmt.Errorf("acemq: the consumer of %q could not declare its topology: %w", k.queue, err)
 		}
 	}

@@ -76,20 +76,25 @@ func ExampleExponentialRetry() {
 	// []
 }
 
-func ExampleConsumerDeclarations() {
+// A queue declared with the dead-letter and retry halves a consumer with
+// the same policy declares for itself.
+func ExampleWithRetry() {
 	policy := acemq.ExponentialRetry(6, 10*time.Second, 5*time.Minute)
-	for _, d := range acemq.ConsumerDeclarations("orders.new", policy) {
-		fmt.Println(d)
+	plan, err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(), acemq.WithRetry(policy)).Plan()
+	if err != nil {
+		log.Fatal(err)
 	}
+	fmt.Print(plan)
 	// Output:
 	// exchange acemq.dlx (direct, durable)
+	// exchange acemq.retry (direct, durable)
+	// queue orders.new (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.new.dlq
 	// queue orders.new.dlq (classic, durable)
 	// queue orders.new.parked (classic, durable)
-	// binding acemq.dlx -> orders.new.dlq on "orders.new.dlq"
-	// binding acemq.dlx -> orders.new.parked on "orders.new.parked"
-	// exchange acemq.retry (direct, durable)
 	// queue orders.new.retry.40s (classic, durable) x-dead-letter-exchange=acemq.retry x-dead-letter-routing-key=orders.new x-message-ttl=40000
 	// queue orders.new.retry.80s (classic, durable) x-dead-letter-exchange=acemq.retry x-dead-letter-routing-key=orders.new x-message-ttl=80000
 	// queue orders.new.retry.160s (classic, durable) x-dead-letter-exchange=acemq.retry x-dead-letter-routing-key=orders.new x-message-ttl=160000
+	// binding acemq.dlx -> orders.new.dlq on "orders.new.dlq"
+	// binding acemq.dlx -> orders.new.parked on "orders.new.parked"
 	// binding acemq.retry -> orders.new on "orders.new"
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 )
 
-// The engine's decision paths (WIRE.md §6), each run on memory:// here and
+// The engine's decision paths (docs/wire.md §6), each run on memory:// here and
 // on RabbitMQ in consume_rabbit_test.go.
 var enginePaths = []struct {
 	name string
@@ -82,8 +82,8 @@ func checkSetAside(t *testing.T, d driver.Delivery, orig acemq.Envelope, body, r
 	if !env.FirstSeen().Equal(orig.FirstSeen()) {
 		t.Errorf("first seen %v, want %v", env.FirstSeen(), orig.FirstSeen())
 	}
-	if env.Error() != reason {
-		t.Errorf("x-acemq-error = %q, want %q", env.Error(), reason)
+	if env.Reason() != reason {
+		t.Errorf("x-acemq-error = %q, want %q", env.Reason(), reason)
 	}
 	if env.Attempt() != attempt {
 		t.Errorf("attempt %d, want %d", env.Attempt(), attempt)
@@ -148,7 +148,7 @@ func testRetryThroughBrokerRung(t *testing.T, b backend) {
 	if s.Where != acemq.WhereBroker || s.Delay != time.Second || s.RungMissing != "" {
 		t.Errorf("retry held %q for %v (rung missing %q), want the broker for exactly 1s", s.Where, s.Delay, s.RungMissing)
 	}
-	if s.Reason != "errorString: "+errTransient.Error() {
+	if s.Reason != "Error: "+errTransient.Error() {
 		t.Errorf("reason %q", s.Reason)
 	}
 	first, second := <-got, <-got
@@ -204,7 +204,7 @@ func testExhausted(t *testing.T, b backend) {
 	ss := r.byAttempt(2)
 	checkSettlement(t, ss[0], acemq.DecisionRetry, acemq.OutcomeRetried, r.q)
 	s := ss[1]
-	reason := "exhausted 2 attempts: errorString: " + errTransient.Error()
+	reason := "exhausted 2 attempts: Error: " + errTransient.Error()
 	checkSettlement(t, s, acemq.DecisionRetry, acemq.OutcomeDeadLettered, r.q+".dlq")
 	if s.Reason != reason || !errors.Is(s.Err, errTransient) {
 		t.Errorf("reason %q err %v", s.Reason, s.Err)
@@ -221,7 +221,7 @@ func testDefaultPolicy(t *testing.T, b backend) {
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Retry(errTransient) })
 	env := r.publish("o-5", acemq.Envelope{})
 	s := r.next()
-	reason := "exhausted 1 attempts: errorString: " + errTransient.Error()
+	reason := "exhausted 1 attempts: Error: " + errTransient.Error()
 	checkSettlement(t, s, acemq.DecisionRetry, acemq.OutcomeDeadLettered, r.q+".dlq")
 	checkSetAside(t, r.get(r.q+".dlq"), env, `{"id":"o-5"}`, reason, 1)
 }
@@ -233,7 +233,7 @@ func testAgeLimit(t *testing.T, b backend) {
 	old := acemq.MustEnvelope(acemq.Fields{FirstSeen: time.Now().Add(-2 * time.Minute)})
 	r.publish("o-6", old)
 	s := r.next()
-	reason := "exceeded the maximum message age of 1m0s: errorString: " + errTransient.Error()
+	reason := "exceeded the maximum message age of 1m0s: Error: " + errTransient.Error()
 	checkSettlement(t, s, acemq.DecisionRetry, acemq.OutcomeDeadLettered, r.q+".dlq")
 	checkSetAside(t, r.get(r.q+".dlq"), old, `{"id":"o-6"}`, reason, 1)
 
@@ -253,7 +253,7 @@ func testPark(t *testing.T, b backend) {
 	}, acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)))
 	env := r.publish("o-8", acemq.Envelope{})
 	s := r.next()
-	reason := "the handler parked it: errorString: needs a human"
+	reason := "the handler parked it: Error: needs a human"
 	checkSettlement(t, s, acemq.DecisionPark, acemq.OutcomeParked, r.q+".parked")
 	checkSetAside(t, r.get(r.q+".parked"), env, `{"id":"o-8"}`, reason, 1)
 	r.messages(r.q+".dlq", 0)
@@ -270,7 +270,7 @@ func testRejectAndFatal(t *testing.T, b backend) {
 			return acemq.Reject(&validationError{"sku"})
 		}
 		// A fatal error is never retried, whatever the policy.
-		return acemq.Result(acemq.Fatal(fmt.Errorf("order %s: %w", m.Payload.ID, &validationError{"qty"})))
+		return acemq.FromError(acemq.Fatal(fmt.Errorf("order %s: %w", m.Payload.ID, &validationError{"qty"})))
 	}, acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)))
 
 	env := r.publish("o-9", acemq.Envelope{})
@@ -281,7 +281,7 @@ func testRejectAndFatal(t *testing.T, b backend) {
 
 	env = r.publish("o-10", acemq.Envelope{})
 	s = r.next()
-	reason = "the handler reported an unprocessable message: wrapError: order o-10: the field qty is missing"
+	reason = "the handler reported an unprocessable message: Error: order o-10: the field qty is missing"
 	checkSettlement(t, s, acemq.DecisionReject, acemq.OutcomeRejected, r.q+".dlq")
 	if !acemq.IsFatal(s.Err) {
 		t.Errorf("settlement error %v is not marked fatal", s.Err)
@@ -304,8 +304,8 @@ func testUndecodable(t *testing.T, b backend) {
 	s := r.next()
 	checkSettlement(t, s, acemq.DecisionPark, acemq.OutcomeParked, r.q+".parked")
 	d := r.get(r.q + ".parked")
-	checkSetAside(t, d, env, body, readEnvelope(d).Error(), 1)
-	if e := readEnvelope(d).Error(); !strings.HasPrefix(e, "could not be decoded: ") || e != s.Reason {
+	checkSetAside(t, d, env, body, readEnvelope(d).Reason(), 1)
+	if e := readEnvelope(d).Reason(); !strings.HasPrefix(e, "could not be decoded: ") || e != s.Reason {
 		t.Errorf("x-acemq-error %q (settlement %q)", e, s.Reason)
 	}
 	if calls.Load() != 0 {
@@ -484,7 +484,7 @@ func testDrainFinishes(t *testing.T, b backend) {
 		<-release
 		ctxErr <- ctx.Err()
 		return acemq.Accept()
-	}, acemq.Prefetch(10), acemq.DrainTimeout(10*time.Second))
+	}, acemq.WithPrefetch(10), acemq.WithDrainTimeout(10*time.Second))
 	for i := range 5 {
 		r.publish(fmt.Sprintf("o-%d", 20+i), acemq.Envelope{})
 	}
@@ -528,7 +528,7 @@ func testDrainTimesOut(t *testing.T, b backend) {
 		close(ctxDone)
 		<-release
 		return acemq.Retry(ctx.Err())
-	}, acemq.DrainTimeout(300*time.Millisecond), acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+	}, acemq.WithDrainTimeout(300*time.Millisecond), acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
 	r.publish("o-30", acemq.Envelope{})
 	testenv.Eventually(t, "the handler to start", func() bool { return c.InFlight() == 1 })
 	err := c.Close(context.Background())
@@ -578,7 +578,7 @@ func testConcurrency(t *testing.T, b backend) {
 			return acemq.Retry(errTransient)
 		}
 		return acemq.Accept()
-	}, acemq.Concurrency(n), acemq.Prefetch(8), acemq.WithRetry(acemq.FixedRetry(2, 5*time.Millisecond)))
+	}, acemq.WithConcurrency(n), acemq.WithPrefetch(8), acemq.WithRetry(acemq.FixedRetry(2, 5*time.Millisecond)))
 	for i := range total {
 		r.publish(fmt.Sprintf("o-%d", 100+i*7), acemq.Envelope{})
 	}
@@ -687,7 +687,7 @@ func testUnknownHeaderCarried(t *testing.T, b backend) {
 	if _, ok := d.Headers["x-acemq-future-count"].(int32); !ok {
 		t.Errorf("x-acemq-future-count changed type: %T", d.Headers["x-acemq-future-count"])
 	}
-	if e, _ := d.Headers["x-acemq-error"].(string); e != "the handler rejected it: errorString: not today" {
+	if e, _ := d.Headers["x-acemq-error"].(string); e != "the handler rejected it: Error: not today" {
 		t.Errorf("x-acemq-error = %q", e)
 	}
 }
@@ -702,7 +702,7 @@ func testStaleAttempt(t *testing.T, b backend) {
 	env := acemq.MustEnvelope(acemq.Fields{Attempt: 3})
 	r.publish("o-50", env)
 	s := r.next()
-	reason := "exhausted 3 attempts: errorString: " + errTransient.Error()
+	reason := "exhausted 3 attempts: Error: " + errTransient.Error()
 	checkSettlement(t, s, acemq.DecisionRetry, acemq.OutcomeDeadLettered, r.q+".dlq")
 	d := r.get(r.q + ".dlq")
 	checkSetAside(t, d, env, `{"id":"o-50"}`, reason, 3)
@@ -719,9 +719,9 @@ func TestConsumeOptionsRefused(t *testing.T) {
 		name string
 		opts []acemq.ConsumeOption
 	}{
-		{"concurrency 0", []acemq.ConsumeOption{acemq.Concurrency(0)}},
-		{"negative prefetch", []acemq.ConsumeOption{acemq.Prefetch(-1)}},
-		{"zero drain", []acemq.ConsumeOption{acemq.DrainTimeout(0)}},
+		{"concurrency 0", []acemq.ConsumeOption{acemq.WithConcurrency(0)}},
+		{"negative prefetch", []acemq.ConsumeOption{acemq.WithPrefetch(-1)}},
+		{"zero drain", []acemq.ConsumeOption{acemq.WithDrainTimeout(0)}},
 		{"nil codec", []acemq.ConsumeOption{acemq.WithCodec(nil)}},
 	} {
 		if _, err := acemq.Consume(ctx, conn, "q", h, c.opts...); err == nil {
@@ -858,7 +858,7 @@ func testHugeErrorIsCut(t *testing.T, b backend) {
 	if len(got) > acemq.MaxErrorHeaderBytes || !utf8.ValidString(got) {
 		t.Errorf("x-acemq-error is %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), acemq.MaxErrorHeaderBytes)
 	}
-	if !strings.HasPrefix(got, "the handler rejected it: errorString: éé") || !strings.Contains(got, fmt.Sprintf("%d bytes", len(s.Reason))) {
+	if !strings.HasPrefix(got, "the handler rejected it: Error: éé") || !strings.Contains(got, fmt.Sprintf("%d bytes", len(s.Reason))) {
 		t.Errorf("x-acemq-error = %.80q…%q", got, got[max(0, len(got)-60):])
 	}
 	if !strings.Contains(s.Reason, huge) {

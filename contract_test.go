@@ -1,6 +1,6 @@
 package acemq_test
 
-// Conformance with contract-fixtures.json (WIRE.md §1.2, §5, §7). Every
+// Conformance with contract-fixtures.json (docs/wire.md §1.2, §5, §7). Every
 // expectation is derived a second, independent way inside the test — its own
 // policy parser, doubling, threshold, age and naming code (the "model"
 // below) — and both the fixture and the library are checked against it, so
@@ -375,7 +375,7 @@ func TestContractRetrySchedules(t *testing.T) {
 			// declares.
 			var declared []string
 			for _, d := range acemq.ConsumerDeclarations("orders.new", p) {
-				if d.Kind == acemq.DeclareQueue && strings.Contains(d.Queue.Name, ".retry.") {
+				if d.Kind == acemq.QueueDeclaration && strings.Contains(d.Queue.Name, ".retry.") {
 					declared = append(declared, d.Queue.Name)
 				}
 			}
@@ -504,7 +504,7 @@ func TestContractJitter(t *testing.T) {
 		p, m := parsePolicy(t, sc.How)
 		rungs := map[string]int64{}
 		for _, d := range acemq.ConsumerDeclarations("q", p) {
-			if d.Kind == acemq.DeclareQueue && strings.HasPrefix(d.Queue.Name, "q.retry.") {
+			if d.Kind == acemq.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
 				n, _ := asInt64(d.Queue.Args["x-message-ttl"])
 				rungs[d.Queue.Name] = n
 			}
@@ -539,10 +539,10 @@ func TestContractBrokerWaitThreshold(t *testing.T) {
 			var rungs []string
 			retryExchange := false
 			for _, d := range acemq.ConsumerDeclarations("q", p) {
-				if d.Kind == acemq.DeclareQueue && strings.HasPrefix(d.Queue.Name, "q.retry.") {
+				if d.Kind == acemq.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
 					rungs = append(rungs, d.Queue.Name)
 				}
-				if d.Kind == acemq.DeclareExchange && d.Exchange.Name == "acemq.retry" {
+				if d.Kind == acemq.ExchangeDeclaration && d.Exchange.Name == "acemq.retry" {
 					retryExchange = true
 				}
 			}
@@ -605,7 +605,7 @@ func TestContractRungArguments(t *testing.T) {
 			p := acemq.FixedRetry(2, d).WaitInBrokerFrom(d)
 			var found bool
 			for _, decl := range acemq.ConsumerDeclarations(q, p) {
-				if decl.Kind != acemq.DeclareQueue || decl.Queue.Name != r.Queue {
+				if decl.Kind != acemq.QueueDeclaration || decl.Queue.Name != r.Queue {
 					continue
 				}
 				found = true
@@ -629,14 +629,14 @@ func TestContractRungArguments(t *testing.T) {
 func TestContractQueueTypeDefaults(t *testing.T) {
 	f := loadContract(t)
 	d := f.QueueTypeDefaults
-	plan := func(q string, opts ...acemq.QueueOption) acemq.Declaration {
+	plan := func(q string, opts ...acemq.DeclareOption) acemq.Declaration {
 		t.Helper()
 		p, err := acemq.NewTopology().Queue(q, opts...).Plan()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, decl := range p {
-			if decl.Kind == acemq.DeclareQueue && decl.Queue.Name == q {
+			if decl.Kind == acemq.QueueDeclaration && decl.Queue.Name == q {
 				return decl
 			}
 		}
@@ -649,8 +649,8 @@ func TestContractQueueTypeDefaults(t *testing.T) {
 	}{
 		{"sourceQueue", d.SourceQueue, plan("a")},
 		{"sourceQueueWithDeadLetter", d.SourceQueueWithDeadLetter, plan("a", acemq.WithDeadLettering())},
-		{"explicitClassicQueue", d.ExplicitClassicQueue, plan("a", acemq.ClassicQueue())},
-		{"explicitClassicQueueWithDeadLetter", d.ExplicitClassicQueueWithDeadLetter, plan("a", acemq.ClassicQueue(), acemq.WithDeadLettering())},
+		{"explicitClassicQueue", d.ExplicitClassicQueue, plan("a", acemq.WithQueueType(acemq.QueueClassic))},
+		{"explicitClassicQueueWithDeadLetter", d.ExplicitClassicQueueWithDeadLetter, plan("a", acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering())},
 		{"deadLetterQueue", d.DeadLetterQueue, consumerQueue(t, "a.dlq")},
 		{"parkedQueue", d.ParkedQueue, consumerQueue(t, "a.parked")},
 		{"retryRung", d.RetryRung, consumerQueue(t, "a.retry.30s")},
@@ -667,7 +667,7 @@ func TestContractQueueTypeDefaults(t *testing.T) {
 func consumerQueue(t *testing.T, name string) acemq.Declaration {
 	t.Helper()
 	for _, d := range acemq.ConsumerDeclarations("a", acemq.FixedRetry(2, 30*time.Second)) {
-		if d.Kind == acemq.DeclareQueue && d.Queue.Name == name {
+		if d.Kind == acemq.QueueDeclaration && d.Queue.Name == name {
 			return d
 		}
 	}

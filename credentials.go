@@ -13,15 +13,15 @@ import (
 // the password.
 type Credentials = driver.Credentials
 
-// CredentialsFunc adapts a function to a CredentialsProvider.
-func CredentialsFunc(f func(ctx context.Context) (Credentials, error)) CredentialsProvider {
-	return f
-}
+// CredentialsProvider returns the user name and password to connect with.
+// WithCredentials consults it on every connection and reconnection, so a
+// rotated secret is picked up at the next reconnect. Any function of this
+// shape is one.
+type CredentialsProvider func(ctx context.Context) (Credentials, error)
 
 // CredentialsFromEnv reads the user name and password from two environment
-// variables on every connection and reconnection, so a rotated secret is
-// picked up at the next reconnect. An unset or empty variable is an error
-// that names the variable (never its value).
+// variables on every connection and reconnection. An unset or empty
+// variable is an error that names the variable (never its value).
 func CredentialsFromEnv(userVar, passwordVar string) CredentialsProvider {
 	return func(context.Context) (Credentials, error) {
 		u, p := os.Getenv(userVar), os.Getenv(passwordVar)
@@ -52,12 +52,4 @@ func CredentialsFromFile(path string) CredentialsProvider {
 		}
 		return Credentials{Username: strings.TrimSpace(lines[0]), Password: strings.TrimRight(lines[1], " \t")}, nil
 	}
-}
-
-// String describes the connection without its password.
-func (c *Conn) String() string {
-	if c.name != "" {
-		return fmt.Sprintf("acemq.Conn(%s %s)", c.name, c.url)
-	}
-	return fmt.Sprintf("acemq.Conn(%s)", c.url)
 }

@@ -17,9 +17,9 @@ type DeclarationKind string
 
 // The kinds of declaration.
 const (
-	DeclareExchange DeclarationKind = "exchange"
-	DeclareQueue    DeclarationKind = "queue"
-	DeclareBinding  DeclarationKind = "binding"
+	ExchangeDeclaration DeclarationKind = "exchange"
+	QueueDeclaration    DeclarationKind = "queue"
+	BindingDeclaration  DeclarationKind = "binding"
 )
 
 // Declaration is one exchange, queue or binding to declare on the broker.
@@ -31,14 +31,20 @@ type Declaration struct {
 	Binding  driver.Binding
 }
 
-// Queue types and the argument that selects them (WIRE.md §5.3). Classic is
-// the argument's absence: no declaration writes x-queue-type=classic.
+// QueueType is a RabbitMQ queue type, chosen with WithQueueType.
+type QueueType string
+
+// The queue types (docs/wire.md §5.3). Classic is the x-queue-type
+// argument's absence: no declaration writes x-queue-type=classic. The
+// memory:// broker refuses streams.
 const (
-	QueueTypeQuorum  = "quorum"
-	QueueTypeClassic = "classic"
-	QueueTypeStream  = "stream"
-	argQueueType     = "x-queue-type"
+	QueueQuorum  QueueType = "quorum"
+	QueueClassic QueueType = "classic"
+	QueueStream  QueueType = "stream"
 )
+
+// argQueueType is the argument that selects a queue type.
+const argQueueType = "x-queue-type"
 
 // Arguments the dead-letter half and the rungs use.
 const (
@@ -49,12 +55,12 @@ const (
 
 func (d Declaration) apply(ctx context.Context, t driver.Conn) error {
 	switch d.Kind {
-	case DeclareExchange:
+	case ExchangeDeclaration:
 		return t.DeclareExchange(ctx, d.Exchange)
-	case DeclareQueue:
+	case QueueDeclaration:
 		_, err := t.DeclareQueue(ctx, d.Queue)
 		return err
-	case DeclareBinding:
+	case BindingDeclaration:
 		return t.Bind(ctx, d.Binding)
 	}
 	return fmt.Errorf("acemq: unknown declaration kind %q", d.Kind)
@@ -64,11 +70,11 @@ func (d Declaration) apply(ctx context.Context, t driver.Conn) error {
 // "exchange -> queue".
 func (d Declaration) Name() string {
 	switch d.Kind {
-	case DeclareExchange:
+	case ExchangeDeclaration:
 		return d.Exchange.Name
-	case DeclareQueue:
+	case QueueDeclaration:
 		return d.Queue.Name
-	case DeclareBinding:
+	case BindingDeclaration:
 		return d.Binding.Exchange + " -> " + d.Binding.Queue
 	}
 	return ""
@@ -80,7 +86,7 @@ func (d Declaration) Name() string {
 func (d Declaration) String() string {
 	var b strings.Builder
 	switch d.Kind {
-	case DeclareExchange:
+	case ExchangeDeclaration:
 		e := d.Exchange
 		fmt.Fprintf(&b, "exchange %s (%s", e.Name, e.Kind)
 		flag(&b, e.Durable, "durable", "transient")
@@ -88,7 +94,7 @@ func (d Declaration) String() string {
 		flag(&b, e.Internal, "internal", "")
 		b.WriteString(")")
 		writeArgs(&b, e.Args)
-	case DeclareQueue:
+	case QueueDeclaration:
 		q := d.Queue
 		fmt.Fprintf(&b, "queue %s (%s", q.Name, queueType(q.Args))
 		flag(&b, q.Durable, "durable", "transient")
@@ -98,7 +104,7 @@ func (d Declaration) String() string {
 		args := maps.Clone(q.Args)
 		delete(args, argQueueType)
 		writeArgs(&b, args)
-	case DeclareBinding:
+	case BindingDeclaration:
 		fmt.Fprintf(&b, "binding %s -> %s on %q", d.Binding.Exchange, d.Binding.Queue, d.Binding.RoutingKey)
 		writeArgs(&b, d.Binding.Args)
 	default:
@@ -128,14 +134,14 @@ func queueType(args driver.Table) string {
 	if t, ok := args[argQueueType].(string); ok && t != "" {
 		return t
 	}
-	return QueueTypeClassic
+	return string(QueueClassic)
 }
 
 // key identifies what a declaration names: two declarations with the same
 // key declare the same broker object and must agree.
 func (d Declaration) key() string {
 	switch d.Kind {
-	case DeclareBinding:
+	case BindingDeclaration:
 		return fmt.Sprintf("binding\x00%s\x00%s\x00%s\x00%s", d.Binding.Exchange, d.Binding.Queue, d.Binding.RoutingKey, canonicalArgs(d.Binding.Args))
 	default:
 		return string(d.Kind) + "\x00" + d.Name()
@@ -150,15 +156,15 @@ func (d Declaration) same(o Declaration) bool {
 		return false
 	}
 	switch d.Kind {
-	case DeclareExchange:
+	case ExchangeDeclaration:
 		a, b := d.Exchange, o.Exchange
 		return a.Name == b.Name && a.Kind == b.Kind && a.Durable == b.Durable && a.AutoDelete == b.AutoDelete &&
 			a.Internal == b.Internal && equalArgs(a.Args, b.Args)
-	case DeclareQueue:
+	case QueueDeclaration:
 		a, b := d.Queue, o.Queue
 		return a.Name == b.Name && a.Durable == b.Durable && a.Exclusive == b.Exclusive && a.AutoDelete == b.AutoDelete &&
 			equalArgs(a.Args, b.Args)
-	case DeclareBinding:
+	case BindingDeclaration:
 		return d.key() == o.key()
 	}
 	return false
@@ -179,18 +185,18 @@ func canonicalArgs(t driver.Table) string {
 func equalArgs(a, b driver.Table) bool { return canonicalArgs(a) == canonicalArgs(b) }
 
 func exchangeDecl(name, kind string) Declaration {
-	return Declaration{Kind: DeclareExchange, Exchange: driver.Exchange{Name: name, Kind: kind, Durable: true}}
+	return Declaration{Kind: ExchangeDeclaration, Exchange: driver.Exchange{Name: name, Kind: kind, Durable: true}}
 }
 
 func classicQueueDecl(name string, args driver.Table) Declaration {
 	if args == nil {
 		args = driver.Table{}
 	}
-	return Declaration{Kind: DeclareQueue, Queue: driver.Queue{Name: name, Durable: true, Args: args}}
+	return Declaration{Kind: QueueDeclaration, Queue: driver.Queue{Name: name, Durable: true, Args: args}}
 }
 
 func bindingDecl(exchange, queue, key string) Declaration {
-	return Declaration{Kind: DeclareBinding, Binding: driver.Binding{Exchange: exchange, Queue: queue, RoutingKey: key}}
+	return Declaration{Kind: BindingDeclaration, Binding: driver.Binding{Exchange: exchange, Queue: queue, RoutingKey: key}}
 }
 
 // rungArgs are exactly the three arguments of a retry rung of q.
@@ -203,7 +209,7 @@ func rungArgs(q string, d time.Duration) driver.Table {
 }
 
 // consumerDeclarations is what starting a consumer of q with policy p
-// declares (WIRE.md §5.4).
+// declares (docs/wire.md §5.4).
 func consumerDeclarations(q string, p RetryPolicy) []Declaration {
 	out := []Declaration{
 		exchangeDecl(DeadLetterExchange, driver.Direct),
@@ -212,7 +218,7 @@ func consumerDeclarations(q string, p RetryPolicy) []Declaration {
 		bindingDecl(DeadLetterExchange, DeadLetterQueue(q), DeadLetterQueue(q)),
 		bindingDecl(DeadLetterExchange, ParkedQueue(q), ParkedQueue(q)),
 	}
-	rungs := p.BrokerRungs()
+	rungs := p.brokerRungs()
 	if len(rungs) == 0 {
 		return out
 	}
@@ -223,8 +229,81 @@ func consumerDeclarations(q string, p RetryPolicy) []Declaration {
 	return append(out, bindingDecl(RetryExchange, q, q))
 }
 
-// ConsumerDeclarations lists what starting a consumer of queue with policy
-// p declares, in order, without declaring it.
-func ConsumerDeclarations(queue string, p RetryPolicy) []Declaration {
-	return consumerDeclarations(queue, p.orDefault())
+// resolveQueue applies the queue-type rules of docs/wire.md §5.3 and the
+// dead-letter arguments to q: the one place where a queue's type is
+// decided. typ is the type asked for with WithQueueType ("" for none).
+func resolveQueue(q driver.Queue, typ QueueType, deadLetter bool) (driver.Queue, error) {
+	args := maps.Clone(q.Args)
+	if args == nil {
+		args = driver.Table{}
+	}
+	name := q.Name
+	forcedClassic := q.Exclusive || q.AutoDelete || !q.Durable
+	why := func() string {
+		var w []string
+		if q.Exclusive {
+			w = append(w, "exclusive")
+		}
+		if q.AutoDelete {
+			w = append(w, "auto-delete")
+		}
+		if !q.Durable {
+			w = append(w, "transient")
+		}
+		return strings.Join(w, ", ")
+	}
+
+	if v, ok := args[argQueueType]; ok {
+		s, isString := v.(string)
+		if !isString || s == "" {
+			return q, fmt.Errorf("the queue %q has an x-queue-type argument that is not a queue type name: %v", name, v)
+		}
+		if typ != "" && typ != QueueType(s) {
+			return q, fmt.Errorf("the queue %q asks for a %s queue with WithQueueType and a %s queue in its arguments", name, typ, s)
+		}
+		typ = QueueType(s)
+	}
+	delete(args, argQueueType)
+	switch {
+	case typ == QueueClassic:
+		// Classic is the argument's absence.
+	case typ == "" && forcedClassic:
+		// Exclusive, auto-delete and transient queues are classic.
+	case typ == "":
+		args[argQueueType] = string(QueueQuorum)
+	case forcedClassic:
+		return q, fmt.Errorf("the queue %q cannot be a %s queue and %s: the broker refuses that; leave the type out (it is then classic) or drop the flag", name, typ, why())
+	default:
+		args[argQueueType] = string(typ)
+	}
+
+	if deadLetter {
+		for _, a := range []string{argDeadLetterExchange, argDeadLetterRoutingKey} {
+			if _, ok := args[a]; ok {
+				return q, fmt.Errorf("the queue %q already sets %s; WithDeadLettering would overrule it: drop the argument or the option", name, a)
+			}
+		}
+		args[argDeadLetterExchange] = DeadLetterExchange
+		args[argDeadLetterRoutingKey] = DeadLetterQueue(name)
+	}
+	q.Args = args
+	return q, nil
+}
+
+// normalizeArgs copies args with every value in the form a header value
+// takes (Go int and uint values, which have no AMQP width, become int64),
+// or reports the first that AMQP cannot carry.
+func normalizeArgs(args map[string]any) (driver.Table, error) {
+	if args == nil {
+		return nil, nil
+	}
+	out := make(driver.Table, len(args))
+	for k, v := range args {
+		cv, err := headerValue(v, k, "")
+		if err != nil {
+			return nil, fmt.Errorf("the argument %q holds a %s, which AMQP cannot carry", k, err.Type)
+		}
+		out[k] = cv
+	}
+	return out, nil
 }

@@ -38,11 +38,11 @@ func (recordingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn
 	if err != nil {
 		return nil, err
 	}
-	return &recordingConn{Conn: inner}, nil
+	return &recordingConn{FullConn: inner.(acemq.FullConn)}, nil
 }
 
 type recordingConn struct {
-	driver.Conn
+	acemq.FullConn
 	mu    sync.Mutex
 	decls []acemq.Declaration
 }
@@ -63,18 +63,18 @@ func (c *recordingConn) take() []acemq.Declaration {
 }
 
 func (c *recordingConn) DeclareExchange(ctx context.Context, e driver.Exchange) error {
-	c.record(acemq.Declaration{Kind: acemq.DeclareExchange, Exchange: e})
-	return c.Conn.DeclareExchange(ctx, e)
+	c.record(acemq.Declaration{Kind: acemq.ExchangeDeclaration, Exchange: e})
+	return c.FullConn.DeclareExchange(ctx, e)
 }
 
 func (c *recordingConn) DeclareQueue(ctx context.Context, q driver.Queue) (driver.QueueInfo, error) {
-	c.record(acemq.Declaration{Kind: acemq.DeclareQueue, Queue: q})
-	return c.Conn.DeclareQueue(ctx, q)
+	c.record(acemq.Declaration{Kind: acemq.QueueDeclaration, Queue: q})
+	return c.FullConn.DeclareQueue(ctx, q)
 }
 
 func (c *recordingConn) Bind(ctx context.Context, b driver.Binding) error {
-	c.record(acemq.Declaration{Kind: acemq.DeclareBinding, Binding: b})
-	return c.Conn.Bind(ctx, b)
+	c.record(acemq.Declaration{Kind: acemq.BindingDeclaration, Binding: b})
+	return c.FullConn.Bind(ctx, b)
 }
 
 func randomHex(n int) string {
@@ -189,7 +189,7 @@ func consume[T any](r *rig, h acemq.Handler[T], opts ...acemq.ConsumeOption) *ac
 	}
 	r.mu.Lock()
 	for _, d := range acemq.ConsumerDeclarations(r.q, c.Policy()) {
-		if d.Kind == acemq.DeclareQueue && !slices.Contains(r.cleanup, d.Queue.Name) {
+		if d.Kind == acemq.QueueDeclaration && !slices.Contains(r.cleanup, d.Queue.Name) {
 			r.cleanup = append(r.cleanup, d.Queue.Name)
 		}
 	}

@@ -1,10 +1,11 @@
 package acemq
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,15 +17,18 @@ import (
 // it into reserved x-acemq-* headers on publish and reads it back on
 // delivery; applications never touch those headers.
 //
-// An Envelope is a value. Once built no field changes in place: every With…
-// method returns a modified copy, and the maps and slices it takes and hands
+// An Envelope is a value. Once built no field changes in place: Change and
+// Derive return modified copies, and the maps and slices it takes and hands
 // out are copies (nested tables, arrays and byte slices among the header
 // values included), so an envelope never shares storage the caller can
 // change. The zero Envelope is valid as an argument to the publish functions
 // and means "build one with the defaults".
+//
+// Its wire form is docs/wire.md §2–3; its JSON form, MarshalJSON.
 type Envelope struct {
 	id            string
 	typ           string
+	typed         bool // the type was set, not the routing key's fallback
 	version       int
 	correlationID string
 	causationID   string
@@ -32,7 +36,7 @@ type Envelope struct {
 	firstSeen     time.Time
 	ageUnknown    bool
 	origin        string
-	err           string
+	reason        string
 	claim         string
 	route         []string
 	routePosition int
@@ -43,7 +47,7 @@ type Envelope struct {
 
 // Fields holds the settable fields of an envelope. Build an Envelope from it
 // with NewEnvelope, which applies the defaults; read a copy back with
-// Envelope.Fields.
+// Envelope.Fields; change some of them with Envelope.Change.
 type Fields struct {
 	// ID is the message id and idempotency key. Default: a fresh UUID v4.
 	ID string
@@ -65,8 +69,9 @@ type Fields struct {
 	// Origin is the sender, conventionally service@host. Empty is stamped
 	// with the connection's origin when an application publishes.
 	Origin string
-	// Error is the reason the library set a copy aside (dead letter, parked).
-	Error string
+	// Reason is why the library set a copy aside (dead letter, parked): the
+	// x-acemq-error header.
+	Reason string
 	// Claim is an application-owned location of an offloaded payload, for
 	// operators. It is not the claim-check signal.
 	Claim string
@@ -79,15 +84,21 @@ type Fields struct {
 	Route         []string
 	RoutePosition int
 	RouteID       string
-	// Headers are application headers. Names beginning x-acemq- are refused.
+	// Headers are application headers. Names beginning x-acemq- are refused
+	// (*ReservedHeaderError), and so are values AMQP cannot carry
+	// (*HeaderValueError); see docs/envelope.md for the accepted Go types.
+	// Go int and uint values are stored as int64.
 	Headers map[string]any
 }
 
 // NewEnvelope builds an envelope from f, applying the defaults: a fresh UUID
 // id, correlation = id, attempt and version at least 1, first seen now. It
-// fails with a *ReservedHeaderError when f.Headers names a reserved header.
+// fails with a *ReservedHeaderError when f.Headers names a reserved header,
+// and with a *HeaderValueError when a header value cannot travel in an AMQP
+// field table.
 func NewEnvelope(f Fields) (Envelope, error) {
-	if err := checkHeaders(f.Headers); err != nil {
+	headers, err := checkHeaders(f.Headers)
+	if err != nil {
 		return Envelope{}, err
 	}
 	e := Envelope{
@@ -99,19 +110,20 @@ func NewEnvelope(f Fields) (Envelope, error) {
 		attempt:       f.Attempt,
 		firstSeen:     f.FirstSeen,
 		origin:        f.Origin,
-		err:           f.Error,
+		reason:        f.Reason,
 		claim:         f.Claim,
 		route:         cleanRoute(f.Route),
 		routePosition: f.RoutePosition,
 		routeID:       f.RouteID,
-		headers:       copyHeaders(f.Headers),
+		headers:       headers,
 	}
+	e.typed = e.typ != ""
 	e.applyDefaults()
 	return e, nil
 }
 
-// MustEnvelope is NewEnvelope for fields known to be valid; it panics on a
-// reserved header name.
+// MustEnvelope is NewEnvelope for fields known to be valid; it panics on an
+// invalid header.
 func MustEnvelope(f Fields) Envelope {
 	e, err := NewEnvelope(f)
 	if err != nil {
@@ -193,13 +205,9 @@ func (e Envelope) Attempt() int { return e.attempt }
 
 // FirstSeen is when the message was first published, in UTC to the
 // millisecond. For a message read without a usable first-seen header it is
-// the moment it was read (see FirstSeenKnown and Age); a republish writes
-// that moment, so later hops measure from it.
+// the moment it was read (Age then reports the age unknown); a republish
+// writes that moment, so later hops measure from it.
 func (e Envelope) FirstSeen() time.Time { return e.firstSeen }
-
-// FirstSeenKnown reports whether the first-seen time came with the message
-// (or was set when building), rather than being the moment of reading.
-func (e Envelope) FirstSeenKnown() bool { return !e.ageUnknown }
 
 // Age is how long ago the message was first published, computed now (it is
 // never stored). ok is false when the first-seen time is unknown: the
@@ -216,8 +224,9 @@ func (e Envelope) Age() (age time.Duration, ok bool) {
 // Origin is the sender, conventionally service@host, or "".
 func (e Envelope) Origin() string { return e.origin }
 
-// Error is the reason the library set this copy aside, or "".
-func (e Envelope) Error() string { return e.err }
+// Reason is why the library set this copy aside (the x-acemq-error
+// header), or "".
+func (e Envelope) Reason() string { return e.reason }
 
 // Claim is the application-owned location of an offloaded payload, or "".
 func (e Envelope) Claim() string { return e.claim }
@@ -249,9 +258,9 @@ func (e Envelope) Header(name string) (any, bool) {
 	return cloneValue(v), ok
 }
 
-// Fields returns a copy of e's fields, for building a changed envelope with
-// NewEnvelope. Unknown reserved headers carried by e are not part of Fields
-// and are not carried into an envelope built from them.
+// Fields returns a copy of e's fields. Unknown reserved headers carried by e
+// are not part of Fields and are not carried into an envelope built from
+// them with NewEnvelope; Change keeps them.
 func (e Envelope) Fields() Fields {
 	return Fields{
 		ID:            e.id,
@@ -262,7 +271,7 @@ func (e Envelope) Fields() Fields {
 		Attempt:       e.attempt,
 		FirstSeen:     e.firstSeen,
 		Origin:        e.origin,
-		Error:         e.err,
+		Reason:        e.reason,
 		Claim:         e.claim,
 		Route:         slices.Clone(e.route),
 		RoutePosition: e.routePosition,
@@ -271,114 +280,81 @@ func (e Envelope) Fields() Fields {
 	}
 }
 
-// WithID returns a copy with the id replaced.
-func (e Envelope) WithID(id string) Envelope {
-	e = e.orDefault()
-	e.id = id
-	if id == "" {
-		e.id = uuid.NewString()
+// Change returns a copy of e whose fields are those f leaves in the Fields
+// it is given (e's own, from Fields). The defaults are applied again (an
+// emptied id becomes a fresh UUID, an emptied correlation the id, and so
+// on), and the copy keeps what Fields does not hold: the unknown reserved
+// headers e was read with, and whether its first-seen time is known (unless
+// f changes FirstSeen). It fails as NewEnvelope does when f leaves headers
+// that are invalid. On the zero Envelope, f receives zero Fields (with an
+// empty Headers map), and the result is NewEnvelope's.
+//
+//	next, err := m.Envelope.Change(func(f *acemq.Fields) {
+//		f.Attempt = 1
+//		f.Headers["tenant"] = "acme"
+//	})
+func (e Envelope) Change(f func(*Fields)) (Envelope, error) {
+	if !e.built() {
+		fs := Fields{Headers: map[string]any{}}
+		f(&fs)
+		return NewEnvelope(fs)
 	}
-	return e
-}
-
-// WithType returns a copy with the type replaced.
-func (e Envelope) WithType(t string) Envelope { e = e.orDefault(); e.typ = t; return e }
-
-// WithVersion returns a copy with the version replaced (below 1 becomes 1,
-// above 2147483647 becomes 2147483647).
-func (e Envelope) WithVersion(v int) Envelope {
-	e = e.orDefault()
-	e.version = counter(v, 1)
-	return e
-}
-
-// WithCorrelationID returns a copy with the correlation id replaced; empty
-// falls back to the id.
-func (e Envelope) WithCorrelationID(id string) Envelope {
-	e = e.orDefault()
-	e.correlationID = id
-	if id == "" {
-		e.correlationID = e.id
-	}
-	return e
-}
-
-// WithCausationID returns a copy with the causation id replaced.
-func (e Envelope) WithCausationID(id string) Envelope {
-	e = e.orDefault()
-	e.causationID = id
-	return e
-}
-
-// WithAttempt returns a copy with the attempt replaced (below 1 becomes 1,
-// above 2147483647 becomes 2147483647).
-func (e Envelope) WithAttempt(n int) Envelope {
-	e = e.orDefault()
-	e.attempt = counter(n, 1)
-	return e
-}
-
-// WithFirstSeen returns a copy with the first-seen time replaced; the age
-// becomes known.
-func (e Envelope) WithFirstSeen(t time.Time) Envelope {
-	e = e.orDefault()
-	if t.IsZero() {
-		t = time.Now()
-	}
-	e.firstSeen = msTime(t)
-	e.ageUnknown = false
-	return e
-}
-
-// WithOrigin returns a copy with the origin replaced.
-func (e Envelope) WithOrigin(o string) Envelope { e = e.orDefault(); e.origin = o; return e }
-
-// WithError returns a copy with the error reason replaced.
-func (e Envelope) WithError(reason string) Envelope { e = e.orDefault(); e.err = reason; return e }
-
-// WithClaim returns a copy with the claim location replaced.
-func (e Envelope) WithClaim(c string) Envelope { e = e.orDefault(); e.claim = c; return e }
-
-// WithRoute returns a copy carrying a declared route: its steps, the
-// position of the step the message is for (negative becomes 0), and the run
-// id. Steps are cleaned as Fields.Route describes; no steps means no route,
-// and position and run id are then dropped too.
-func (e Envelope) WithRoute(steps []string, position int, runID string) Envelope {
-	e = e.orDefault()
-	e.route = cleanRoute(steps)
-	e.routePosition = counter(position, 0)
-	e.routeID = runID
-	if len(e.route) == 0 {
-		e.route, e.routePosition, e.routeID = nil, 0, ""
-	}
-	return e
-}
-
-// WithHeaders returns a copy whose application headers are h (copied). A
-// reserved name fails with a *ReservedHeaderError.
-func (e Envelope) WithHeaders(h map[string]any) (Envelope, error) {
-	if err := checkHeaders(h); err != nil {
+	fs := e.Fields()
+	f(&fs)
+	n, err := NewEnvelope(fs)
+	if err != nil {
 		return e, err
 	}
-	e = e.orDefault()
-	e.headers = copyHeaders(h)
-	return e, nil
+	n.reserved = e.reserved
+	if e.ageUnknown && fs.FirstSeen.Equal(e.firstSeen) {
+		n.ageUnknown = true
+	}
+	if !e.typed && fs.Type == e.typ {
+		n.typed = false // still the routing key's fallback
+	}
+	return n, nil
 }
 
-// WithHeader returns a copy with one application header set. A reserved
-// name fails with a *ReservedHeaderError.
-func (e Envelope) WithHeader(name string, value any) (Envelope, error) {
-	if IsReserved(name) {
-		return e, &ReservedHeaderError{Names: []string{name}}
+// String describes the envelope in one line for logs, for example
+//
+//	envelope 6f1c…-… type=order.placed version=1 attempt=2 correlation=… origin=orders@host-1
+//
+// with causation, origin, claim, reason, route, the first-seen time (when it
+// is known) and the number of application headers when there are any. The
+// zero Envelope is "envelope (none)".
+func (e Envelope) String() string {
+	if !e.built() {
+		return "envelope (none)"
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "envelope %s type=%s version=%d attempt=%d correlation=%s", e.id, e.typ, e.version, e.attempt, e.correlationID)
+	for _, kv := range [...]struct{ k, v string }{
+		{"causation", e.causationID}, {"origin", e.origin}, {"claim", e.claim}, {"reason", strconv.Quote(e.reason)},
+	} {
+		if kv.v != "" && kv.v != `""` {
+			fmt.Fprintf(&b, " %s=%s", kv.k, kv.v)
+		}
+	}
+	if len(e.route) > 0 {
+		fmt.Fprintf(&b, " route=%s@%d", strings.Join(e.route, ","), e.routePosition)
+	}
+	if !e.ageUnknown {
+		fmt.Fprintf(&b, " first-seen=%s", e.firstSeen.Format(time.RFC3339Nano))
+	}
+	if n := len(e.headers); n > 0 {
+		fmt.Fprintf(&b, " headers=%d", n)
+	}
+	return b.String()
+}
+
+// withReason returns a copy with the reason replaced.
+func (e Envelope) withReason(reason string) Envelope { e = e.orDefault(); e.reason = reason; return e }
+
+// next returns the envelope of the next attempt: a copy with attempt + 1.
+func (e Envelope) next() Envelope {
 	e = e.orDefault()
-	h := make(map[string]any, len(e.headers)+1)
-	for k, v := range e.headers {
-		h[k] = v // e's values are never mutated, so sharing them is safe
-	}
-	h[name] = cloneValue(value)
-	e.headers = h
-	return e, nil
+	e.attempt = counter(e.attempt+1, 1)
+	return e
 }
 
 // Derive returns the envelope of a new message caused by e: a fresh id and
@@ -390,21 +366,9 @@ func (e Envelope) Derive() Envelope {
 	return n
 }
 
-// Next returns the envelope of the next attempt: a copy with Attempt + 1.
-func (e Envelope) Next() Envelope { return e.WithAttempt(e.attempt + 1) }
-
-// IsReserved reports whether name belongs to the library's reserved
-// namespace: any name beginning "x-acemq-", in any letter case.
-func IsReserved(name string) bool {
-	const p = "x-acemq-"
-	if len(name) < len(p) || name[0]|0x20 != 'x' {
-		return false // the common case for an application header: cheap
-	}
-	return name[:len(p)] == p || strings.EqualFold(name[:len(p)], p)
-}
-
-// ReservedHeaderError reports application headers that use reserved names
-// (see IsReserved). Nothing was built or sent: rename the headers.
+// ReservedHeaderError reports application headers that use reserved names:
+// any name beginning "x-acemq-", in any letter case, belongs to the
+// library. Nothing was built or sent: rename the headers.
 type ReservedHeaderError struct {
 	Names []string // every offending name, sorted
 }
@@ -413,20 +377,6 @@ type ReservedHeaderError struct {
 // belong to AceMQ and cannot be set by hand: x-acemq-id".
 func (e *ReservedHeaderError) Error() string {
 	return "these header names belong to AceMQ and cannot be set by hand: " + strings.Join(e.Names, ", ")
-}
-
-func checkHeaders(h map[string]any) error {
-	var bad []string
-	for k := range h {
-		if IsReserved(k) {
-			bad = append(bad, k)
-		}
-	}
-	if bad == nil {
-		return nil
-	}
-	sort.Strings(bad)
-	return &ReservedHeaderError{Names: bad}
 }
 
 // copyHeaders returns a deep copy of h (nil when h is empty): nested tables,

@@ -21,7 +21,7 @@ func benchEnvelope(b *testing.B) acemq.Envelope {
 		Attempt:       2,
 		FirstSeen:     time.UnixMilli(1767323045678),
 		Origin:        "orders@host-7",
-		Error:         "the handler rejected it: boom",
+		Reason:        "the handler rejected it: boom",
 		Claim:         "s3://payloads/orders/o-4",
 		Route:         []string{"validate", "ship", "bill"},
 		RoutePosition: 1,

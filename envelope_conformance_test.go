@@ -17,7 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/wire"
 )
 
-// envFixtureFile is envelope-fixtures.json (WIRE.md §1.1).
+// envFixtureFile is envelope-fixtures.json (docs/wire.md §1.1).
 type envFixtureFile struct {
 	GeneratedBy string           `json:"generatedBy"`
 	Contract    string           `json:"contract"`
@@ -165,7 +165,7 @@ func checkFixtureFields(t *testing.T, c envFixtureCase, env acemq.Envelope) {
 		{"CausationID", env.CausationID(), str("x-acemq-causation")},
 		{"Attempt", env.Attempt(), num("x-acemq-attempt", 1)},
 		{"Origin", env.Origin(), str("x-acemq-origin")},
-		{"Error", env.Error(), str("x-acemq-error")},
+		{"Error", env.Reason(), str("x-acemq-error")},
 		{"Claim", env.Claim(), str("x-acemq-claim")},
 	} {
 		if f.got != f.want {
@@ -211,7 +211,7 @@ func checkFixtureFields(t *testing.T, c envFixtureCase, env acemq.Envelope) {
 	}
 }
 
-// TestEnvelopeFixtures is the conformance procedure of WIRE.md §1.1: read
+// TestEnvelopeFixtures is the conformance procedure of docs/wire.md §1.1: read
 // each case with the consumer's reader, check the fields, write the headers
 // back with the publisher's writer and compare.
 func TestEnvelopeFixtures(t *testing.T) {
@@ -227,7 +227,7 @@ func TestEnvelopeFixtures(t *testing.T) {
 
 // TestEnvelopeFixturesWholeFloats feeds the fixture headers exactly as
 // encoding/json decodes them — every number a float64, as a store that
-// kept headers as JSON would hand them back (WIRE.md §13 row 38). The
+// kept headers as JSON would hand them back (docs/wire.md §13 row 38). The
 // reader accepts whole floats; known fields are written back as integers,
 // application headers as received.
 func TestEnvelopeFixturesWholeFloats(t *testing.T) {
@@ -244,7 +244,7 @@ func TestEnvelopeFixturesWholeFloats(t *testing.T) {
 // TestEnvelopeFixtureReplayedAtEitherEncoding runs the round trip for the
 // replayed case with acemq-replayed-at as the RFC 3339 string of this copy
 // and as the integer epoch ms of older copies: the value is kept with its
-// type (WIRE.md §1.1 step 5).
+// type (docs/wire.md §1.1 step 5).
 func TestEnvelopeFixtureReplayedAtEitherEncoding(t *testing.T) {
 	f := loadEnvelopeFixtures(t)
 	var found bool

@@ -332,7 +332,7 @@ func goldenResult(t *testing.T, c goldenCase) goldenWant {
 	f := goldenFields{
 		ID: env.ID(), Type: env.Type(), Version: env.Version(), CorrelationID: env.CorrelationID(),
 		CausationID: env.CausationID(), Attempt: env.Attempt(), FirstSeenKnown: env.FirstSeenKnown(),
-		Origin: env.Origin(), Error: env.Error(), Claim: env.Claim(), Route: env.Route(),
+		Origin: env.Origin(), Error: env.Reason(), Claim: env.Claim(), Route: env.Route(),
 		RoutePosition: env.RoutePosition(), RouteID: env.RouteID(),
 		Headers: typedValues(env.Headers()), UnknownReserved: typedValues(env.UnknownReserved()),
 	}
@@ -456,7 +456,7 @@ func envelopeDiff(a, b acemq.Envelope) string {
 		{"ID", a.ID(), b.ID()}, {"Type", a.Type(), b.Type()}, {"Version", a.Version(), b.Version()},
 		{"CorrelationID", a.CorrelationID(), b.CorrelationID()}, {"CausationID", a.CausationID(), b.CausationID()},
 		{"Attempt", a.Attempt(), b.Attempt()}, {"FirstSeen", a.FirstSeen().UnixMilli(), b.FirstSeen().UnixMilli()},
-		{"Origin", a.Origin(), b.Origin()}, {"Error", a.Error(), b.Error()}, {"Claim", a.Claim(), b.Claim()},
+		{"Origin", a.Origin(), b.Origin()}, {"Reason", a.Reason(), b.Reason()}, {"Claim", a.Claim(), b.Claim()},
 		{"Route", a.Route(), b.Route()}, {"RoutePosition", a.RoutePosition(), b.RoutePosition()},
 		{"RouteID", a.RouteID(), b.RouteID()}, {"Headers", a.Headers(), b.Headers()},
 		{"UnknownReserved", a.UnknownReserved(), b.UnknownReserved()},

@@ -20,6 +20,16 @@ func mustEnvelope(t *testing.T, f acemq.Fields) acemq.Envelope {
 	return e
 }
 
+// change is Envelope.Change, failing the test on an error.
+func change(t testing.TB, e acemq.Envelope, f func(*acemq.Fields)) acemq.Envelope {
+	t.Helper()
+	c, err := e.Change(f)
+	if err != nil {
+		t.Fatalf("Change: %v", err)
+	}
+	return c
+}
+
 func populatedFields() acemq.Fields {
 	return acemq.Fields{
 		ID:            "11111111-2222-3333-4444-555555555555",
@@ -30,7 +40,7 @@ func populatedFields() acemq.Fields {
 		Attempt:       2,
 		FirstSeen:     time.UnixMilli(1767323045678),
 		Origin:        "orders@host-7",
-		Error:         "the handler rejected it: boom",
+		Reason:        "the handler rejected it: boom",
 		Claim:         "s3://payloads/orders/o-4",
 		Route:         []string{"validate", "ship"},
 		RoutePosition: 1,
@@ -68,7 +78,7 @@ func TestNewEnvelopeDefaults(t *testing.T) {
 	if !e.FirstSeenKnown() {
 		t.Error("FirstSeenKnown = false for a built envelope")
 	}
-	if e.Type() != "" || e.CausationID() != "" || e.Origin() != "" || e.Error() != "" || e.Claim() != "" ||
+	if e.Type() != "" || e.CausationID() != "" || e.Origin() != "" || e.Reason() != "" || e.Claim() != "" ||
 		e.Route() != nil || e.RoutePosition() != 0 || e.RouteID() != "" {
 		t.Errorf("unset fields are not empty: %+v", e.Fields())
 	}
@@ -92,11 +102,9 @@ func TestNewEnvelopeCorrectsCounters(t *testing.T) {
 		if e.Version() != tc.want || e.Attempt() != tc.want {
 			t.Errorf("Version/Attempt %d → %d/%d, want %d", tc.in, e.Version(), e.Attempt(), tc.want)
 		}
-		if got := e.WithVersion(tc.in).Version(); got != tc.want {
-			t.Errorf("WithVersion(%d) = %d, want %d", tc.in, got, tc.want)
-		}
-		if got := e.WithAttempt(tc.in).Attempt(); got != tc.want {
-			t.Errorf("WithAttempt(%d) = %d, want %d", tc.in, got, tc.want)
+		c := change(t, e, func(f *acemq.Fields) { f.Version, f.Attempt = tc.in, tc.in })
+		if c.Version() != tc.want || c.Attempt() != tc.want {
+			t.Errorf("Change to version/attempt %d → %d/%d, want %d", tc.in, c.Version(), c.Attempt(), tc.want)
 		}
 	}
 	e := mustEnvelope(t, acemq.Fields{Route: []string{"a"}, RoutePosition: -3})
@@ -118,8 +126,8 @@ func TestNewEnvelopeRoute(t *testing.T) {
 	if e.Route() != nil || e.RoutePosition() != 0 || e.RouteID() != "" {
 		t.Errorf("an empty route kept position %d, id %q", e.RoutePosition(), e.RouteID())
 	}
-	if e := e.WithRoute(nil, 4, "x"); e.RoutePosition() != 0 || e.RouteID() != "" {
-		t.Errorf("WithRoute(nil, 4, x) kept position %d, id %q", e.RoutePosition(), e.RouteID())
+	if e := change(t, e, func(f *acemq.Fields) { f.Route, f.RoutePosition, f.RouteID = nil, 4, "x" }); e.RoutePosition() != 0 || e.RouteID() != "" {
+		t.Errorf("Change to route nil, 4, x kept position %d, id %q", e.RoutePosition(), e.RouteID())
 	}
 }
 
@@ -165,79 +173,108 @@ func TestEnvelopeCopySemantics(t *testing.T) {
 		t.Errorf("the envelope's own values changed: %#v", want.Headers)
 	}
 
-	// A copy made with With… does not share header storage with the original.
-	c, err := e.WithHeader("x-more", "yes")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A copy made with Change does not share header storage with the
+	// original, and the map Change hands f is not kept.
+	var given map[string]any
+	c := change(t, e, func(f *acemq.Fields) {
+		f.Headers["x-more"] = "yes"
+		f.Headers["nested"].(map[string]any)["a"].([]any)[0] = "changed"
+		given = f.Headers
+	})
+	given["x-more"] = "later"
 	if _, ok := e.Header("x-more"); ok {
-		t.Error("WithHeader changed the original")
+		t.Error("Change changed the original")
 	}
-	c2, err := c.WithHeaders(map[string]any{"only": "this"})
-	if err != nil {
-		t.Fatal(err)
+	if v, _ := c.Header("x-more"); v != "yes" {
+		t.Errorf("the changed copy shares the map given to f: x-more = %v", v)
 	}
+	if now := e.Fields(); !reflect.DeepEqual(now, want) {
+		t.Errorf("Change changed the original's nested values:\n got %#v\nwant %#v", now, want)
+	}
+	c2 := change(t, c, func(f *acemq.Fields) { f.Headers = map[string]any{"only": "this"} })
 	if _, ok := c.Header("only"); ok {
-		t.Error("WithHeaders changed the original")
+		t.Error("Change changed the original")
 	}
 	if h := c2.Headers(); len(h) != 1 || h["only"] != "this" {
-		t.Errorf("WithHeaders replaced the headers with %v", h)
+		t.Errorf("Change replaced the headers with %v", h)
 	}
 }
 
-// TestEnvelopeWithChangesOnlyItsField: every With… copy differs from the
-// original in the field it names and nowhere else.
-func TestEnvelopeWithChangesOnlyItsField(t *testing.T) {
+// TestEnvelopeChangeChangesOnlyWhatItSets: a copy made with Change differs
+// from the original in the fields f sets and nowhere else, and the defaults
+// apply again.
+func TestEnvelopeChangeChangesOnlyWhatItSets(t *testing.T) {
 	e := mustEnvelope(t, populatedFields())
 	base := e.Fields()
 	at := time.UnixMilli(1700000000123).UTC()
-	withHeader := func(x acemq.Envelope) acemq.Envelope {
-		c, err := x.WithHeader("x-new", "v")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	withHeaders := func(x acemq.Envelope) acemq.Envelope {
-		c, err := x.WithHeaders(map[string]any{"only": "this"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
 	for _, tc := range []struct {
 		name   string
-		with   func(acemq.Envelope) acemq.Envelope
-		change func(*acemq.Fields)
+		change func(*acemq.Fields) // what Change is given
+		want   func(*acemq.Fields) // what the fields become
 	}{
-		{"WithID", func(x acemq.Envelope) acemq.Envelope { return x.WithID("new-id") }, func(f *acemq.Fields) { f.ID = "new-id" }},
-		{"WithType", func(x acemq.Envelope) acemq.Envelope { return x.WithType("order.shipped") }, func(f *acemq.Fields) { f.Type = "order.shipped" }},
-		{"WithVersion", func(x acemq.Envelope) acemq.Envelope { return x.WithVersion(9) }, func(f *acemq.Fields) { f.Version = 9 }},
-		{"WithCorrelationID", func(x acemq.Envelope) acemq.Envelope { return x.WithCorrelationID("c2") }, func(f *acemq.Fields) { f.CorrelationID = "c2" }},
-		{"WithCorrelationID empty", func(x acemq.Envelope) acemq.Envelope { return x.WithCorrelationID("") }, func(f *acemq.Fields) { f.CorrelationID = f.ID }},
-		{"WithCausationID", func(x acemq.Envelope) acemq.Envelope { return x.WithCausationID("k") }, func(f *acemq.Fields) { f.CausationID = "k" }},
-		{"WithAttempt", func(x acemq.Envelope) acemq.Envelope { return x.WithAttempt(5) }, func(f *acemq.Fields) { f.Attempt = 5 }},
-		{"Next", func(x acemq.Envelope) acemq.Envelope { return x.Next() }, func(f *acemq.Fields) { f.Attempt++ }},
-		{"WithFirstSeen", func(x acemq.Envelope) acemq.Envelope { return x.WithFirstSeen(at) }, func(f *acemq.Fields) { f.FirstSeen = at }},
-		{"WithOrigin", func(x acemq.Envelope) acemq.Envelope { return x.WithOrigin("o@h") }, func(f *acemq.Fields) { f.Origin = "o@h" }},
-		{"WithError", func(x acemq.Envelope) acemq.Envelope { return x.WithError("") }, func(f *acemq.Fields) { f.Error = "" }},
-		{"WithClaim", func(x acemq.Envelope) acemq.Envelope { return x.WithClaim("s3://x") }, func(f *acemq.Fields) { f.Claim = "s3://x" }},
-		{"WithRoute", func(x acemq.Envelope) acemq.Envelope { return x.WithRoute([]string{"a", "b", "c"}, 2, "r2") }, func(f *acemq.Fields) {
-			f.Route, f.RoutePosition, f.RouteID = []string{"a", "b", "c"}, 2, "r2"
-		}},
-		{"WithHeader", withHeader, func(f *acemq.Fields) { f.Headers["x-new"] = "v" }},
-		{"WithHeaders", withHeaders, func(f *acemq.Fields) { f.Headers = map[string]any{"only": "this"} }},
+		{"ID", func(f *acemq.Fields) { f.ID = "new-id" }, nil},
+		{"emptied ID", func(f *acemq.Fields) { f.ID = "" }, func(f *acemq.Fields) { f.ID = "fresh" }},
+		{"Type", func(f *acemq.Fields) { f.Type = "order.shipped" }, nil},
+		{"Version", func(f *acemq.Fields) { f.Version = 9 }, nil},
+		{"Version below 1", func(f *acemq.Fields) { f.Version = -2 }, func(f *acemq.Fields) { f.Version = 1 }},
+		{"CorrelationID", func(f *acemq.Fields) { f.CorrelationID = "c2" }, nil},
+		{"emptied CorrelationID", func(f *acemq.Fields) { f.CorrelationID = "" }, func(f *acemq.Fields) { f.CorrelationID = f.ID }},
+		{"CausationID", func(f *acemq.Fields) { f.CausationID = "k" }, nil},
+		{"Attempt", func(f *acemq.Fields) { f.Attempt = 5 }, nil},
+		{"FirstSeen", func(f *acemq.Fields) { f.FirstSeen = at }, nil},
+		{"Origin", func(f *acemq.Fields) { f.Origin = "o@h" }, nil},
+		{"Reason", func(f *acemq.Fields) { f.Reason = "" }, nil},
+		{"Claim", func(f *acemq.Fields) { f.Claim = "s3://x" }, nil},
+		{"Route", func(f *acemq.Fields) { f.Route, f.RoutePosition, f.RouteID = []string{"a", "b", "c"}, 2, "r2" }, nil},
+		{"one header", func(f *acemq.Fields) { f.Headers["x-new"] = "v" }, nil},
+		{"all headers", func(f *acemq.Fields) { f.Headers = map[string]any{"only": "this"} }, nil},
+		{"a Go int header", func(f *acemq.Fields) { f.Headers["n"] = 7 }, func(f *acemq.Fields) { f.Headers["n"] = int64(7) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := e.Fields()
 			tc.change(&want)
-			if got := tc.with(e).Fields(); !reflect.DeepEqual(got, want) {
+			if tc.want != nil {
+				tc.want(&want)
+			}
+			got := change(t, e, tc.change).Fields()
+			if want.ID == "fresh" {
+				if got.ID == e.ID() || !uuidShape.MatchString(got.ID) {
+					t.Errorf("an emptied id became %q, want a fresh UUID", got.ID)
+				}
+				want.ID, want.CorrelationID = got.ID, got.CorrelationID
+				if got.CorrelationID != base.CorrelationID {
+					t.Errorf("the correlation changed with the id: %q", got.CorrelationID)
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("\n got %#v\nwant %#v", got, want)
 			}
 			if now := e.Fields(); !reflect.DeepEqual(now, base) {
 				t.Errorf("the original changed: %#v", now)
 			}
 		})
+	}
+}
+
+// TestEnvelopeChangeKeepsWhatFieldsDoNotHold: the unknown reserved headers
+// a read envelope carries and an unknown age survive a Change.
+func TestEnvelopeChangeKeepsWhatFieldsDoNotHold(t *testing.T) {
+	r := acemq.ReadEnvelope(map[string]any{"x-acemq-id": "a", "x-acemq-future": "v1"}, "rk", "")
+	c := change(t, r, func(f *acemq.Fields) { f.Attempt = 3 })
+	if got := c.UnknownReserved(); got["x-acemq-future"] != "v1" {
+		t.Errorf("Change dropped the unknown reserved headers: %v", got)
+	}
+	if _, known := c.Age(); known {
+		t.Error("Change made an unknown age known")
+	}
+	if _, known := change(t, r, func(f *acemq.Fields) { f.FirstSeen = time.Now() }).Age(); !known {
+		t.Error("a Change of FirstSeen left the age unknown")
+	}
+	if _, err := r.Change(func(f *acemq.Fields) { f.Headers["x-acemq-id"] = "mine" }); err == nil {
+		t.Error("Change accepted a reserved header name")
+	}
+	if _, err := r.Change(func(f *acemq.Fields) { f.Headers["ch"] = make(chan int) }); err == nil {
+		t.Error("Change accepted a header value AMQP cannot carry")
 	}
 }
 
@@ -250,7 +287,7 @@ func TestEnvelopeDerive(t *testing.T) {
 	if d.CorrelationID() != e.CorrelationID() || d.CausationID() != e.ID() {
 		t.Errorf("Derive: correlation %q causation %q, want %q %q", d.CorrelationID(), d.CausationID(), e.CorrelationID(), e.ID())
 	}
-	if d.Attempt() != 1 || d.Type() != "" || len(d.Headers()) != 0 || d.Route() != nil || d.Error() != "" {
+	if d.Attempt() != 1 || d.Type() != "" || len(d.Headers()) != 0 || d.Route() != nil || d.Reason() != "" {
 		t.Errorf("Derive carried fields of the cause: %#v", d.Fields())
 	}
 }
@@ -285,21 +322,18 @@ func TestReservedRefusal(t *testing.T) {
 			t.Error("NewEnvelope returned an envelope along with the error")
 		}
 	})
-	t.Run("WithHeaders", func(t *testing.T) {
-		orig := mustEnvelope(t, acemq.Fields{Headers: map[string]any{"keep": 1}})
-		e, err := orig.WithHeaders(h)
+	t.Run("Change", func(t *testing.T) {
+		orig := mustEnvelope(t, acemq.Fields{Headers: map[string]any{"keep": int64(1)}})
+		e, err := orig.Change(func(f *acemq.Fields) { f.Headers = h })
 		check(t, err, wantNames, wantMsg)
 		if !reflect.DeepEqual(e.Fields(), orig.Fields()) {
-			t.Error("a refused WithHeaders changed the envelope")
+			t.Error("a refused Change changed the envelope")
 		}
-	})
-	t.Run("WithHeader", func(t *testing.T) {
-		orig := mustEnvelope(t, acemq.Fields{})
 		for _, name := range []string{"x-acemq-id", "X-ACEMQ-ATTEMPT", "x-AceMq-anything"} {
-			e, err := orig.WithHeader(name, "v")
+			e, err := orig.Change(func(f *acemq.Fields) { f.Headers[name] = "v" })
 			check(t, err, []string{name}, "these header names belong to AceMQ and cannot be set by hand: "+name)
-			if len(e.Headers()) != 0 {
-				t.Error("a refused WithHeader set the header")
+			if len(e.Headers()) != 1 {
+				t.Error("a refused Change set the header")
 			}
 		}
 	})
@@ -363,12 +397,12 @@ func TestEnvelopeAge(t *testing.T) {
 	if fs := r.FirstSeen(); fs.Before(before) || fs.After(time.Now()) {
 		t.Errorf("FirstSeen of an unknown age is %v, want the moment of reading", fs)
 	}
-	// Next keeps the age unknown; WithFirstSeen makes it known.
+	// Next keeps the age unknown; a new first-seen makes it known.
 	if _, ok := r.Next().Age(); ok {
 		t.Error("Next made an unknown age known")
 	}
-	if _, ok := r.WithFirstSeen(time.Now()).Age(); !ok {
-		t.Error("WithFirstSeen left the age unknown")
+	if _, ok := change(t, r, func(f *acemq.Fields) { f.FirstSeen = time.Now() }).Age(); !ok {
+		t.Error("Change of FirstSeen left the age unknown")
 	}
 	// The zero Envelope: unknown too.
 	if _, ok := (acemq.Envelope{}).Age(); ok {
@@ -387,7 +421,7 @@ func TestZeroEnvelope(t *testing.T) {
 	if h["x-acemq-type"] != "message" {
 		t.Errorf("type with no routing key = %v, want message", h["x-acemq-type"])
 	}
-	if e := z.WithType("t"); !uuidShape.MatchString(e.ID()) || e.Type() != "t" || e.Attempt() != 1 {
-		t.Errorf("With… on the zero envelope: %#v", e.Fields())
+	if e := change(t, z, func(f *acemq.Fields) { f.Type = "t" }); !uuidShape.MatchString(e.ID()) || e.Type() != "t" || e.Attempt() != 1 || e.CorrelationID() != e.ID() {
+		t.Errorf("Change on the zero envelope: %#v", e.Fields())
 	}
 }

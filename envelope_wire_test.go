@@ -154,7 +154,7 @@ func TestPublisherUnroutableOnEachBroker(t *testing.T) {
 		if !errors.As(err, &be) || be.Failed != 1 || be.Confirmed != 2 || results[1].Err == nil || results[0].Err != nil || results[2].Err != nil {
 			t.Fatalf("SendAll: %v %+v", err, results)
 		}
-		if _, err := acemq.NewPublisher[int](c, "", acemq.AllowUnroutable()).Send(ctx, q+"-nobody", 1); err != nil {
+		if _, err := acemq.NewPublisher[int](c, "", acemq.WithMandatory(false)).Send(ctx, q+"-nobody", 1); err != nil {
 			t.Errorf("AllowUnroutable: %v", err)
 		}
 	})

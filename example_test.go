@@ -2,13 +2,13 @@ package acemq_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
 )
 
 func ExampleNewEnvelope() {
@@ -24,8 +24,14 @@ func ExampleNewEnvelope() {
 	tenant, _ := env.Header("tenant")
 	fmt.Println(env.Type(), env.Version(), env.Attempt(), env.CorrelationID(), tenant)
 
-	// With… returns a changed copy; env itself never changes.
-	shipped := env.WithType("order.shipped").WithCausationID(env.ID())
+	// Change returns a changed copy; env itself never changes.
+	shipped, err := env.Change(func(f *acemq.Fields) {
+		f.Type = "order.shipped"
+		f.CausationID = env.ID()
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(env.Type(), shipped.Type(), shipped.CausationID() == env.ID())
 
 	// Reserved names are refused, never dropped.
@@ -89,11 +95,6 @@ func ExampleEnvelope_AppendHeaders() {
 	// x-acemq-causation <nil> <nil> false
 }
 
-func ExampleIsReserved() {
-	fmt.Println(acemq.IsReserved("x-acemq-attempt"), acemq.IsReserved("X-AceMQ-Anything"), acemq.IsReserved("acemq-reply-to"), acemq.IsReserved("tenant"))
-	// Output: true true false false
-}
-
 type exampleOrder struct {
 	ID     string `json:"id"`
 	Amount int    `json:"amount"`
@@ -106,8 +107,8 @@ func ExampleNewPublisher() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	// Declare a queue (normally with a Topology); the default exchange "" routes by queue name.
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: "orders.new", Durable: true}); err != nil {
+	// The default exchange "" routes by queue name.
+	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -144,7 +145,7 @@ func ExamplePublisher_Send() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: "shipping", Durable: true}); err != nil {
+	if err := acemq.NewTopology().Queue("shipping").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -152,7 +153,13 @@ func ExamplePublisher_Send() {
 	incoming := acemq.ReadEnvelope(map[string]any{"x-acemq-id": "in-1", "x-acemq-correlation": "checkout-7"}, "orders.new", "in-1")
 
 	// The event it causes: a new id, the same correlation, causation = its id.
-	next := incoming.Derive().WithType("order.shipped").WithOrigin("shipping@example")
+	next, err := incoming.Derive().Change(func(f *acemq.Fields) {
+		f.Type = "order.shipped"
+		f.Origin = "shipping@example"
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	sent, err := acemq.NewPublisher[exampleOrder](conn, "").Send(ctx, "shipping", exampleOrder{ID: "o-1"}, acemq.WithEnvelope(next))
 	if err != nil {
 		log.Fatal(err)
@@ -168,7 +175,7 @@ func ExampleConsume() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: "orders.new", Durable: true}); err != nil {
+	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -189,4 +196,146 @@ func ExampleConsume() {
 	}
 	<-done
 	// Output: got o-1 5 type order.placed attempt 1
+}
+
+// The whole life of a message on the in-process broker: declare, consume,
+// publish, settle.
+func Example() {
+	ctx := context.Background()
+	conn, err := acemq.Connect(ctx, "memory://example") // amqp://… with the rabbitmq driver imported
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	topo := acemq.NewTopology().
+		Exchange("shop", acemq.ExchangeTopic).
+		Queue("shop.orders", acemq.WithDeadLettering()).
+		Bind("shop", "shop.orders", "order.*")
+	if err := topo.Apply(ctx, conn); err != nil {
+		log.Fatal(err)
+	}
+
+	done := make(chan acemq.Settlement, 1)
+	conn.OnSettle(func(s acemq.Settlement) { done <- s })
+	consumer, err := acemq.Consume(ctx, conn, "shop.orders", func(ctx context.Context, m acemq.Message[exampleOrder]) acemq.Ack {
+		fmt.Println("handling", m.Payload.ID, "type", m.Envelope.Type())
+		return acemq.Accept()
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer consumer.Close(ctx)
+
+	if _, err := acemq.NewPublisher[exampleOrder](conn, "shop").Send(ctx, "order.placed", exampleOrder{ID: "o-1"}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("settled:", (<-done).Outcome)
+	// Output:
+	// handling o-1 type order.placed
+	// settled: acked
+}
+
+func ExampleConnect() {
+	ctx := context.Background()
+	// memory://NAME is an in-process broker: every connection to the same
+	// URL in this process shares it. For RabbitMQ, import
+	// github.com/acemq/acemq/rabbitmq for its side effects and connect to
+	// amqp://user:pass@host:5672/vhost (or amqps://).
+	conn, err := acemq.Connect(ctx, "memory://example-connect",
+		acemq.WithName("orders-service"),
+		acemq.WithOrigin("orders@host-1"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	fmt.Println(conn, conn.Origin())
+
+	// A mistake in the URL or the options is refused, saying what to do.
+	_, err = acemq.Connect(ctx, "memory://example-connect", acemq.WithMaxOutstanding(0))
+	fmt.Println(err)
+	// Output:
+	// acemq.Conn(orders-service memory://example-connect) orders@host-1
+	// acemq: WithMaxOutstanding(0): at least one publish must be allowed to await its confirm; the default is 1000
+}
+
+func ExampleEnvelope_Change() {
+	delivered := acemq.ReadEnvelope(map[string]any{"x-acemq-id": "m-1", "x-acemq-attempt": int32(3), "tenant": "acme"}, "orders.new", "m-1")
+	again, err := delivered.Change(func(f *acemq.Fields) {
+		f.Attempt = 1
+		f.Headers["tenant"] = "globex"
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	t1, _ := delivered.Header("tenant")
+	t2, _ := again.Header("tenant")
+	fmt.Println(delivered.Attempt(), t1, "→", again.Attempt(), t2, again.ID())
+	// Output: 3 acme → 1 globex m-1
+}
+
+func ExampleEnvelope_MarshalJSON() {
+	env := acemq.MustEnvelope(acemq.Fields{
+		ID:        "11111111-2222-3333-4444-555555555555",
+		Type:      "order.placed",
+		FirstSeen: time.UnixMilli(1767323045678),
+		Headers:   map[string]any{"tenant": "acme", "raw": []byte{1, 2}},
+	})
+	b, err := json.Marshal(env)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(b))
+	// Output:
+	// {"id":"11111111-2222-3333-4444-555555555555","type":"order.placed","version":1,"correlationId":"11111111-2222-3333-4444-555555555555","causationId":"","attempt":1,"firstSeen":1767323045678,"origin":"","error":"","claim":"","route":[],"routePosition":0,"routeId":"","headers":{"raw":{"$bytes":"AQI="},"tenant":"acme"}}
+}
+
+func ExampleConn_Browse() {
+	ctx := context.Background()
+	conn, err := acemq.Connect(ctx, "memory://example-browse")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+		log.Fatal(err)
+	}
+	orders := acemq.NewPublisher[exampleOrder](conn, "")
+	for _, id := range []string{"o-1", "o-2"} {
+		if _, err := orders.Send(ctx, "orders.new.dlq", exampleOrder{ID: id}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	info, err := conn.Inspect(ctx, "orders.new.dlq")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(info.Name, "holds", info.Messages)
+
+	// Look without taking: every message read is held, then put back.
+	b, err := conn.Browse(ctx, "orders.new.dlq")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for {
+		m, ok, err := b.Next(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		fmt.Println(string(m.Payload))
+	}
+	if err := b.Close(); err != nil {
+		log.Fatal(err)
+	}
+	info, _ = conn.Inspect(ctx, "orders.new.dlq")
+	fmt.Println("still", info.Messages)
+	// Output:
+	// orders.new.dlq holds 2
+	// {"id":"o-1","amount":0}
+	// {"id":"o-2","amount":0}
+	// still 2
 }

@@ -9,38 +9,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// Reserved envelope headers (WIRE.md §3.1).
-const (
-	HeaderID            = "x-acemq-id"
-	HeaderType          = "x-acemq-type"
-	HeaderVersion       = "x-acemq-version"
-	HeaderCorrelation   = "x-acemq-correlation"
-	HeaderCausation     = "x-acemq-causation"
-	HeaderAttempt       = "x-acemq-attempt"
-	HeaderFirstSeen     = "x-acemq-first-seen"
-	HeaderOrigin        = "x-acemq-origin"
-	HeaderError         = "x-acemq-error"
-	HeaderClaim         = "x-acemq-claim"
-	HeaderRoute         = "x-acemq-route"
-	HeaderRoutePosition = "x-acemq-route-position"
-	HeaderRouteID       = "x-acemq-route-id"
-)
-
-// Shared, unreserved headers (WIRE.md §3.2). Handlers see them and every
-// republish carries them.
-const (
-	HeaderReplyTo      = "acemq-reply-to"
-	HeaderReplyError   = "acemq-error"
-	HeaderRoutingSlip  = "acemq-routing-slip"
-	HeaderReplayedFrom = "acemq-replayed-from"
-	HeaderReplayedAt   = "acemq-replayed-at"
-	HeaderReplayCount  = "acemq-replay-count"
-)
-
-// DefaultType is the type written when neither the envelope nor the routing
-// key gives one.
-const DefaultType = "message"
-
 // ReadEnvelope builds an envelope from a delivery's headers, routing key and
 // AMQP message-id. It never fails: a message that arrived is delivered, not
 // refused for a malformed envelope. A missing or unreadable value takes its
@@ -72,26 +40,27 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 	var stack [8]header
 	app := stack[:0]
 	for k, v := range headers {
-		if !IsReserved(k) {
+		if !wire.IsReserved(k) {
 			app = append(app, header{k, v})
 			continue
 		}
 		switch k {
-		case HeaderID:
+		case wire.HeaderID:
 			e.id, _ = wire.String(v)
-		case HeaderType:
+		case wire.HeaderType:
 			e.typ, _ = wire.String(v)
-		case HeaderVersion:
+			e.typed = e.typ != ""
+		case wire.HeaderVersion:
 			n, _ := wire.Int(v)
 			e.version = clampInt(n)
-		case HeaderCorrelation:
+		case wire.HeaderCorrelation:
 			e.correlationID, _ = wire.String(v)
-		case HeaderCausation:
+		case wire.HeaderCausation:
 			e.causationID, _ = wire.String(v)
-		case HeaderAttempt:
+		case wire.HeaderAttempt:
 			n, _ := wire.Int(v)
 			e.attempt = clampInt(n)
-		case HeaderFirstSeen:
+		case wire.HeaderFirstSeen:
 			// 0 and below are read as unknown: no AceMQ message was first
 			// published in 1970, and acemq-go-amqp republishes a missing
 			// first-seen as 0, which would otherwise look 56 years old.
@@ -99,20 +68,20 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 				e.firstSeen = time.UnixMilli(ms).UTC()
 				firstSeenOK = true
 			}
-		case HeaderOrigin:
+		case wire.HeaderOrigin:
 			e.origin, _ = wire.String(v)
-		case HeaderError:
-			e.err, _ = wire.String(v)
-		case HeaderClaim:
+		case wire.HeaderError:
+			e.reason, _ = wire.String(v)
+		case wire.HeaderClaim:
 			e.claim, _ = wire.String(v)
-		case HeaderRoute:
+		case wire.HeaderRoute:
 			if s, ok := wire.String(v); ok {
 				e.route = cleanRoute([]string{s})
 			}
-		case HeaderRoutePosition:
+		case wire.HeaderRoutePosition:
 			n, _ := wire.Int(v)
 			e.routePosition = clampInt(n)
-		case HeaderRouteID:
+		case wire.HeaderRouteID:
 			e.routeID, _ = wire.String(v)
 		default:
 			if e.reserved == nil {
@@ -133,7 +102,7 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 			e.id = uuid.NewString()
 		}
 	}
-	e.typ = e.WireType(routingKey)
+	e.typ = e.wireType(routingKey)
 	if !firstSeenOK {
 		e.ageUnknown = true
 		e.firstSeen = msTime(time.Now())
@@ -177,29 +146,29 @@ func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[strin
 	for k, v := range e.reserved {
 		dst[k] = cloneValue(v)
 	}
-	dst[HeaderID] = e.id
-	dst[HeaderType] = e.WireType(routingKey)
-	dst[HeaderVersion] = int32(e.version)
-	dst[HeaderCorrelation] = e.correlationID
-	dst[HeaderAttempt] = int32(e.attempt)
-	dst[HeaderFirstSeen] = e.firstSeen.UnixMilli()
+	dst[wire.HeaderID] = e.id
+	dst[wire.HeaderType] = e.wireType(routingKey)
+	dst[wire.HeaderVersion] = int32(e.version)
+	dst[wire.HeaderCorrelation] = e.correlationID
+	dst[wire.HeaderAttempt] = int32(e.attempt)
+	dst[wire.HeaderFirstSeen] = e.firstSeen.UnixMilli()
 	if e.causationID != "" {
-		dst[HeaderCausation] = e.causationID
+		dst[wire.HeaderCausation] = e.causationID
 	}
 	if e.origin != "" {
-		dst[HeaderOrigin] = e.origin
+		dst[wire.HeaderOrigin] = e.origin
 	}
-	if e.err != "" {
-		dst[HeaderError] = e.err
+	if e.reason != "" {
+		dst[wire.HeaderError] = e.reason
 	}
 	if e.claim != "" {
-		dst[HeaderClaim] = e.claim
+		dst[wire.HeaderClaim] = e.claim
 	}
 	if len(e.route) > 0 {
-		dst[HeaderRoute] = strings.Join(e.route, ",")
-		dst[HeaderRoutePosition] = int32(e.routePosition)
+		dst[wire.HeaderRoute] = strings.Join(e.route, ",")
+		dst[wire.HeaderRoutePosition] = int32(e.routePosition)
 		if e.routeID != "" {
-			dst[HeaderRouteID] = e.routeID
+			dst[wire.HeaderRouteID] = e.routeID
 		}
 	}
 	return dst
@@ -209,7 +178,7 @@ func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[strin
 // map made for them never grows.
 func (e Envelope) headerCount() int {
 	n := 6 + len(e.headers) + len(e.reserved) // id, type, version, correlation, attempt, first-seen
-	for _, s := range [...]string{e.causationID, e.origin, e.err, e.claim} {
+	for _, s := range [...]string{e.causationID, e.origin, e.reason, e.claim} {
 		if s != "" {
 			n++
 		}
@@ -223,22 +192,16 @@ func (e Envelope) headerCount() int {
 	return n
 }
 
-// WireType is the x-acemq-type value AppendHeaders would write for
-// routingKey.
-func (e Envelope) WireType(routingKey string) string {
+// wireType is the x-acemq-type value AppendHeaders writes for routingKey.
+func (e Envelope) wireType(routingKey string) string {
 	switch {
 	case e.typ != "":
 		return e.typ
 	case routingKey != "":
 		return routingKey
 	}
-	return DefaultType
+	return wire.DefaultType
 }
-
-// UnknownReserved returns a copy of the x-acemq-* headers the envelope was
-// read with that this version does not know. They are carried through on
-// every republish of the same message and never handed to handlers.
-func (e Envelope) UnknownReserved() map[string]any { return copyHeaders(e.reserved) }
 
 // withoutUnknown returns a copy that carries no unknown reserved headers,
 // for a new message derived from a delivered one.

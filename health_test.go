@@ -38,11 +38,11 @@ func (fakeDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return &fakeConn{Conn: inner, onEvent: cfg.OnEvent}, nil
+	return &fakeConn{FullConn: inner.(acemq.FullConn), onEvent: cfg.OnEvent}, nil
 }
 
 type fakeConn struct {
-	driver.Conn
+	acemq.FullConn
 	onEvent func(driver.Event)
 
 	mu       sync.Mutex
@@ -70,7 +70,7 @@ func (f *fakeConn) Publish(ctx context.Context, m driver.Message) error {
 	if b, reason := f.Blocked(); b {
 		return fmt.Errorf("%w: %s", driver.ErrBlocked, reason)
 	}
-	return f.Conn.Publish(ctx, m)
+	return f.FullConn.Publish(ctx, m)
 }
 
 func (f *fakeConn) Ping(ctx context.Context) error {
@@ -87,10 +87,10 @@ func (f *fakeConn) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return f.Conn.Ping(ctx)
+	return f.FullConn.Ping(ctx)
 }
 
-func fakeConnect(t *testing.T, opts ...acemq.Option) (*acemq.Conn, *fakeConn) {
+func fakeConnect(t *testing.T, opts ...acemq.ConnOption) (*acemq.Conn, *fakeConn) {
 	t.Helper()
 	c, err := acemq.Connect(context.Background(), fakeScheme+"://"+testenv.Name(t), opts...)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestTelemetryRefusedPublish(t *testing.T) {
 
 func TestTelemetryPublishedWithoutConfirms(t *testing.T) {
 	x := newTel(t)
-	c, _ := fakeConnect(t, append(x.options(), acemq.WithoutConfirms())...)
+	c, _ := fakeConnect(t, append(x.options(), acemq.WithConfirms(false))...)
 	if _, err := c.Transport().DeclareQueue(context.Background(), driver.Queue{Name: "q"}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,53 +226,6 @@ func TestHealthConsumers(t *testing.T) {
 			t.Errorf("report %+v", rep)
 		}
 	})
-}
-
-func TestAggregateHealth(t *testing.T) {
-	up := acemq.HealthFunc(func(context.Context) acemq.HealthReport {
-		return acemq.HealthReport{Status: acemq.HealthUp, Detail: "fine"}
-	})
-	degraded := acemq.HealthFunc(func(context.Context) acemq.HealthReport {
-		return acemq.HealthReport{Status: acemq.HealthDegraded, Detail: "a consumer stopped"}
-	})
-	down := acemq.HealthFunc(func(context.Context) acemq.HealthReport {
-		return acemq.HealthReport{Status: acemq.HealthDown, Detail: "no broker"}
-	})
-	hang := acemq.HealthFunc(func(ctx context.Context) acemq.HealthReport {
-		<-ctx.Done()
-		time.Sleep(10 * time.Millisecond) // answers late
-		return acemq.HealthReport{Status: acemq.HealthUp}
-	})
-	ctx := context.Background()
-	if r := acemq.AggregateHealth(ctx, up, acemq.NamedHealth("db", up)); r.Status != acemq.HealthUp {
-		t.Errorf("all up: %+v", r)
-	}
-	r := acemq.AggregateHealth(ctx, up, acemq.NamedHealth("orders", degraded))
-	if r.Status != acemq.HealthDegraded || !strings.Contains(r.Detail, "a consumer stopped") {
-		t.Errorf("up+degraded: %+v", r)
-	}
-	if p, ok := r.Parts["orders"].(acemq.HealthReport); !ok || p.Detail != "a consumer stopped" {
-		t.Errorf("the part's detail was not kept: %+v", r.Parts)
-	}
-	if r := acemq.AggregateHealth(ctx, degraded, down, up); r.Status != acemq.HealthDown || len(r.Parts) != 3 {
-		t.Errorf("worst must win: %+v", r)
-	}
-	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	r = acemq.AggregateHealth(tctx, up, acemq.NamedHealth("slow", hang))
-	if r.Status != acemq.HealthDown {
-		t.Errorf("a check that does not answer: %+v", r)
-	}
-	if p := r.Parts["slow"].(acemq.HealthReport); p.Status != acemq.HealthDown || !strings.Contains(p.Detail, "did not answer in time") {
-		t.Errorf("slow part %+v", p)
-	}
-
-	// A connection is a check; its part is named after it.
-	c, _ := fakeConnect(t, acemq.WithName("orders-service"))
-	r = acemq.AggregateHealth(ctx, c)
-	if _, ok := r.Parts["orders-service"]; !ok || r.Status != acemq.HealthUp {
-		t.Errorf("connection part: %+v", r)
-	}
 }
 
 func TestHealthReportJSON(t *testing.T) {

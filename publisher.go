@@ -2,7 +2,10 @@ package acemq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/acemq/acemq/driver"
 )
 
 // Publisher sends typed payloads to one exchange through a codec (JSON by
@@ -13,110 +16,68 @@ type Publisher[T any] struct {
 	c        *Conn
 	exchange string
 	cfg      publisherConfig
+	err      error // a mistake in the options, returned by every Send
 }
-
-type publisherConfig struct {
-	codec           Codec
-	transient       bool
-	allowUnroutable bool
-}
-
-// PublisherOption configures NewPublisher.
-type PublisherOption interface{ applyPublisher(*publisherConfig) }
-
-type publisherOptionFunc func(*publisherConfig)
-
-func (f publisherOptionFunc) applyPublisher(c *publisherConfig) { f(c) }
-
-// Transient publishes with delivery mode 1: the broker may lose the
-// messages on restart. The default is persistent.
-func Transient() PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) { c.transient = true })
-}
-
-// AllowUnroutable turns the mandatory flag off: a message no queue takes is
-// dropped silently instead of failing with an *UnroutableError.
-func AllowUnroutable() PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) { c.allowUnroutable = true })
-}
-
-// CodecOption chooses the codec of a publisher or a consumer.
-type CodecOption struct{ codec Codec }
-
-func (o CodecOption) applyPublisher(c *publisherConfig) { c.codec = o.codec }
-func (o CodecOption) applyConsume(c *consumeConfig)     { c.codec = o.codec }
-
-// WithCodec chooses the codec: for a publisher, the one it writes with; for
-// a consumer, the one it reads with (a Composite reads several formats).
-func WithCodec(c Codec) CodecOption { return CodecOption{c} }
 
 // NewPublisher returns a publisher of T values to exchange ("" is the
 // default exchange, which routes by queue name).
+//
+// Mistakes in the options (WithCodec(nil)) are returned by every Send and
+// SendAll, since building a publisher cannot fail.
 func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Publisher[T] {
 	p := &Publisher[T]{c: c, exchange: exchange, cfg: publisherConfig{codec: JSON}}
 	for _, o := range opts {
 		o.applyPublisher(&p.cfg)
 	}
+	switch {
+	case c == nil:
+		p.err = errors.New("acemq: NewPublisher was given a nil connection")
+	case p.cfg.codec == nil:
+		p.err = errNoCodec
+	}
 	return p
 }
-
-// Exchange is the exchange the publisher sends to.
-func (p *Publisher[T]) Exchange() string { return p.exchange }
-
-// SendOption configures one Send.
-type SendOption func(*sendConfig)
-
-type sendConfig struct {
-	env Envelope
-}
-
-// WithEnvelope sends with env (built with NewEnvelope, or a delivered
-// message's envelope changed with With…) instead of a fresh envelope. An
-// empty origin is stamped with the connection's. Unknown x-acemq-* headers
-// a delivered envelope carries are not sent: they belong to republishes of
-// that delivery, not to a message the application publishes.
-func WithEnvelope(env Envelope) SendOption { return func(c *sendConfig) { c.env = env } }
 
 // Send encodes v, publishes it with routing key key and waits for the
 // broker's confirm. It returns the envelope as sent (its ID is the message
 // id). A message nothing routes fails with an *UnroutableError; a blocked
 // connection with an error wrapping ErrBlocked.
 func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOption) (Envelope, error) {
+	if p.err != nil {
+		return Envelope{}, p.err
+	}
 	var sc sendConfig
 	for _, o := range opts {
-		o(&sc)
+		o.applySend(&sc)
 	}
-	m, err := p.outbound(key, v, sc.env)
+	m, env, err := p.message(key, v, sc.env)
 	if err != nil {
 		return Envelope{}, err
 	}
-	if err := p.c.Publish(ctx, m); err != nil {
-		return m.Envelope, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", p.exchange, key, err)
+	if err := p.c.publish(ctx, m, env); err != nil {
+		return env, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", p.exchange, key, err)
 	}
-	return m.Envelope, nil
+	return env, nil
 }
 
-func (p *Publisher[T]) outbound(key string, v T, env Envelope) (Outbound, error) {
+// message encodes v and builds the driver message and envelope of one
+// publish.
+func (p *Publisher[T]) message(key string, v T, env Envelope) (driver.Message, Envelope, error) {
 	body, err := p.cfg.codec.Encode(v)
 	if err != nil {
-		return Outbound{}, err
+		return driver.Message{}, Envelope{}, err
 	}
 	// An application publish is a new message: unknown x-acemq-* headers
 	// of a delivered envelope belong to that delivery's republishes only
-	// (WIRE.md §2.5), never to what a handler sends with it.
+	// (docs/wire.md §2.5), never to what a handler sends with it.
 	env = env.orDefault().withoutUnknown()
 	if env.origin == "" {
 		env.origin = p.c.origin
 	}
-	return Outbound{
-		Exchange:        p.exchange,
-		RoutingKey:      key,
-		Envelope:        env,
-		ContentType:     p.cfg.codec.ContentType(),
-		Body:            body,
-		AllowUnroutable: p.cfg.allowUnroutable,
-		Transient:       p.cfg.transient,
-	}, nil
+	m := message(p.exchange, key, env, p.cfg.codec.ContentType(), body)
+	m.Mandatory = !p.cfg.allowUnroutable
+	m.Transient = p.cfg.transient
+	return m, env, nil
 }
 
 // Outgoing is one message of a batch.
@@ -138,20 +99,28 @@ type SendResult struct {
 // failed, a *BatchError summarising them.
 func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendResult, error) {
 	results := make([]SendResult, len(msgs))
-	out := make([]Outbound, 0, len(msgs))
+	if p.err != nil {
+		for i := range results {
+			results[i].Err = p.err
+		}
+		return results, batchError(results)
+	}
+	out := make([]driver.Message, 0, len(msgs))
+	envs := make([]Envelope, 0, len(msgs))
 	idx := make([]int, 0, len(msgs))
 	for i, m := range msgs {
-		o, err := p.outbound(m.RoutingKey, m.Payload, m.Envelope)
+		dm, env, err := p.message(m.RoutingKey, m.Payload, m.Envelope)
 		if err != nil {
 			results[i].Err = err
 			continue
 		}
-		results[i].Envelope = o.Envelope
-		out = append(out, o)
+		results[i].Envelope = env
+		out = append(out, dm)
+		envs = append(envs, env)
 		idx = append(idx, i)
 	}
 	if len(out) > 0 {
-		for j, err := range p.c.PublishBatch(ctx, out) {
+		for j, err := range p.c.publishBatch(ctx, out, envs) {
 			results[idx[j]].Err = err
 		}
 	}

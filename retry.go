@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Names of the exchanges the library manages (WIRE.md §5.1).
+// Names of the exchanges the library manages (docs/wire.md §5.1).
 const (
 	DeadLetterExchange = "acemq.dlx"
 	RetryExchange      = "acemq.retry"
@@ -20,9 +20,16 @@ const (
 const DefaultBrokerWaitThreshold = 30 * time.Second
 
 // RetryPolicy says how many times a message is attempted, how long to wait
-// between attempts, where the wait happens, and when to give up on age.
-// Build one with NoRetry, FixedRetry or ExponentialRetry and the modifiers;
-// the zero RetryPolicy is NoRetry. It is a value; modifiers return copies.
+// between attempts, where the wait happens, and when to give up on age
+// (docs/wire.md §7). Build one with NoRetry, FixedRetry or ExponentialRetry
+// and the modifiers; the zero RetryPolicy is NoRetry. It is a value;
+// modifiers return copies. String renders it in the family's notation.
+//
+// A policy built with nonsensical values — fewer than one attempt, a
+// negative delay, a cap below the first delay, a negative age limit or
+// threshold, a jitter outside [0, 1] — keeps the first mistake and is
+// refused by Consume and Topology.Queue (WithRetry), with an error saying
+// what to change.
 type RetryPolicy struct {
 	maxAttempts int
 	initial     time.Duration
@@ -32,6 +39,7 @@ type RetryPolicy struct {
 	jitter      float64
 	threshold   time.Duration
 	built       bool
+	err         error // the first nonsensical value it was given
 }
 
 // NoRetry is one attempt: a retry request dead-letters at once. It is the
@@ -41,19 +49,47 @@ func NoRetry() RetryPolicy {
 }
 
 // FixedRetry makes n attempts in all (the first included), waiting d before
-// each retry, without jitter. n below 1 is taken as 1 and a negative d as 0.
+// each retry, without jitter. n must be at least 1 (1 is NoRetry) and d
+// must not be negative.
 func FixedRetry(n int, d time.Duration) RetryPolicy {
-	return RetryPolicy{maxAttempts: n, initial: d, multiplier: 1, maxDelay: d, threshold: DefaultBrokerWaitThreshold, built: true}.fix()
+	p := RetryPolicy{maxAttempts: n, initial: d, multiplier: 1, maxDelay: d, threshold: DefaultBrokerWaitThreshold, built: true}
+	switch {
+	case n < 1:
+		p = p.failf("FixedRetry(%d, %s): the number of attempts includes the first, so it must be at least 1 (1 is NoRetry)", n, d)
+	case d < 0:
+		p = p.failf("FixedRetry(%d, %s): the delay must not be negative", n, d)
+	}
+	return p.fix()
 }
 
 // ExponentialRetry makes n attempts in all (the first included), waiting
 // initial before the second and doubling each time, capped at maxDelay, with
 // ±20 % jitter on waits held in the consumer (waits held on a broker rung are
-// never jittered). n below 1 is taken as 1; a maxDelay below initial as
-// initial.
+// never jittered). n must be at least 1, initial must not be negative and
+// maxDelay must not be below initial.
 func ExponentialRetry(n int, initial, maxDelay time.Duration) RetryPolicy {
-	return RetryPolicy{maxAttempts: n, initial: initial, multiplier: 2, maxDelay: maxDelay, jitter: DefaultExponentialJitter, threshold: DefaultBrokerWaitThreshold, built: true}.fix()
+	p := RetryPolicy{maxAttempts: n, initial: initial, multiplier: 2, maxDelay: maxDelay, jitter: DefaultExponentialJitter, threshold: DefaultBrokerWaitThreshold, built: true}
+	switch {
+	case n < 1:
+		p = p.failf("ExponentialRetry(%d, %s, %s): the number of attempts includes the first, so it must be at least 1 (1 is NoRetry)", n, initial, maxDelay)
+	case initial < 0:
+		p = p.failf("ExponentialRetry(%d, %s, %s): the first delay must not be negative", n, initial, maxDelay)
+	case maxDelay < initial:
+		p = p.failf("ExponentialRetry(%d, %s, %s): the cap on a delay (%s) is below the first delay (%s); give a cap at least as large", n, initial, maxDelay, maxDelay, initial)
+	}
+	return p.fix()
 }
+
+// failf records the policy's first mistake.
+func (p RetryPolicy) failf(format string, args ...any) RetryPolicy {
+	if p.err == nil {
+		p.err = fmt.Errorf("acemq: "+format, args...)
+	}
+	return p
+}
+
+// Err is the first nonsensical value the policy was built with, or nil.
+func (p RetryPolicy) Err() error { return p.err }
 
 // DefaultExponentialJitter is the jitter factor ExponentialRetry starts with.
 const DefaultExponentialJitter = 0.2
@@ -73,49 +109,42 @@ func (p RetryPolicy) orDefault() RetryPolicy {
 }
 
 // GiveUpAfter returns a copy that stops retrying once a message's age (since
-// it was first published) reaches age. An unknown age never stops it.
+// it was first published) reaches age; 0 means no limit. An unknown age
+// never stops it. age must not be negative.
 func (p RetryPolicy) GiveUpAfter(age time.Duration) RetryPolicy {
 	p = p.orDefault()
+	if age < 0 {
+		p = p.failf("GiveUpAfter(%s): the age limit must not be negative (0 means no limit)", age)
+	}
 	p.maxAge = max(age, 0)
 	return p
 }
 
 // WithJitter returns a copy whose consumer waits land uniformly in
-// [d×(1−f), d×(1+f)]. f is clamped to [0, 1].
+// [d×(1−f), d×(1+f)]. f must be in [0, 1].
 func (p RetryPolicy) WithJitter(f float64) RetryPolicy {
 	p = p.orDefault()
+	if !(f >= 0 && f <= 1) {
+		p = p.failf("WithJitter(%g): the jitter factor must be between 0 (none) and 1", f)
+	}
 	p.jitter = math.Min(math.Max(f, 0), 1)
+	if math.IsNaN(p.jitter) {
+		p.jitter = 0
+	}
 	return p
 }
 
 // WaitInBrokerFrom returns a copy whose waits at or above t are held on a
-// broker rung queue; 0 keeps every wait in the consumer.
+// broker rung queue; 0 keeps every wait in the consumer. t must not be
+// negative.
 func (p RetryPolicy) WaitInBrokerFrom(t time.Duration) RetryPolicy {
 	p = p.orDefault()
+	if t < 0 {
+		p = p.failf("WaitInBrokerFrom(%s): the threshold must not be negative (0 keeps every wait in the consumer)", t)
+	}
 	p.threshold = max(t, 0)
 	return p
 }
-
-// MaxAttempts is the number of deliveries, the first included.
-func (p RetryPolicy) MaxAttempts() int { return p.orDefault().maxAttempts }
-
-// InitialDelay is the wait before the second attempt.
-func (p RetryPolicy) InitialDelay() time.Duration { return p.orDefault().initial }
-
-// Multiplier is the growth of the wait per attempt.
-func (p RetryPolicy) Multiplier() float64 { return p.orDefault().multiplier }
-
-// MaxDelay caps any single wait.
-func (p RetryPolicy) MaxDelay() time.Duration { return p.orDefault().maxDelay }
-
-// MaxMessageAge is the age limit; 0 means none.
-func (p RetryPolicy) MaxMessageAge() time.Duration { return p.orDefault().maxAge }
-
-// JitterFactor is the jitter applied to consumer waits.
-func (p RetryPolicy) JitterFactor() float64 { return p.orDefault().jitter }
-
-// BrokerWaitThreshold is the wait from which retries are held on a rung.
-func (p RetryPolicy) BrokerWaitThreshold() time.Duration { return p.orDefault().threshold }
 
 // Schedule is the unjittered wait before each retry: entry i is the wait
 // before attempt i+2, min(initial × multiplier^i, max).
@@ -136,27 +165,27 @@ func (p RetryPolicy) delay(i int) time.Duration {
 	return time.Duration(d)
 }
 
-// DelayAfter is the unjittered wait after a failed attempt (1-based) before
+// delayAfter is the unjittered wait after a failed attempt (1-based) before
 // the next one.
-func (p RetryPolicy) DelayAfter(attempt int) time.Duration {
+func (p RetryPolicy) delayAfter(attempt int) time.Duration {
 	p = p.orDefault()
 	return p.delay(max(attempt-1, 0))
 }
 
-// WaitsInBroker reports whether a wait of d is held on a broker rung: the
+// waitsInBroker reports whether a wait of d is held on a broker rung: the
 // threshold is above zero, d is above zero and d is at least the threshold.
-func (p RetryPolicy) WaitsInBroker(d time.Duration) bool {
+func (p RetryPolicy) waitsInBroker(d time.Duration) bool {
 	p = p.orDefault()
 	return p.threshold > 0 && d > 0 && d >= p.threshold
 }
 
-// BrokerRungs are the distinct scheduled waits held on rungs, ascending and
+// brokerRungs are the distinct scheduled waits held on rungs, ascending and
 // deduplicated by rung name (delays are named to the millisecond). A
 // threshold of 0 has none.
-func (p RetryPolicy) BrokerRungs() []time.Duration {
+func (p RetryPolicy) brokerRungs() []time.Duration {
 	var out []time.Duration
 	for _, d := range p.Schedule() {
-		if p.WaitsInBroker(d) {
+		if p.waitsInBroker(d) {
 			out = append(out, d.Truncate(time.Millisecond))
 		}
 	}
@@ -164,10 +193,10 @@ func (p RetryPolicy) BrokerRungs() []time.Duration {
 	return slices.Compact(out)
 }
 
-// ShouldRetry reports whether a message that failed on attempt (1-based),
-// with the given age, is tried again: attempt < MaxAttempts and the age is
+// shouldRetry reports whether a message that failed on attempt (1-based),
+// with the given age, is tried again: attempt < the maximum and the age is
 // unknown or below a non-zero limit. The limit is inclusive.
-func (p RetryPolicy) ShouldRetry(attempt int, age time.Duration, ageKnown bool) bool {
+func (p RetryPolicy) shouldRetry(attempt int, age time.Duration, ageKnown bool) bool {
 	p = p.orDefault()
 	if attempt >= p.maxAttempts {
 		return false
@@ -175,9 +204,9 @@ func (p RetryPolicy) ShouldRetry(attempt int, age time.Duration, ageKnown bool) 
 	return p.maxAge == 0 || !ageKnown || age < p.maxAge
 }
 
-// Jittered returns the wait actually spent in the consumer for a scheduled
+// jittered returns the wait actually spent in the consumer for a scheduled
 // wait d: uniform in [d×(1−f), d×(1+f)], never below 1 ms.
-func (p RetryPolicy) Jittered(d time.Duration) time.Duration {
+func (p RetryPolicy) jittered(d time.Duration) time.Duration {
 	f := p.orDefault().jitter
 	if f > 0 {
 		d = time.Duration(float64(d) * (1 - f + 2*f*rand.Float64()))
@@ -196,19 +225,19 @@ func (p RetryPolicy) String() string {
 	case p.maxAttempts == 1 && p.initial == 0:
 		s = "none()"
 	case p.multiplier == 1:
-		s = fmt.Sprintf("fixed(%d, %s)", p.maxAttempts, FormatDelay(p.initial))
+		s = fmt.Sprintf("fixed(%d, %s)", p.maxAttempts, formatDelay(p.initial))
 	default:
-		s = fmt.Sprintf("exponential(%d, %s, %s)", p.maxAttempts, FormatDelay(p.initial), FormatDelay(p.maxDelay))
+		s = fmt.Sprintf("exponential(%d, %s, %s)", p.maxAttempts, formatDelay(p.initial), formatDelay(p.maxDelay))
 		jitter = DefaultExponentialJitter
 	}
 	if p.maxAge > 0 {
-		s += ".giveUpAfter(" + FormatDelay(p.maxAge) + ")"
+		s += ".giveUpAfter(" + formatDelay(p.maxAge) + ")"
 	}
 	if p.jitter != jitter {
 		s += ".withJitter(" + strconv.FormatFloat(p.jitter, 'g', -1, 64) + ")"
 	}
 	if p.threshold != DefaultBrokerWaitThreshold {
-		s += ".waitInBrokerFrom(" + FormatDelay(p.threshold) + ")"
+		s += ".waitInBrokerFrom(" + formatDelay(p.threshold) + ")"
 	}
 	return s
 }
@@ -221,11 +250,11 @@ func ParkedQueue(q string) string { return q + ".parked" }
 
 // RungQueue is the name of q's retry rung for a wait of d,
 // {q}.retry.{delay}.
-func RungQueue(q string, d time.Duration) string { return q + ".retry." + FormatDelay(d) }
+func RungQueue(q string, d time.Duration) string { return q + ".retry." + formatDelay(d) }
 
-// FormatDelay renders a delay as the family names rungs: Nh for whole
+// formatDelay renders a delay as the family names rungs: Nh for whole
 // hours, else Nm for whole minutes, else Ns for whole seconds, else Nms.
-func FormatDelay(d time.Duration) string {
+func formatDelay(d time.Duration) string {
 	ms := d.Milliseconds()
 	switch {
 	case ms != 0 && ms%3_600_000 == 0:

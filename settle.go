@@ -10,13 +10,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // Outcome is what the engine did with a delivery, as the family's metrics
 // and spans name it.
 type Outcome string
 
-// The consume outcomes (WIRE.md §10.3).
+// The consume outcomes (docs/wire.md §10.3).
 const (
 	OutcomeAcked        Outcome = "acked"
 	OutcomeRetried      Outcome = "retried"
@@ -31,11 +32,20 @@ const (
 	OutcomeRequeued Outcome = "requeued"
 )
 
-// Where a retry wait is held.
+// Where says where the wait of a retry or an in-progress put-back was held,
+// as the where tag of acemq.messages.retried.total names it.
+type Where string
+
+// The places a wait is held.
 const (
-	WhereConsumer = "consumer"
-	WhereBroker   = "broker"
-	WhereRequeued = "requeued"
+	// WhereConsumer: the consumer held the delivery (unacknowledged) for
+	// the wait, then republished it.
+	WhereConsumer Where = "consumer"
+	// WhereBroker: the copy waited on a broker rung queue.
+	WhereBroker Where = "broker"
+	// WhereRequeued: the republish failed and the delivery was put back on
+	// its queue instead.
+	WhereRequeued Where = "requeued"
 )
 
 // Settlement records what happened to one delivery. The engine emits one per
@@ -53,7 +63,7 @@ type Settlement struct {
 	// Where is where the wait of a retry or an in-progress put-back was
 	// held: WhereConsumer, WhereBroker, or WhereRequeued when the republish
 	// failed and the delivery was put back instead.
-	Where string
+	Where Where
 	// Target is the queue the message was republished to, if any.
 	Target string
 	// Delay is the wait chosen for a retry or in-progress put-back: exactly
@@ -84,7 +94,7 @@ type Settlement struct {
 	end func(Settlement) // ends the delivery's span
 }
 
-// The family's x-acemq-error prefixes (WIRE.md §6.2).
+// The family's x-acemq-error prefixes (docs/wire.md §6.2).
 const (
 	reasonExhausted   = "exhausted %d attempts: "
 	reasonTooOld      = "exceeded the maximum message age of %s: "
@@ -114,7 +124,7 @@ func (k *consumerCore) process(d *driver.Delivery) {
 	case panicked != nil:
 		s.Decision = DecisionReject
 		s.Err = panicked
-		k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+describe(panicked), OutcomeRejected)
+		k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+wire.Describe(panicked), OutcomeRejected)
 	case decodeErr != nil:
 		s.Err = decodeErr
 		var de *DecodeError
@@ -126,7 +136,7 @@ func (k *consumerCore) process(d *driver.Delivery) {
 			break
 		}
 		s.Decision = DecisionPark
-		k.setAside(d, env, &s, ParkedQueue(k.queue), reasonUndecodable+describe(decodeErr), OutcomeParked)
+		k.setAside(d, env, &s, ParkedQueue(k.queue), reasonUndecodable+wire.Describe(decodeErr), OutcomeParked)
 	default:
 		s.Decision = ack.decision
 		s.Err = ack.err
@@ -144,12 +154,12 @@ func (k *consumerCore) process(d *driver.Delivery) {
 			}
 		case DecisionReject:
 			if IsFatal(ack.err) {
-				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+describe(ack.err), OutcomeRejected)
+				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+wire.Describe(ack.err), OutcomeRejected)
 			} else {
-				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+describe(ack.err), OutcomeRejected)
+				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+wire.Describe(ack.err), OutcomeRejected)
 			}
 		case DecisionPark:
-			k.setAside(d, env, &s, ParkedQueue(k.queue), reasonParked+describe(ack.err), OutcomeParked)
+			k.setAside(d, env, &s, ParkedQueue(k.queue), reasonParked+wire.Describe(ack.err), OutcomeParked)
 		case DecisionInProgress:
 			s.Delay = ack.delay
 			s.Where = WhereConsumer
@@ -226,21 +236,21 @@ func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope
 func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (deferred bool) {
 	p := k.cfg.retry
 	age, known := env.Age()
-	if !p.ShouldRetry(env.attempt, age, known) {
+	if !p.shouldRetry(env.attempt, age, known) {
 		var reason string
-		if env.attempt >= p.MaxAttempts() {
-			reason = fmt.Sprintf(reasonExhausted, p.MaxAttempts())
+		if env.attempt >= p.maxAttempts {
+			reason = fmt.Sprintf(reasonExhausted, p.maxAttempts)
 		} else {
-			reason = fmt.Sprintf(reasonTooOld, p.MaxMessageAge())
+			reason = fmt.Sprintf(reasonTooOld, p.maxAge)
 		}
-		k.setAside(d, env, s, DeadLetterQueue(k.queue), reason+describe(s.Err), OutcomeDeadLettered)
+		k.setAside(d, env, s, DeadLetterQueue(k.queue), reason+wire.Describe(s.Err), OutcomeDeadLettered)
 		return false
 	}
-	s.Reason = describe(s.Err)
-	delay := p.DelayAfter(env.attempt)
+	s.Reason = wire.Describe(s.Err)
+	delay := p.delayAfter(env.attempt)
 	s.Delay = delay
-	next := env.Next()
-	if p.WaitsInBroker(delay) {
+	next := env.next()
+	if p.waitsInBroker(delay) {
 		rung := RungQueue(k.queue, delay)
 		s.Where = WhereBroker
 		err := k.publishCopy(d, next, rung)
@@ -258,7 +268,7 @@ func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (d
 		}
 	}
 	s.Where = WhereConsumer
-	wait := p.Jittered(delay)
+	wait := p.jittered(delay)
 	s.Delay = wait
 	k.later(wait, *s, func(s *Settlement) { k.republish(d, next, k.queue, s, OutcomeRetried) })
 	return true
@@ -308,14 +318,14 @@ func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string
 
 func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement, target, reason string, outcome Outcome) {
 	s.Reason = reason
-	err := k.publishCopy(d, env.WithError(cutReason(reason)), target)
+	err := k.publishCopy(d, env.withReason(cutReason(reason)), target)
 	var ue *driver.ReturnError
 	switch {
 	case err == nil:
 		k.settleAck(d, s, target, outcome)
 	case errors.As(err, &ue):
 		// The target is missing: count it and put the message back, never
-		// drop it (WIRE.md §6.1).
+		// drop it (docs/wire.md §6.1).
 		s.SetAsideFailed = target
 		k.requeue(d, s, err)
 	default:
@@ -367,15 +377,11 @@ func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue strin
 	if m.MessageID == "" {
 		m.MessageID = env.id
 	}
-	pctx, done := k.conn.obs.publishStart(k.conn.obs.within(ctx, d), &m, env)
-	start := time.Now()
-	err := k.conn.t.Publish(pctx, m)
-	done(err, time.Since(start))
-	return err
+	return k.conn.publish(k.conn.obs.within(ctx, d), m, env)
 }
 
 // declareDeadLetterHalf declares what starting a consumer of q declares
-// (WIRE.md §5.4): acemq.dlx, {q}.dlq, {q}.parked and their bindings, and
+// (docs/wire.md §5.4): acemq.dlx, {q}.dlq, {q}.parked and their bindings, and
 // when the policy has broker waits, acemq.retry, the rungs and the return
 // binding. Never q itself.
 func declareDeadLetterHalf(ctx context.Context, t driver.Conn, q string, p RetryPolicy) error {

@@ -34,13 +34,13 @@ func (goneDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return goneConn{inner}, nil
+	return goneConn{inner.(acemq.FullConn)}, nil
 }
 
-type goneConn struct{ driver.Conn }
+type goneConn struct{ acemq.FullConn }
 
 func (c goneConn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Subscription, error) {
-	sub, err := c.Conn.Consume(ctx, spec)
+	sub, err := c.FullConn.Consume(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (e *countingExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadO
 
 func (e *countingExporter) Shutdown(context.Context) error { return nil }
 
-func benchRoundTrip(b *testing.B, opts ...acemq.Option) {
+func benchRoundTrip(b *testing.B, opts ...acemq.ConnOption) {
 	ctx := context.Background()
 	c, err := acemq.Connect(ctx, brokertest.MemoryURL(b), opts...)
 	if err != nil {

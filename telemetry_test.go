@@ -44,8 +44,8 @@ func newTel(t testing.TB) *tel {
 	return x
 }
 
-func (x *tel) options() []acemq.Option {
-	return []acemq.Option{acemq.WithMeterProvider(x.mp), acemq.WithTracerProvider(x.tp)}
+func (x *tel) options() []acemq.ConnOption {
+	return []acemq.ConnOption{acemq.WithMeterProvider(x.mp), acemq.WithTracerProvider(x.tp)}
 }
 
 // metric returns the named metric of the acemq scope, or ok false.
@@ -621,7 +621,7 @@ func TestTelemetryMissingTargets(t *testing.T) {
 			r.publish("x")
 			k := r.consume(func(context.Context, acemq.Message[string]) acemq.Ack {
 				return acemq.Reject(errors.New("bad"))
-			}, acemq.NoDeclare())
+			}, acemq.WithDeclarations(false))
 			s := r.wait(1)[0]
 			if err := k.Close(context.Background()); err != nil {
 				t.Fatalf("Close: %v", err)
@@ -657,7 +657,7 @@ func TestTelemetryMissingTargets(t *testing.T) {
 					return acemq.Retry(errors.New("later"))
 				}
 				return acemq.Accept()
-			}, acemq.NoDeclare(), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
+			}, acemq.WithDeclarations(false), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
 			ss := r.wait(2)
 			rung := acemq.RungQueue(r.q, time.Second)
 			if s := byOutcome(t, ss, acemq.OutcomeRetried); s.RungMissing != rung || s.Where != acemq.WhereConsumer {
@@ -810,11 +810,11 @@ func TestConnTracing(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		opts []acemq.Option
+		opts []acemq.ConnOption
 		want bool
 	}{
 		{"global without an SDK", nil, false},
-		{"no-op provider", []acemq.Option{acemq.WithTracerProvider(tracenoop.NewTracerProvider())}, false},
+		{"no-op provider", []acemq.ConnOption{acemq.WithTracerProvider(tracenoop.NewTracerProvider())}, false},
 		{"SDK provider", newTel(t).options(), true},
 	} {
 		c, err := acemq.Connect(ctx, "memory://", tc.opts...)

@@ -39,10 +39,10 @@ func declKey(d acemq.Declaration) string {
 		return "{" + strings.Join(parts, ",") + "}"
 	}
 	switch d.Kind {
-	case acemq.DeclareExchange:
+	case acemq.ExchangeDeclaration:
 		e := d.Exchange
 		return fmt.Sprintf("exchange %s kind=%s durable=%t autoDelete=%t internal=%t args=%s", e.Name, e.Kind, e.Durable, e.AutoDelete, e.Internal, args(e.Args))
-	case acemq.DeclareQueue:
+	case acemq.QueueDeclaration:
 		q := d.Queue
 		return fmt.Sprintf("queue %s durable=%t exclusive=%t autoDelete=%t args=%s", q.Name, q.Durable, q.Exclusive, q.AutoDelete, args(q.Args))
 	default:
@@ -69,7 +69,7 @@ func fixtureDecls(t *testing.T, ft fixtureTopology, by ...string) []string {
 	var out []string
 	for _, e := range ft.Exchanges {
 		if slices.Contains(by, e.DeclaredBy) {
-			out = append(out, declKey(acemq.Declaration{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: e.Name, Kind: e.Type, Durable: e.Durable}}))
+			out = append(out, declKey(acemq.Declaration{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: e.Name, Kind: e.Type, Durable: e.Durable}}))
 		}
 	}
 	for _, q := range ft.Queues {
@@ -90,11 +90,11 @@ func fixtureDecls(t *testing.T, ft fixtureTopology, by ...string) []string {
 		default:
 			t.Fatalf("fixture queue %s has type %q", q.Name, q.Type)
 		}
-		out = append(out, declKey(acemq.Declaration{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q.Name, Durable: q.Durable, Args: args}}))
+		out = append(out, declKey(acemq.Declaration{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q.Name, Durable: q.Durable, Args: args}}))
 	}
 	for _, b := range ft.Bindings {
 		if slices.Contains(by, b.DeclaredBy) {
-			out = append(out, declKey(acemq.Declaration{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: b.Exchange, Queue: b.Queue, RoutingKey: b.RoutingKey}}))
+			out = append(out, declKey(acemq.Declaration{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: b.Exchange, Queue: b.Queue, RoutingKey: b.RoutingKey}}))
 		}
 	}
 	slices.Sort(out)
@@ -142,18 +142,18 @@ func TestContractTopologyDerivation(t *testing.T) {
 	if fmt.Sprint(m.rungs()) != fmt.Sprint(ft.PolicyRungDelaysMillis) {
 		t.Errorf("rungs: fixture %v, independent derivation %v", ft.PolicyRungDelaysMillis, m.rungs())
 	}
-	// The consumer's part derived from first principles (WIRE.md §5.1, §5.4).
+	// The consumer's part derived from first principles (docs/wire.md §5.1, §5.4).
 	want := []acemq.Declaration{
-		{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: "acemq.dlx", Kind: "direct", Durable: true}},
-		{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q + ".dlq", Durable: true, Args: driver.Table{}}},
-		{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q + ".parked", Durable: true, Args: driver.Table{}}},
-		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".dlq", RoutingKey: q + ".dlq"}},
-		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".parked", RoutingKey: q + ".parked"}},
-		{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: "acemq.retry", Kind: "direct", Durable: true}},
-		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "acemq.retry", Queue: q, RoutingKey: q}},
+		{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: "acemq.dlx", Kind: "direct", Durable: true}},
+		{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q + ".dlq", Durable: true, Args: driver.Table{}}},
+		{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q + ".parked", Durable: true, Args: driver.Table{}}},
+		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".dlq", RoutingKey: q + ".dlq"}},
+		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".parked", RoutingKey: q + ".parked"}},
+		{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: "acemq.retry", Kind: "direct", Durable: true}},
+		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.retry", Queue: q, RoutingKey: q}},
 	}
 	for _, d := range m.rungs() {
-		want = append(want, acemq.Declaration{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: modelRung(q, d), Durable: true, Args: driver.Table{
+		want = append(want, acemq.Declaration{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: modelRung(q, d), Durable: true, Args: driver.Table{
 			"x-message-ttl": d, "x-dead-letter-exchange": "acemq.retry", "x-dead-letter-routing-key": q,
 		}}})
 	}
@@ -161,11 +161,11 @@ func TestContractTopologyDerivation(t *testing.T) {
 	// The application's part: its exchange, its queue (quorum, dead-lettered),
 	// its binding, and the dead-letter half.
 	app := []acemq.Declaration{
-		{Kind: acemq.DeclareExchange, Exchange: driver.Exchange{Name: "orders", Kind: "topic", Durable: true}},
-		{Kind: acemq.DeclareQueue, Queue: driver.Queue{Name: q, Durable: true, Args: driver.Table{
+		{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: "orders", Kind: "topic", Durable: true}},
+		{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q, Durable: true, Args: driver.Table{
 			"x-queue-type": "quorum", "x-dead-letter-exchange": "acemq.dlx", "x-dead-letter-routing-key": q + ".dlq",
 		}}},
-		{Kind: acemq.DeclareBinding, Binding: driver.Binding{Exchange: "orders", Queue: q, RoutingKey: "order.*"}},
+		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "orders", Queue: q, RoutingKey: "order.*"}},
 	}
 	app = append(app, want[:5]...)
 	diffSets(t, "fixture topology+both vs derivation", fixtureDecls(t, ft, "topology", "both"), declKeys(app))
@@ -198,7 +198,7 @@ func TestContractTopologyDeclaredByConsumer(t *testing.T) {
 	diffSets(t, "consumer", got, fixtureDecls(t, ft, "consumer", "both"))
 
 	// NoDeclare declares nothing at all.
-	c, err = acemq.Consume(ctx, conn, ft.SourceQueue, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() }, acemq.WithRetry(policy), acemq.NoDeclare())
+	c, err = acemq.Consume(ctx, conn, ft.SourceQueue, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() }, acemq.WithRetry(policy), acemq.WithDeclarations(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,19 +247,19 @@ func TestTopologyPlanOrderAndText(t *testing.T) {
 	// Exchanges, then queues, then bindings: every binding's exchange and
 	// queue is declared before it.
 	seen := map[string]bool{}
-	last := acemq.DeclareExchange
-	rank := map[acemq.DeclarationKind]int{acemq.DeclareExchange: 0, acemq.DeclareQueue: 1, acemq.DeclareBinding: 2}
+	last := acemq.ExchangeDeclaration
+	rank := map[acemq.DeclarationKind]int{acemq.ExchangeDeclaration: 0, acemq.QueueDeclaration: 1, acemq.BindingDeclaration: 2}
 	for _, d := range plan {
 		if rank[d.Kind] < rank[last] {
 			t.Errorf("%s comes after a %s", d, last)
 		}
 		last = d.Kind
 		switch d.Kind {
-		case acemq.DeclareExchange:
+		case acemq.ExchangeDeclaration:
 			seen["e:"+d.Exchange.Name] = true
-		case acemq.DeclareQueue:
+		case acemq.QueueDeclaration:
 			seen["q:"+d.Queue.Name] = true
-		case acemq.DeclareBinding:
+		case acemq.BindingDeclaration:
 			if !seen["e:"+d.Binding.Exchange] || !seen["q:"+d.Binding.Queue] {
 				t.Errorf("%s comes before its exchange or queue", d)
 			}
@@ -279,14 +279,14 @@ func TestTopologyPlanOrderAndText(t *testing.T) {
 }
 
 func TestTopologyQueueTypes(t *testing.T) {
-	queueOf := func(t *testing.T, opts ...acemq.QueueOption) (driver.Queue, error) {
+	queueOf := func(t *testing.T, opts ...acemq.DeclareOption) (driver.Queue, error) {
 		t.Helper()
 		p, err := acemq.NewTopology().Queue("q", opts...).Plan()
 		if err != nil {
 			return driver.Queue{}, err
 		}
 		for _, d := range p {
-			if d.Kind == acemq.DeclareQueue && d.Queue.Name == "q" {
+			if d.Kind == acemq.QueueDeclaration && d.Queue.Name == "q" {
 				return d.Queue, nil
 			}
 		}
@@ -295,25 +295,25 @@ func TestTopologyQueueTypes(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		opts    []acemq.QueueOption
+		opts    []acemq.DeclareOption
 		typ     string // "" = no x-queue-type
 		durable bool
 		refused string
 	}{
 		{"default durable is quorum", nil, "quorum", true, ""},
-		{"classic on request", []acemq.QueueOption{acemq.ClassicQueue()}, "", true, ""},
-		{"explicit quorum", []acemq.QueueOption{acemq.QuorumQueue()}, "quorum", true, ""},
-		{"exclusive is classic", []acemq.QueueOption{acemq.ExclusiveQueue()}, "", true, ""},
-		{"auto-delete is classic", []acemq.QueueOption{acemq.AutoDeleteQueue()}, "", true, ""},
-		{"transient is classic", []acemq.QueueOption{acemq.TransientQueue()}, "", false, ""},
-		{"quorum and exclusive refused", []acemq.QueueOption{acemq.QuorumQueue(), acemq.ExclusiveQueue()}, "", false, "exclusive"},
-		{"quorum and auto-delete refused", []acemq.QueueOption{acemq.QuorumQueue(), acemq.AutoDeleteQueue()}, "", false, "auto-delete"},
-		{"quorum argument and exclusive refused", []acemq.QueueOption{acemq.ExclusiveQueue(), acemq.QueueArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "exclusive"},
-		{"classic argument is written as none", []acemq.QueueOption{acemq.QueueArguments(driver.Table{"x-queue-type": "classic"})}, "", true, ""},
-		{"explicit argument wins over the default", []acemq.QueueOption{acemq.QueueArguments(driver.Table{"x-queue-type": "stream"})}, "stream", true, ""},
-		{"options and arguments disagree", []acemq.QueueOption{acemq.ClassicQueue(), acemq.QueueArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "arguments"},
-		{"dead-lettering refuses a caller's x-dead-letter-exchange", []acemq.QueueOption{acemq.WithDeadLettering(), acemq.QueueArguments(driver.Table{"x-dead-letter-exchange": "mine"})}, "", false, "x-dead-letter-exchange"},
-		{"dead-lettering refuses a caller's x-dead-letter-routing-key", []acemq.QueueOption{acemq.WithDeadLettering(), acemq.QueueArguments(driver.Table{"x-dead-letter-routing-key": "mine"})}, "", false, "x-dead-letter-routing-key"},
+		{"classic on request", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic)}, "", true, ""},
+		{"explicit quorum", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum)}, "quorum", true, ""},
+		{"exclusive is classic", []acemq.DeclareOption{acemq.WithExclusive()}, "", true, ""},
+		{"auto-delete is classic", []acemq.DeclareOption{acemq.WithAutoDelete()}, "", true, ""},
+		{"transient is classic", []acemq.DeclareOption{acemq.WithDurable(false)}, "", false, ""},
+		{"quorum and exclusive refused", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()}, "", false, "exclusive"},
+		{"quorum and auto-delete refused", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum), acemq.WithAutoDelete()}, "", false, "auto-delete"},
+		{"quorum argument and exclusive refused", []acemq.DeclareOption{acemq.WithExclusive(), acemq.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "exclusive"},
+		{"classic argument is written as none", []acemq.DeclareOption{acemq.WithArguments(driver.Table{"x-queue-type": "classic"})}, "", true, ""},
+		{"explicit argument wins over the default", []acemq.DeclareOption{acemq.WithArguments(driver.Table{"x-queue-type": "stream"})}, "stream", true, ""},
+		{"options and arguments disagree", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic), acemq.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "arguments"},
+		{"dead-lettering refuses a caller's x-dead-letter-exchange", []acemq.DeclareOption{acemq.WithDeadLettering(), acemq.WithArguments(driver.Table{"x-dead-letter-exchange": "mine"})}, "", false, "x-dead-letter-exchange"},
+		{"dead-lettering refuses a caller's x-dead-letter-routing-key", []acemq.DeclareOption{acemq.WithDeadLettering(), acemq.WithArguments(driver.Table{"x-dead-letter-routing-key": "mine"})}, "", false, "x-dead-letter-routing-key"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			q, err := queueOf(t, c.opts...)
@@ -343,7 +343,7 @@ func TestTopologyValidate(t *testing.T) {
 		topo *acemq.Topology
 		want string
 	}{
-		{"conflicting queue", acemq.NewTopology().Queue("a").Queue("a", acemq.ClassicQueue()), "declared twice with different settings"},
+		{"conflicting queue", acemq.NewTopology().Queue("a").Queue("a", acemq.WithQueueType(acemq.QueueClassic)), "declared twice with different settings"},
 		{"conflicting exchange", acemq.NewTopology().Exchange("e", acemq.ExchangeTopic).Exchange("e", acemq.ExchangeDirect), "declared twice"},
 		{"managed exchange redeclared differently", acemq.NewTopology().Exchange("acemq.dlx", acemq.ExchangeTopic).Queue("a", acemq.WithDeadLettering()), "acemq.dlx"},
 		{"amq. exchange", acemq.NewTopology().Exchange("amq.mine", acemq.ExchangeDirect), "amq."},
@@ -378,7 +378,7 @@ func TestTopologyValidate(t *testing.T) {
 	p, _ := topo.Plan()
 	n := 0
 	for _, d := range p {
-		if d.Kind == acemq.DeclareExchange && d.Exchange.Name == "acemq.dlx" {
+		if d.Kind == acemq.ExchangeDeclaration && d.Exchange.Name == "acemq.dlx" {
 			n++
 		}
 	}
@@ -404,16 +404,16 @@ func TestTopologyWithTopologyOption(t *testing.T) {
 		}
 	}
 	if _, err := acemq.Consume(ctx, conn, "orders.new", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() },
-		acemq.WithTopology(fixtureApplicationTopology()), acemq.NoDeclare()); err == nil {
+		acemq.WithTopology(fixtureApplicationTopology()), acemq.WithDeclarations(false)); err == nil {
 		t.Error("NoDeclare with WithTopology was accepted")
 	}
 	if _, err := acemq.Consume(ctx, conn, "orders.new", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() },
-		acemq.WithTopology(acemq.NewTopology().Queue("orders.new", acemq.QuorumQueue(), acemq.ExclusiveQueue()))); err == nil {
+		acemq.WithTopology(acemq.NewTopology().Queue("orders.new", acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()))); err == nil {
 		t.Error("an invalid topology did not refuse the consumer")
 	}
 }
 
-func TestTopologyApplyDryRunDrift(t *testing.T) {
+func TestTopologyApplyDriftDelete(t *testing.T) {
 	for _, b := range []backend{memoryBackend, rabbitBackend} {
 		t.Run(b.name, func(t *testing.T) {
 			conn := b.open(t)
@@ -431,43 +431,28 @@ func TestTopologyApplyDryRunDrift(t *testing.T) {
 				_ = conn.Transport().DeleteExchange(ctx, ex)
 			})
 
-			// Before Apply: the dry run creates nothing and reports the
+			// Before Apply: Drift creates nothing and reports the
 			// application's exchange and queues missing.
-			checks, err := topo.DryRun(ctx, conn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range checks {
-				switch c.Declaration.Kind {
-				case acemq.DeclareBinding:
-					if c.Checked {
-						t.Errorf("a binding was checked: %s", c)
-					}
-				case acemq.DeclareExchange:
-					if c.Declaration.Exchange.Name == ex && (c.Exists || c.Err != nil) {
-						t.Errorf("%s", c)
-					}
-				case acemq.DeclareQueue:
-					if c.Exists || c.Err != nil {
-						t.Errorf("%s", c)
-					}
-				}
-			}
-			if _, err := conn.Transport().InspectQueue(ctx, q); !errors.Is(err, driver.ErrNotFound) {
-				t.Fatalf("the dry run created %s (inspect: %v)", q, err)
-			}
 			drift, err := topo.Drift(ctx, conn)
 			if err != nil {
 				t.Fatal(err)
 			}
-			missing := 0
+			missing := map[string]bool{}
 			for _, d := range drift {
 				if d.Kind == acemq.DriftMissing {
-					missing++
+					missing[d.Declaration.Name()] = true
+				}
+				if d.Declaration.Kind == acemq.BindingDeclaration {
+					t.Errorf("a binding was checked: %s", d)
 				}
 			}
-			if missing < 5 { // the exchange, the queue, .dlq, .parked, the rung (and acemq.* when new)
-				t.Errorf("drift before Apply: %v", drift)
+			for _, n := range []string{ex, q, q + ".dlq", q + ".parked", q + ".retry.1s"} {
+				if !missing[n] {
+					t.Errorf("drift before Apply does not report %s missing: %v", n, drift)
+				}
+			}
+			if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
+				t.Fatalf("Drift created %s (inspect: %v)", q, err)
 			}
 
 			if err := topo.Apply(ctx, conn); err != nil {
@@ -476,16 +461,7 @@ func TestTopologyApplyDryRunDrift(t *testing.T) {
 			if err := topo.Apply(ctx, conn); err != nil {
 				t.Fatalf("a second Apply: %v", err)
 			}
-			checks, err = topo.DryRun(ctx, conn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range checks {
-				if c.Checked && (!c.Exists || c.Err != nil) {
-					t.Errorf("after Apply: %s", c)
-				}
-			}
-			for _, opts := range [][]acemq.DriftOption{nil, {acemq.ProbeSettings()}} {
+			for _, opts := range [][]acemq.DriftOption{nil, {acemq.WithSettingsProbe()}} {
 				drift, err := topo.Drift(ctx, conn, opts...)
 				if err != nil || len(drift) != 0 {
 					t.Errorf("drift after Apply (%d options): %v, %v", len(opts), drift, err)
@@ -504,7 +480,7 @@ func TestTopologyApplyDryRunDrift(t *testing.T) {
 			if err != nil || len(drift) != 0 {
 				t.Errorf("passive drift saw settings: %v, %v", drift, err)
 			}
-			drift, err = topo.Drift(ctx, conn, acemq.ProbeSettings())
+			drift, err = topo.Drift(ctx, conn, acemq.WithSettingsProbe())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -515,6 +491,30 @@ func TestTopologyApplyDryRunDrift(t *testing.T) {
 			var pe *driver.PreconditionError
 			if !errors.As(err, &pe) {
 				t.Errorf("Apply over a different queue: %v, want a *driver.PreconditionError", err)
+			}
+
+			// Delete removes what the topology declared, shared exchanges
+			// aside, and is idempotent.
+			for range 2 {
+				if err := topo.Delete(ctx, conn); err != nil {
+					t.Fatalf("Delete: %v", err)
+				}
+			}
+			drift, err = topo.Drift(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			missing = map[string]bool{}
+			for _, d := range drift {
+				missing[d.Declaration.Name()] = d.Kind == acemq.DriftMissing
+			}
+			for _, n := range []string{ex, q, q + ".dlq", q + ".parked", q + ".retry.1s"} {
+				if !missing[n] {
+					t.Errorf("after Delete, %s is not missing: %v", n, drift)
+				}
+			}
+			if missing[acemq.DeadLetterExchange] || missing[acemq.RetryExchange] {
+				t.Errorf("Delete deleted a shared exchange: %v", drift)
 			}
 		})
 	}

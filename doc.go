@@ -1,0 +1,102 @@
+/*
+Package acemq sends and receives messages over AMQP 0-9-1 (RabbitMQ) the way
+every AceMQ library does, so that a Go service exchanges messages, byte for
+byte, with services written with the Java, Python, .NET and Ruby libraries
+of the family. The wire contract they share is described in docs/wire.md;
+this package is its Go API.
+
+# A message's life
+
+A connection comes first. [Connect] opens one to a broker by URL: memory://NAME
+is an in-process broker, built in, for tests, examples and the demo;
+amqp:// and amqps:// reach RabbitMQ once the driver is imported for its side
+effects:
+
+	import _ "github.com/acemq/acemq/rabbitmq"
+
+	conn, err := acemq.Connect(ctx, "amqp://guest:guest@localhost:5672/")
+
+A [Publisher] sends typed values. Its codec (JSON unless [WithCodec] says
+otherwise) turns each value into a body; an [Envelope] — the message's id,
+type, correlation, causation, attempt, first-seen time and origin — travels
+beside it in reserved x-acemq-* headers. Every publish is persistent,
+mandatory and confirmed by the broker unless an option says otherwise, so
+Send returning nil means the broker has the message:
+
+	orders := acemq.NewPublisher[Order](conn, "orders")
+	env, err := orders.Send(ctx, "order.placed", Order{ID: "o-1"})
+
+[Consume] starts a consumer of a queue. Each delivery is read into an
+envelope, decoded into a value and handed to a [Handler] as a [Message]; the
+handler's answer, an [Ack], decides what happens next: [Accept] acknowledges;
+[Retry] tries again through the consumer's [RetryPolicy], waiting in the
+consumer or on a broker "rung" queue, and dead-letters the message to
+{queue}.dlq when no attempt is left; [Reject] dead-letters at once; [Park]
+sets it aside in {queue}.parked; [InProgress] puts it back unchanged for
+later. [FromError] turns an error into a decision, and an error marked
+[Fatal] is never retried. Nothing is dropped: what cannot be set aside is
+put back on its queue.
+
+	consumer, err := acemq.Consume(ctx, conn, "orders.new",
+		func(ctx context.Context, m acemq.Message[Order]) acemq.Ack {
+			return acemq.FromError(ship(ctx, m.Payload))
+		},
+		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, time.Minute)),
+		acemq.WithConcurrency(4))
+
+Every settled delivery is reported once, as a [Settlement], to the
+connection's metrics and spans (through the OpenTelemetry API: a program
+without an SDK pays next to nothing) and to the functions given to
+[Conn.OnSettle]. [Consumer.Close] and [Conn.Close] drain within bounds:
+handlers that are running finish, deliveries not started go back.
+
+# Topology
+
+A [Topology] is the application's exchanges, queues and bindings written in
+code: built with [NewTopology] and its chained methods, validated,
+printed as a [Plan], declared with [Topology.Apply], compared with the
+broker with [Topology.Drift] and removed with [Topology.Delete]. It decides
+the queue type (durable queues are quorum queues) and declares the
+dead-letter and retry halves ([WithDeadLettering], [WithRetry]) as the
+family names them. A consumer declares its own dead-letter half when it
+starts, never its queue: declare that with a Topology, or pass one with
+[WithTopology].
+
+# Looking at queues
+
+[Conn.Inspect] reports a queue's depth and consumers. [Conn.Browse] opens a
+[Browser], which reads a queue's messages without a consumer and holds them
+until it takes them, moves them elsewhere, or puts them back: how an operator
+looks at a dead-letter queue. [Conn.Health] reports the connection's health
+as the family's actuator endpoint does.
+
+# Options
+
+Every option of the module is a function named With… that returns an
+option interface: [ConnOption] for Connect, [PublisherOption], [SendOption],
+[ConsumeOption], [DeclareOption] for the topology builder, [DriftOption].
+An option that switches a default off takes a bool: WithConfirms(false),
+WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
+publishers and consumers, [WithRetry] by both consumers and queue
+declarations. Nonsensical values (a concurrency of 0, a retry policy with
+no attempts, a negative timeout) are refused with an error that says what
+to change.
+
+# Where to go next
+
+  - docs/ in the repository: the envelope, consuming, retries, topology,
+    connecting, observability, reliability and performance, and docs/wire.md
+    for the contract itself; docs/upgrading.md for names that changed.
+  - package rpc: request and reply on top of one-way messaging.
+  - packages route and replay: routing slips and pipelines; moving dead
+    letters back.
+  - package claimcheck: large payloads kept out of the broker.
+  - package acemqtest: a memory:// broker per test, waiting until a consumer
+    is idle, collected settlements.
+  - package actuator: the family's /acemq-metrics, /acemq-health and
+    /acemq-info endpoints.
+  - package driver: the interface a broker implements; memory and rabbitmq
+    are its two drivers.
+  - examples/ in the repository: runnable programs, each run by the tests.
+*/
+package acemq

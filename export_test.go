@@ -1,0 +1,151 @@
+package acemq
+
+// Names the external tests of package acemq use but the package does not
+// export: the wire's header names, the engine's retry arithmetic and the
+// consumer's declarations, so that tests check them against the contract.
+
+import (
+	"context"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/telemetry"
+	"github.com/acemq/acemq/internal/wire"
+)
+
+const (
+	HeaderID            = wire.HeaderID
+	HeaderType          = wire.HeaderType
+	HeaderVersion       = wire.HeaderVersion
+	HeaderCorrelation   = wire.HeaderCorrelation
+	HeaderCausation     = wire.HeaderCausation
+	HeaderAttempt       = wire.HeaderAttempt
+	HeaderFirstSeen     = wire.HeaderFirstSeen
+	HeaderOrigin        = wire.HeaderOrigin
+	HeaderError         = wire.HeaderError
+	HeaderClaim         = wire.HeaderClaim
+	HeaderRoute         = wire.HeaderRoute
+	HeaderRoutePosition = wire.HeaderRoutePosition
+	HeaderRouteID       = wire.HeaderRouteID
+
+	HeaderReplyTo      = wire.HeaderReplyTo
+	HeaderReplyError   = wire.HeaderReplyError
+	HeaderRoutingSlip  = wire.HeaderRoutingSlip
+	HeaderReplayedFrom = wire.HeaderReplayedFrom
+	HeaderReplayedAt   = wire.HeaderReplayedAt
+	HeaderReplayCount  = wire.HeaderReplayCount
+
+	DefaultType = wire.DefaultType
+
+	InstrumentationScope   = telemetry.Scope
+	MetricPublishTotal     = telemetry.PublishTotal
+	MetricPublishDuration  = telemetry.PublishDuration
+	MetricConsumeTotal     = telemetry.ConsumeTotal
+	MetricConsumeDuration  = telemetry.ConsumeDuration
+	MetricConsumeAttempts  = telemetry.ConsumeAttempts
+	MetricConsumeInFlight  = telemetry.ConsumeInFlight
+	MetricRetried          = telemetry.Retried
+	MetricDeadLettered     = telemetry.DeadLettered
+	MetricSetAsideFailed   = telemetry.SetAsideFailed
+	MetricRungMissing      = telemetry.RungMissing
+	MetricConnectionEvents = telemetry.ConnectionEvents
+)
+
+var (
+	IsReserved      = wire.IsReserved
+	TypeName        = wire.TypeName
+	DefaultOrigin   = wire.DefaultOrigin
+	DurationBuckets = telemetry.DurationBuckets
+	AttemptBuckets  = telemetry.AttemptBuckets
+	FormatDelay     = formatDelay
+)
+
+// ConsumerDeclarations lists what starting a consumer of queue with policy
+// p declares, in order, without declaring it.
+func ConsumerDeclarations(queue string, p RetryPolicy) []Declaration {
+	return consumerDeclarations(queue, p.orDefault())
+}
+
+func (p RetryPolicy) MaxAttempts() int                     { return p.orDefault().maxAttempts }
+func (p RetryPolicy) InitialDelay() time.Duration          { return p.orDefault().initial }
+func (p RetryPolicy) Multiplier() float64                  { return p.orDefault().multiplier }
+func (p RetryPolicy) MaxDelay() time.Duration              { return p.orDefault().maxDelay }
+func (p RetryPolicy) MaxMessageAge() time.Duration         { return p.orDefault().maxAge }
+func (p RetryPolicy) JitterFactor() float64                { return p.orDefault().jitter }
+func (p RetryPolicy) BrokerWaitThreshold() time.Duration   { return p.orDefault().threshold }
+func (p RetryPolicy) DelayAfter(attempt int) time.Duration { return p.delayAfter(attempt) }
+func (p RetryPolicy) WaitsInBroker(d time.Duration) bool   { return p.waitsInBroker(d) }
+func (p RetryPolicy) BrokerRungs() []time.Duration         { return p.brokerRungs() }
+func (p RetryPolicy) Jittered(d time.Duration) time.Duration {
+	return p.jittered(d)
+}
+func (p RetryPolicy) ShouldRetry(attempt int, age time.Duration, ageKnown bool) bool {
+	return p.shouldRetry(attempt, age, ageKnown)
+}
+
+// WireType is the x-acemq-type the envelope's headers carry for routingKey.
+func (e Envelope) WireType(routingKey string) string { return e.wireType(routingKey) }
+
+// Test-only access to what the package keeps unexported: the driver
+// connection, the publish path and the telemetry state.
+
+// FullConn is a driver connection with every optional part, as both
+// built-in drivers are.
+type FullConn interface {
+	driver.Conn
+	driver.Inspector
+	driver.Deleter
+	driver.Getter
+	driver.BatchPublisher
+	driver.Pinger
+	driver.BlockReporter
+	driver.CapabilityReporter
+}
+
+// Transport is the driver connection underneath.
+func (c *Conn) Transport() FullConn { return c.t.(FullConn) }
+
+// Tracing reports whether the connection records spans now.
+func (c *Conn) Tracing() bool { return c.obs.tracing() }
+
+// Outbound is a fully formed message for Conn.Publish.
+type Outbound struct {
+	Exchange        string
+	RoutingKey      string
+	Envelope        Envelope
+	ContentType     string
+	Body            []byte
+	ReplyTo         string
+	CorrelationID   string
+	AllowUnroutable bool
+	Transient       bool
+	AlwaysConfirm   bool
+}
+
+// Publish sends m through the connection's one publish path.
+func (c *Conn) Publish(ctx context.Context, m Outbound) error {
+	env := m.Envelope.orDefault()
+	dm := message(m.Exchange, m.RoutingKey, env, m.ContentType, m.Body)
+	dm.Mandatory = !m.AllowUnroutable
+	dm.Transient = m.Transient
+	dm.AlwaysConfirm = m.AlwaysConfirm
+	dm.ReplyTo = m.ReplyTo
+	dm.CorrelationID = m.CorrelationID
+	return c.publish(ctx, dm, env)
+}
+
+// Policy is the consumer's retry policy.
+func (c *Consumer) Policy() RetryPolicy { return c.core.cfg.retry }
+
+// Exchange is the exchange the publisher sends to.
+func (p *Publisher[T]) Exchange() string { return p.exchange }
+
+// FirstSeenKnown reports whether the first-seen time came with the message.
+func (e Envelope) FirstSeenKnown() bool { return !e.ageUnknown }
+
+// Next is the envelope of the next attempt.
+func (e Envelope) Next() Envelope { return e.next() }
+
+// UnknownReserved returns a copy of the x-acemq-* headers the envelope was
+// read with that this version does not know.
+func (e Envelope) UnknownReserved() map[string]any { return copyHeaders(e.reserved) }

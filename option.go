@@ -1,0 +1,427 @@
+package acemq
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Every option of the package is a function named With… that returns a
+// value of one of the option interfaces below. An option that switches a
+// default off takes a bool: WithConfirms(false), WithMandatory(false).
+// Options are applied in order: a later one of the same kind wins, except
+// WithConnEvents, WithFallbackURLs and WithTopology, which add up.
+
+// A ConnOption configures Connect.
+type ConnOption interface{ applyConn(*connConfig) }
+
+// A PublisherOption configures NewPublisher.
+type PublisherOption interface{ applyPublisher(*publisherConfig) }
+
+// A SendOption configures one Publisher.Send.
+type SendOption interface{ applySend(*sendConfig) }
+
+// A ConsumeOption configures Consume.
+type ConsumeOption interface{ applyConsume(*consumeConfig) }
+
+// A DeclareOption configures an exchange, queue or binding added to a
+// Topology. An option that does not apply to what it is given to (an
+// exclusive exchange, a binding with a queue type) is a mistake that
+// Topology.Validate reports.
+type DeclareOption interface{ applyDeclare(*declareSpec) }
+
+// A DriftOption configures Topology.Drift.
+type DriftOption interface{ applyDrift(*driftConfig) }
+
+// A CodecOption chooses a codec; NewPublisher and Consume both take it.
+type CodecOption interface {
+	PublisherOption
+	ConsumeOption
+}
+
+// A RetryOption carries a retry policy; Consume and Topology.Queue both
+// take it.
+type RetryOption interface {
+	ConsumeOption
+	DeclareOption
+}
+
+// Connect's options.
+
+type connConfig struct {
+	drv      driver.Config
+	origin   string
+	onEvent  []func(ConnEvent)
+	tel      telemetryConfig
+	fallback []string
+	errs     []error
+}
+
+type connOption func(*connConfig)
+
+func (f connOption) applyConn(c *connConfig) { f(c) }
+
+func (c *connConfig) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("acemq: "+format, args...))
+}
+
+// WithName names the connection; the broker shows the name in its
+// management UI.
+func WithName(name string) ConnOption { return connOption(func(c *connConfig) { c.drv.Name = name }) }
+
+// WithOrigin sets the origin stamped on messages published without one
+// (convention service@host). Default: acemq@{hostname}.
+func WithOrigin(origin string) ConnOption {
+	return connOption(func(c *connConfig) { c.origin = origin })
+}
+
+// WithFallbackURLs adds URLs (a cluster's other nodes) tried in turn after
+// the first, on connecting and on every reconnection. Each must have the
+// first URL's scheme.
+func WithFallbackURLs(urls ...string) ConnOption {
+	return connOption(func(c *connConfig) {
+		for _, u := range urls {
+			if strings.TrimSpace(u) == "" {
+				c.fail("WithFallbackURLs was given an empty URL: pass the other nodes' URLs, for example amqp://guest:guest@node2:5672/")
+				continue
+			}
+			if _, err := url.Parse(u); err != nil {
+				c.fail("WithFallbackURLs: the URL %s cannot be parsed; write it as amqp://user:pass@host:port/vhost", driver.RedactURL(u))
+				continue
+			}
+			c.fallback = append(c.fallback, u)
+		}
+	})
+}
+
+// WithTLS sets the TLS configuration for amqps:// URLs. Nil verifies the
+// broker with the system roots. Combined with an amqp:// URL it is refused.
+func WithTLS(cfg *tls.Config) ConnOption { return connOption(func(c *connConfig) { c.drv.TLS = cfg }) }
+
+// WithCredentials sets a credentials provider, consulted on every
+// connection and reconnection; it overrides the user and password in the
+// URL. See CredentialsFromEnv and CredentialsFromFile.
+func WithCredentials(p CredentialsProvider) ConnOption {
+	return connOption(func(c *connConfig) {
+		if p == nil {
+			c.fail("WithCredentials was given a nil provider: pass CredentialsFromEnv, CredentialsFromFile or a function")
+			return
+		}
+		c.drv.Credentials = func(ctx context.Context) (driver.Credentials, error) { return p(ctx) }
+	})
+}
+
+// WithConfirms(false) switches publisher confirms off for application
+// publishes: Send returns once the message is written, without waiting for
+// the broker. Publishes the library makes itself (retries, dead letters,
+// pipeline hops, replays) are always confirmed. The default is on.
+func WithConfirms(on bool) ConnOption {
+	return connOption(func(c *connConfig) { c.drv.NoConfirms = !on })
+}
+
+// WithMaxOutstanding bounds the publishes awaiting a confirm (default
+// 1000); at the bound, publishers wait for a permit. n must be at least 1.
+func WithMaxOutstanding(n int) ConnOption {
+	return connOption(func(c *connConfig) {
+		if n < 1 {
+			c.fail("WithMaxOutstanding(%d): at least one publish must be allowed to await its confirm; the default is 1000", n)
+			return
+		}
+		c.drv.MaxOutstanding = n
+	})
+}
+
+// WithConfirmTimeout bounds the wait for a permit to publish and for a
+// confirm (default 10 s). d must be positive.
+func WithConfirmTimeout(d time.Duration) ConnOption {
+	return connOption(func(c *connConfig) {
+		if d <= 0 {
+			c.fail("WithConfirmTimeout(%s): the timeout must be positive; the default is 10s", d)
+			return
+		}
+		c.drv.ConfirmTimeout = d
+	})
+}
+
+// WithDialTimeout bounds one connection attempt (default 30 s). d must be
+// positive.
+func WithDialTimeout(d time.Duration) ConnOption {
+	return connOption(func(c *connConfig) {
+		if d <= 0 {
+			c.fail("WithDialTimeout(%s): the timeout must be positive; the default is 30s", d)
+			return
+		}
+		c.drv.DialTimeout = d
+	})
+}
+
+// WithConnEvents registers a function called for every connection state
+// transition (lost, retrying, recovered, blocked, unblocked). It runs on
+// the driver's goroutine and must not block.
+func WithConnEvents(f func(ConnEvent)) ConnOption {
+	return connOption(func(c *connConfig) {
+		if f != nil {
+			c.onEvent = append(c.onEvent, f)
+		}
+	})
+}
+
+// WithMeterProvider records the family's metrics through mp. Without it
+// the global provider (otel.GetMeterProvider) is used, which records
+// nothing until a program installs an SDK.
+func WithMeterProvider(mp metric.MeterProvider) ConnOption {
+	return connOption(func(c *connConfig) { c.tel.meters = mp })
+}
+
+// WithTracerProvider records the family's spans through tp. Without it the
+// global provider (otel.GetTracerProvider) is used, which records nothing
+// until a program installs an SDK with otel.SetTracerProvider.
+func WithTracerProvider(tp trace.TracerProvider) ConnOption {
+	return connOption(func(c *connConfig) { c.tel.tracers = tp })
+}
+
+// Options shared by publishers and consumers, consumers and queues.
+
+type codecOption struct{ c Codec }
+
+func (o codecOption) applyPublisher(c *publisherConfig) { c.codec = o.c }
+func (o codecOption) applyConsume(c *consumeConfig)     { c.codec = o.c }
+
+// Carried lets the packages built on acemq that take ConsumeOption values
+// (rpc, route) write in the format their consumer reads.
+func (o codecOption) Carried() Codec { return o.c }
+
+// WithCodec chooses the codec: for a publisher, the one it writes with; for
+// a consumer, the one it reads with (a Composite reads several formats).
+// The default is JSON.
+func WithCodec(c Codec) CodecOption { return codecOption{c} }
+
+type retryOption struct{ p RetryPolicy }
+
+func (o retryOption) applyConsume(c *consumeConfig) { c.retry, c.retrySet = o.p, true }
+func (o retryOption) applyDeclare(s *declareSpec)   { s.retry, s.retrySet = o.p, true }
+
+// WithRetry sets a consumer's retry policy (default NoRetry: one attempt).
+// Given to Topology.Queue, it declares the policy's retry rungs, the
+// acemq.retry exchange and the return binding with the queue, as a
+// consumer with that policy would. A policy built with nonsensical values
+// (ExponentialRetry(0, …), GiveUpAfter(-time.Second)) is refused there,
+// with an error saying what to change.
+func WithRetry(p RetryPolicy) RetryOption { return retryOption{p} }
+
+// NewPublisher's options.
+
+type publisherConfig struct {
+	codec           Codec
+	transient       bool
+	allowUnroutable bool
+}
+
+type publisherOption func(*publisherConfig)
+
+func (f publisherOption) applyPublisher(c *publisherConfig) { f(c) }
+
+// WithPersistent(false) publishes with delivery mode 1: the broker may lose
+// the messages on restart. The default is persistent.
+func WithPersistent(on bool) PublisherOption {
+	return publisherOption(func(c *publisherConfig) { c.transient = !on })
+}
+
+// WithMandatory(false) turns the mandatory flag off: a message no queue
+// takes is dropped silently instead of failing with an *UnroutableError.
+// The default is mandatory.
+func WithMandatory(on bool) PublisherOption {
+	return publisherOption(func(c *publisherConfig) { c.allowUnroutable = !on })
+}
+
+// Send's options.
+
+type sendConfig struct {
+	env Envelope
+}
+
+type sendOption func(*sendConfig)
+
+func (f sendOption) applySend(c *sendConfig) { f(c) }
+
+// WithEnvelope sends with env (built with NewEnvelope, or a delivered
+// message's envelope changed with Envelope.Change) instead of a fresh
+// envelope. An empty origin is stamped with the connection's. Unknown
+// x-acemq-* headers a delivered envelope carries are not sent: they belong
+// to republishes of that delivery, not to a message the application
+// publishes.
+func WithEnvelope(env Envelope) SendOption { return sendOption(func(c *sendConfig) { c.env = env }) }
+
+// Consume's options.
+
+type consumeConfig struct {
+	codec        Codec
+	concurrency  int
+	prefetch     int
+	tag          string
+	retry        RetryPolicy
+	retrySet     bool
+	noDeclare    bool
+	drainTimeout time.Duration
+	topology     []*Topology
+}
+
+type consumeOption func(*consumeConfig)
+
+func (f consumeOption) applyConsume(c *consumeConfig) { f(c) }
+
+// WithConcurrency runs n handlers at once (default 1). With 1, deliveries
+// are handled one at a time in the order the broker delivers them (a
+// retried message comes back later, behind newer ones); with more, in no
+// particular order.
+func WithConcurrency(n int) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.concurrency = n })
+}
+
+// WithPrefetch sets how many unacknowledged deliveries the broker hands
+// the consumer at once (default 20). A delivery holds its slot until it is
+// settled, including while a retry waits in the consumer. 0 means no limit,
+// which lets the broker push a whole queue into memory.
+func WithPrefetch(n int) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.prefetch = n })
+}
+
+// WithConsumerTag sets the consumer tag (default acemq-{queue}).
+func WithConsumerTag(tag string) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.tag = tag })
+}
+
+// WithDeclarations(false) starts the consumer without declaring anything:
+// no acemq.dlx, {queue}.dlq, {queue}.parked or rungs. Set-asides then fail
+// (and the message is put back) when those queues do not exist. The
+// default declares them.
+func WithDeclarations(on bool) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.noDeclare = !on })
+}
+
+// WithDrainTimeout bounds how long Close waits for running handlers
+// (default 20 s). d must be positive.
+func WithDrainTimeout(d time.Duration) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.drainTimeout = d })
+}
+
+// WithTopology applies t (Topology.Apply) when the consumer starts, before
+// the consumer's own declarations, so that one call declares the
+// application's queue and consumes it. It cannot be combined with
+// WithDeclarations(false).
+func WithTopology(t *Topology) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) {
+		if t != nil {
+			c.topology = append(c.topology, t)
+		}
+	})
+}
+
+// Topology's options.
+
+// declareSpec collects the options of one exchange, queue or binding.
+type declareSpec struct {
+	transient  bool
+	autoDelete bool
+	exclusive  bool
+	internal   bool
+	args       map[string]any
+	argsErr    error
+	qtype      QueueType
+	deadLetter bool
+	retry      RetryPolicy
+	retrySet   bool
+}
+
+type declareOption func(*declareSpec)
+
+func (f declareOption) applyDeclare(s *declareSpec) { f(s) }
+
+// WithDurable(false) declares a transient exchange or queue: it does not
+// survive a broker restart. A transient queue is always classic. The
+// default is durable.
+func WithDurable(on bool) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.transient = !on })
+}
+
+// WithAutoDelete declares an auto-delete exchange (deleted by the broker
+// when its last binding goes) or queue (deleted when its last consumer
+// goes). An auto-delete queue is always classic.
+func WithAutoDelete() DeclareOption {
+	return declareOption(func(s *declareSpec) { s.autoDelete = true })
+}
+
+// WithExclusive declares an exclusive queue: owned by the declaring
+// connection and deleted with it. It is always classic. It applies to
+// queues only.
+func WithExclusive() DeclareOption {
+	return declareOption(func(s *declareSpec) { s.exclusive = true })
+}
+
+// WithInternal declares an internal exchange: it can only be published to
+// from other exchanges. It applies to exchanges only.
+func WithInternal() DeclareOption {
+	return declareOption(func(s *declareSpec) { s.internal = true })
+}
+
+// WithArguments sets the arguments of an exchange (for example
+// alternate-exchange), a queue (x-message-ttl, …) or a binding (a headers
+// exchange matches on them). Their values are checked and converted as
+// header values are (docs/envelope.md): Go int and uint values are sent as
+// 64-bit integers, and a value AMQP cannot carry is a mistake Validate
+// reports. On a queue, an x-queue-type argument is the same as
+// WithQueueType.
+func WithArguments(args map[string]any) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.args, s.argsErr = normalizeArgs(args) })
+}
+
+// WithQueueType asks for a queue type instead of the default (durable
+// queues are quorum queues; exclusive, auto-delete and transient ones
+// classic). Asking for QueueQuorum explicitly makes combining it with
+// WithExclusive, WithAutoDelete or WithDurable(false) an error instead of
+// a quiet classic queue. It applies to queues only.
+func WithQueueType(t QueueType) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.qtype = t })
+}
+
+// WithDeadLettering gives a queue the family's dead-letter half: it adds
+// x-dead-letter-exchange=acemq.dlx and x-dead-letter-routing-key={q}.dlq to
+// the queue, and declares acemq.dlx, {q}.dlq and {q}.parked with their
+// bindings. The broker then dead-letters what the library never sees (TTL
+// expiry, length overflow, rejections by other consumers) into {q}.dlq. A
+// queue whose arguments already set either dead-letter argument is
+// refused, not overruled. It applies to queues only.
+func WithDeadLettering() DeclareOption {
+	return declareOption(func(s *declareSpec) { s.deadLetter = true })
+}
+
+// Drift's options.
+
+type driftConfig struct{ probe bool }
+
+type driftOption func(*driftConfig)
+
+func (f driftOption) applyDrift(c *driftConfig) { f(c) }
+
+// WithSettingsProbe makes Drift also look for exchanges and queues that
+// exist with different settings, by repeating the topology's own
+// declaration of each one the passive check found: the broker accepts that
+// as a no-op when the settings are equivalent and refuses it with
+// PRECONDITION_FAILED (reported as DriftDifferent) when they are not. It
+// is not passive: it needs configure permission (without it the entry is
+// DriftUnchecked), and a connection that recovers from a lost link
+// redeclares what it declared, probes included.
+func WithSettingsProbe() DriftOption {
+	return driftOption(func(c *driftConfig) { c.probe = true })
+}
+
+// errNoCodec is the error of a publisher or consumer given WithCodec(nil).
+var errNoCodec = errors.New("acemq: WithCodec was given a nil codec: pass JSON, Text, Bytes, a Composite or a codec of your own")

@@ -1,0 +1,66 @@
+package acemq
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/acemq/acemq/driver"
+)
+
+// The connection's one publish path: everything the library publishes —
+// application messages, retry copies, dead letters, replies, pipeline hops,
+// replays — goes through publish or publishBatch, with its telemetry.
+
+// message is the driver message for a publish of env's message: the
+// envelope written into the headers, its id as the AMQP message-id.
+func message(exchange, routingKey string, env Envelope, contentType string, body []byte) driver.Message {
+	env = env.orDefault()
+	return driver.Message{
+		Exchange:    exchange,
+		RoutingKey:  routingKey,
+		Mandatory:   true,
+		ContentType: contentType,
+		MessageID:   env.id,
+		Headers:     env.AppendHeaders(nil, routingKey),
+		Body:        body,
+	}
+}
+
+// publish sends m, recording its span and metrics. env is m's envelope when
+// the caller has it (the span reads its identity from it), else the zero
+// Envelope (the identity is read from m's headers).
+func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) error {
+	start := time.Now()
+	ctx, done := c.obs.publishStart(ctx, &m, env)
+	err := c.t.Publish(ctx, m)
+	done(err, time.Since(start))
+	return err
+}
+
+// publishBatch publishes every message, then awaits every confirm, and
+// returns one error per message (nil for confirmed), in order. A driver
+// without driver.BatchPublisher publishes them at once, one goroutine each.
+func (c *Conn) publishBatch(ctx context.Context, ms []driver.Message, envs []Envelope) []error {
+	dones := make([]func(error, time.Duration), len(ms))
+	for i := range ms {
+		_, dones[i] = c.obs.publishStart(ctx, &ms[i], envs[i])
+	}
+	start := time.Now()
+	var errs []error
+	if b, ok := c.t.(driver.BatchPublisher); ok {
+		errs = b.PublishBatch(ctx, ms)
+	} else {
+		errs = make([]error, len(ms))
+		var wg sync.WaitGroup
+		for i := range ms {
+			wg.Go(func() { errs[i] = c.t.Publish(ctx, ms[i]) })
+		}
+		wg.Wait()
+	}
+	d := time.Since(start)
+	for i, done := range dones {
+		done(errs[i], d)
+	}
+	return errs
+}

@@ -1,0 +1,158 @@
+package acemq_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+)
+
+// TestNonsensicalPoliciesAreRefused: a policy built with values that make
+// no sense keeps its first mistake, and Consume and Topology.Queue refuse
+// it with an error that says what to change.
+func TestNonsensicalPoliciesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy acemq.RetryPolicy
+		says   string
+	}{
+		{"no attempts", acemq.ExponentialRetry(0, 0, 0), "ExponentialRetry(0, 0s, 0s): the number of attempts includes the first, so it must be at least 1"},
+		{"negative attempts", acemq.FixedRetry(-1, time.Second), "FixedRetry(-1, 1s): the number of attempts"},
+		{"negative delay", acemq.FixedRetry(3, -time.Second), "the delay must not be negative"},
+		{"negative first delay", acemq.ExponentialRetry(3, -time.Second, time.Minute), "the first delay must not be negative"},
+		{"cap below the first delay", acemq.ExponentialRetry(3, time.Minute, time.Second), "the cap on a delay (1s) is below the first delay (1m0s)"},
+		{"negative age", acemq.FixedRetry(3, time.Second).GiveUpAfter(-1), "GiveUpAfter(-1ns): the age limit must not be negative"},
+		{"jitter above 1", acemq.FixedRetry(3, time.Second).WithJitter(1.5), "WithJitter(1.5): the jitter factor must be between 0 (none) and 1"},
+		{"negative jitter", acemq.FixedRetry(3, time.Second).WithJitter(-0.1), "WithJitter(-0.1)"},
+		{"negative threshold", acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(-time.Second), "WaitInBrokerFrom(-1s)"},
+		{"first mistake kept", acemq.ExponentialRetry(0, 0, 0).GiveUpAfter(-1), "ExponentialRetry(0, 0s, 0s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.policy.Err(); err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("Err() = %v, want it to say %q", err, tc.says)
+			}
+			c := memoryBackend.open(t)
+			if err := acemq.NewTopology().Queue("q", acemq.WithRetry(tc.policy)).Validate(); err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("Topology.Queue: %v", err)
+			}
+			_, err := acemq.Consume(context.Background(), c, "q", func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() },
+				acemq.WithRetry(tc.policy))
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("Consume: %v", err)
+			}
+		})
+	}
+	for _, p := range []acemq.RetryPolicy{{}, acemq.NoRetry(), acemq.FixedRetry(1, 0), acemq.ExponentialRetry(5, 0, 0), acemq.FixedRetry(2, time.Second).WithJitter(1).GiveUpAfter(0).WaitInBrokerFrom(0)} {
+		if err := p.Err(); err != nil {
+			t.Errorf("%s: Err() = %v, want nil", p, err)
+		}
+	}
+}
+
+// TestNonsensicalOptionsAreRefused: Connect, Consume, NewPublisher and the
+// topology builder refuse option values that make no sense, saying what
+// to do.
+func TestNonsensicalOptionsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	url := memoryBackend.open(t).URL()
+	for _, tc := range []struct {
+		opt  acemq.ConnOption
+		says string
+	}{
+		{acemq.WithMaxOutstanding(0), "WithMaxOutstanding(0): at least one publish"},
+		{acemq.WithConfirmTimeout(0), "WithConfirmTimeout(0s): the timeout must be positive"},
+		{acemq.WithDialTimeout(-time.Second), "WithDialTimeout(-1s)"},
+		{acemq.WithFallbackURLs(""), "WithFallbackURLs was given an empty URL"},
+		{acemq.WithFallbackURLs("amqp://a b:%zz@x/"), "cannot be parsed"},
+		{acemq.WithCredentials(nil), "WithCredentials was given a nil provider"},
+	} {
+		if c, err := acemq.Connect(ctx, url, tc.opt); err == nil || !strings.Contains(err.Error(), tc.says) {
+			if c != nil {
+				_ = c.Close(ctx)
+			}
+			t.Errorf("Connect with a bad option: %v, want it to say %q", err, tc.says)
+		}
+	}
+	for _, bad := range []string{"", "   ", "nosuchscheme://x", "amqp://[::1"} {
+		if _, err := acemq.Connect(ctx, bad); err == nil {
+			t.Errorf("Connect(%q) did not fail", bad)
+		}
+	}
+
+	c := memoryBackend.open(t)
+	h := func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() }
+	for _, tc := range []struct {
+		opt  acemq.ConsumeOption
+		says string
+	}{
+		{acemq.WithConcurrency(0), "WithConcurrency(0): at least one handler must run"},
+		{acemq.WithPrefetch(-1), "WithPrefetch(-1): the prefetch must be 0 (no limit) or more"},
+		{acemq.WithDrainTimeout(0), "WithDrainTimeout(0s): the drain timeout must be positive"},
+		{acemq.WithCodec(nil), "WithCodec was given a nil codec"},
+	} {
+		if _, err := acemq.Consume(ctx, c, "q", h, tc.opt); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Consume with a bad option: %v, want it to say %q", err, tc.says)
+		}
+	}
+	if _, err := acemq.NewPublisher[string](c, "", acemq.WithCodec(nil)).Send(ctx, "q", "x"); err == nil || !strings.Contains(err.Error(), "nil codec") {
+		t.Errorf("Send on a publisher built WithCodec(nil): %v", err)
+	}
+
+	for _, tc := range []struct {
+		topo *acemq.Topology
+		says string
+	}{
+		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithExclusive()), `the exchange "x": WithExclusive does not apply to it`},
+		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithDeadLettering()), "WithDeadLettering does not apply"},
+		{acemq.NewTopology().Queue("q", acemq.WithInternal()), `the queue "q": WithInternal does not apply to it`},
+		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithQueueType(acemq.QueueQuorum)), "WithQueueType does not apply"},
+		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithDurable(false)), "WithDurable does not apply"},
+		{acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()), "cannot be a quorum queue and exclusive"},
+	} {
+		if err := tc.topo.Validate(); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Validate: %v, want it to say %q", err, tc.says)
+		}
+	}
+	// Arguments apply to all three.
+	ok := acemq.NewTopology().
+		Exchange("x", acemq.ExchangeHeaders, acemq.WithArguments(map[string]any{"alternate-exchange": "y"}), acemq.WithDurable(false), acemq.WithAutoDelete()).
+		Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": 1000}), acemq.WithDurable(false)).
+		Bind("x", "q", "", acemq.WithArguments(map[string]any{"x-match": "all"}))
+	plan, err := ok.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.String(); !strings.Contains(got, "exchange x (headers, transient, auto-delete) alternate-exchange=y") ||
+		!strings.Contains(got, "queue q (classic, transient) x-message-ttl=1000") || !strings.Contains(got, `binding x -> q on "" x-match=all`) {
+		t.Errorf("plan:\n%s", got)
+	}
+}
+
+// TestArgumentValuesAreChecked: declaration arguments are checked as
+// header values are.
+func TestArgumentValuesAreChecked(t *testing.T) {
+	err := acemq.NewTopology().Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": make(chan int)})).Validate()
+	if err == nil || !strings.Contains(err.Error(), `WithArguments: the argument "x-message-ttl" holds a chan int`) {
+		t.Errorf("Validate: %v", err)
+	}
+	type ttl uint32
+	plan, err := acemq.NewTopology().Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": ttl(500), "x-max-length": uint64(10)})).Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := plan[0].Queue.Args; args["x-message-ttl"] != uint32(500) || args["x-max-length"] != int64(10) {
+		t.Errorf("arguments %#v", args)
+	}
+}
+
+// TestFallbackURLsKeepTheScheme: a fallback URL with another scheme is
+// refused, since an amqp:// fallback behind amqps:// would connect
+// unencrypted.
+func TestFallbackURLsKeepTheScheme(t *testing.T) {
+	_, err := acemq.Connect(context.Background(), "memory://a", acemq.WithFallbackURLs("amqp://guest:secret@b:5672/"))
+	if err == nil || !strings.Contains(err.Error(), "does not have the scheme of memory://a") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("Connect with a fallback of another scheme: %v", err)
+	}
+}
