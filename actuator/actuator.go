@@ -1,9 +1,9 @@
 // Package actuator serves the AceMQ family's operational endpoints over
-// HTTP (WIRE.md §11.6):
+// HTTP (docs/wire.md §11.6):
 //
 //   - /acemq-metrics: the family's metrics in the Prometheus text format,
 //     rendered by the official Prometheus client from an OpenTelemetry SDK
-//     meter provider that the Actuator owns;
+//     meter provider that the Endpoints own;
 //   - /acemq-health: the health of the watched connections and checks, as
 //     the family's JSON report; HTTP 503 only when it is down;
 //   - /acemq-info: the library, the application and what the transport
@@ -13,15 +13,16 @@
 // package brings in the SDK, the Prometheus exporter and the Prometheus
 // client, so a program pays for them only when it imports it.
 //
-// A program builds the Actuator first, connects with its meter provider,
-// then watches the connection:
+// A program builds the Endpoints first, connects with their meter
+// provider, then watches the connection:
 //
-//	act, err := actuator.New(actuator.WithApplication("orders", "1.4.2"))
+//	ep, err := actuator.New(actuator.WithApplication("orders", "1.4.2"))
 //	if err != nil { … }
-//	conn, err := acemq.Connect(ctx, url, acemq.WithMeterProvider(act.MeterProvider()))
+//	conn, err := acemq.Connect(ctx, url, acemq.WithMeterProvider(ep.MeterProvider()))
 //	if err != nil { … }
-//	act.Watch(conn)
-//	go actuator.ListenAndServe(ctx, actuator.DefaultAddr, act)
+//	ep.Watch(conn)
+//	ep.AddHealthCheck("database", actuator.HealthFunc(pingDB))
+//	go actuator.ListenAndServe(ctx, actuator.DefaultAddr, ep)
 //
 // The endpoints are unauthenticated by design: bind them to the loopback
 // interface (the default) or put them behind something that authenticates.
@@ -40,6 +41,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
@@ -48,7 +51,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
-// Endpoint paths and the default bind address (WIRE.md §11.6, §12).
+// Endpoint paths and the default bind address (docs/wire.md §11.6, §12).
 const (
 	PathMetrics = "/acemq-metrics"
 	PathHealth  = "/acemq-health"
@@ -63,10 +66,10 @@ const Library = "acemq-go"
 // no connection or check is watched.
 const HealthUnknown acemq.HealthStatus = "unknown"
 
-// Actuator is an http.Handler serving the family's endpoints, and the
+// Endpoints is an http.Handler serving the family's endpoints, and the
 // OpenTelemetry meter provider whose metrics /acemq-metrics renders. It is
 // safe for concurrent use.
-type Actuator struct {
+type Endpoints struct {
 	registry *prometheus.Registry
 	provider *sdkmetric.MeterProvider
 	mux      *http.ServeMux
@@ -74,7 +77,7 @@ type Actuator struct {
 
 	mu     sync.Mutex
 	conns  []*acemq.Conn
-	checks []acemq.HealthCheck
+	checks []namedCheck
 }
 
 type application struct {
@@ -87,29 +90,33 @@ type config struct {
 	sdkOpts  []sdkmetric.Option
 }
 
-// Option configures New.
-type Option func(*config)
+// An Option configures New. Every option is a function named With….
+type Option interface{ apply(*config) }
+
+type option func(*config)
+
+func (f option) apply(c *config) { f(c) }
 
 // WithApplication names the application and its version for /acemq-info.
 func WithApplication(name, version string) Option {
-	return func(c *config) { c.app = application{name, version} }
+	return option(func(c *config) { c.app = application{name, version} })
 }
 
 // WithRegistry renders the metrics through reg instead of a registry of the
-// Actuator's own, so that /acemq-metrics also shows what else is
+// Endpoints' own, so that /acemq-metrics also shows what else is
 // registered there (for example Go runtime collectors). The family's
 // metrics must not collide with names already in reg.
 func WithRegistry(reg *prometheus.Registry) Option {
-	return func(c *config) { c.registry = reg }
+	return option(func(c *config) { c.registry = reg })
 }
 
 // WithMeterProviderOptions passes options (a resource, more readers or
-// views) to the SDK meter provider the Actuator builds.
+// views) to the SDK meter provider New builds.
 func WithMeterProviderOptions(opts ...sdkmetric.Option) Option {
-	return func(c *config) { c.sdkOpts = append(c.sdkOpts, opts...) }
+	return option(func(c *config) { c.sdkOpts = append(c.sdkOpts, opts...) })
 }
 
-// New builds an Actuator and its meter provider. Pass MeterProvider to
+// New builds the Endpoints and their meter provider. Pass MeterProvider to
 // acemq.WithMeterProvider (or install it with otel.SetMeterProvider) so the
 // connections' metrics reach /acemq-metrics.
 //
@@ -118,10 +125,10 @@ func WithMeterProviderOptions(opts ...sdkmetric.Option) Option {
 // is acemq_publish_duration (in seconds, not acemq_publish_duration_seconds).
 // Durations use buckets from 5 ms to 60 s, attempts 1 to 10. No
 // otel_scope_* labels and no target_info metric are written.
-func New(opts ...Option) (*Actuator, error) {
+func New(opts ...Option) (*Endpoints, error) {
 	var cfg config
 	for _, o := range opts {
-		o(&cfg)
+		o.apply(&cfg)
 	}
 	reg := cfg.registry
 	if reg == nil {
@@ -138,13 +145,13 @@ func New(opts ...Option) (*Actuator, error) {
 	}
 	sdkOpts := append([]sdkmetric.Option{
 		sdkmetric.WithReader(exp),
-		sdkmetric.WithView(bucketView(sdkmetric.InstrumentKindHistogram, "s", acemq.DurationBuckets())),
+		sdkmetric.WithView(bucketView(sdkmetric.InstrumentKindHistogram, "s", telemetry.DurationBuckets())),
 		sdkmetric.WithView(sdkmetric.NewView(
-			sdkmetric.Instrument{Name: acemq.MetricConsumeAttempts, Scope: instrumentation.Scope{Name: acemq.InstrumentationScope}},
-			sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: acemq.AttemptBuckets()}},
+			sdkmetric.Instrument{Name: telemetry.ConsumeAttempts, Scope: instrumentation.Scope{Name: telemetry.Scope}},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: telemetry.AttemptBuckets()}},
 		)),
 	}, cfg.sdkOpts...)
-	a := &Actuator{
+	a := &Endpoints{
 		registry: reg,
 		provider: sdkmetric.NewMeterProvider(sdkOpts...),
 		app:      cfg.app,
@@ -160,43 +167,50 @@ func New(opts ...Option) (*Actuator, error) {
 // seconds, including those of packages built on acemq) the same buckets.
 func bucketView(kind sdkmetric.InstrumentKind, unit string, bounds []float64) sdkmetric.View {
 	return sdkmetric.NewView(
-		sdkmetric.Instrument{Name: "acemq.*", Kind: kind, Unit: unit, Scope: instrumentation.Scope{Name: acemq.InstrumentationScope}},
+		sdkmetric.Instrument{Name: "acemq.*", Kind: kind, Unit: unit, Scope: instrumentation.Scope{Name: telemetry.Scope}},
 		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: bounds}},
 	)
 }
 
 // MeterProvider is the SDK meter provider whose metrics /acemq-metrics
 // renders.
-func (a *Actuator) MeterProvider() *sdkmetric.MeterProvider { return a.provider }
+func (a *Endpoints) MeterProvider() *sdkmetric.MeterProvider { return a.provider }
 
 // Registry is the Prometheus registry /acemq-metrics renders.
-func (a *Actuator) Registry() *prometheus.Registry { return a.registry }
+func (a *Endpoints) Registry() *prometheus.Registry { return a.registry }
 
-// Watch adds a connection: its health joins /acemq-health and, for the
-// first connection watched, its capabilities make /acemq-info's transport.
-// Watching does not record its metrics: connect with
-// acemq.WithMeterProvider(a.MeterProvider()) for that.
-func (a *Actuator) Watch(c *acemq.Conn) {
+// Watch adds a connection: its health joins /acemq-health, as a part named
+// after the connection (its WithName, else its URL without the password),
+// and, for the first connection watched, its capabilities make
+// /acemq-info's transport. Watching does not record its metrics: connect
+// with acemq.WithMeterProvider(a.MeterProvider()) for that.
+func (a *Endpoints) Watch(c *acemq.Conn) {
+	name := c.Name()
+	if name == "" {
+		name = c.URL()
+	}
 	a.mu.Lock()
 	a.conns = append(a.conns, c)
-	a.checks = append(a.checks, c)
+	a.checks = append(a.checks, namedCheck{name, c})
 	a.mu.Unlock()
 }
 
 // AddHealthCheck adds a named check (a database, a downstream service) to
 // /acemq-health.
-func (a *Actuator) AddHealthCheck(name string, check acemq.HealthCheck) {
+func (a *Endpoints) AddHealthCheck(name string, check HealthCheck) {
 	a.mu.Lock()
-	a.checks = append(a.checks, acemq.NamedHealth(name, check))
+	a.checks = append(a.checks, namedCheck{name, check})
 	a.mu.Unlock()
 }
 
 // Health is the report /acemq-health serves: the worst of the watched
-// connections and checks, each kept as a part (acemq.AggregateHealth,
-// bounded at 5 s), or HealthUnknown when nothing is watched.
-func (a *Actuator) Health(ctx context.Context) acemq.HealthReport {
+// connections and checks (down, then degraded, then up), each kept as a
+// part named after it, a check that has not answered within
+// DefaultHealthTimeout counting as down; or HealthUnknown when nothing is
+// watched.
+func (a *Endpoints) Health(ctx context.Context) acemq.HealthReport {
 	a.mu.Lock()
-	checks := append([]acemq.HealthCheck(nil), a.checks...)
+	checks := append([]namedCheck(nil), a.checks...)
 	a.mu.Unlock()
 	if len(checks) == 0 {
 		return acemq.HealthReport{
@@ -206,18 +220,18 @@ func (a *Actuator) Health(ctx context.Context) acemq.HealthReport {
 			Parts:   map[string]any{},
 		}
 	}
-	return acemq.AggregateHealth(ctx, checks...)
+	return aggregate(ctx, checks)
 }
 
 // Shutdown stops the meter provider. The handler keeps serving, with no
 // new measurements.
-func (a *Actuator) Shutdown(ctx context.Context) error { return a.provider.Shutdown(ctx) }
+func (a *Endpoints) Shutdown(ctx context.Context) error { return a.provider.Shutdown(ctx) }
 
 // ServeHTTP serves /acemq-metrics, /acemq-health and /acemq-info (GET and
 // HEAD); any other path is 404.
-func (a *Actuator) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+func (a *Endpoints) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
-func (a *Actuator) serveHealth(w http.ResponseWriter, r *http.Request) {
+func (a *Endpoints) serveHealth(w http.ResponseWriter, r *http.Request) {
 	rep := a.Health(r.Context())
 	code := http.StatusOK
 	if rep.Status == acemq.HealthDown {
@@ -241,11 +255,11 @@ type Info struct {
 }
 
 // Info is the document /acemq-info serves.
-func (a *Actuator) Info() Info {
+func (a *Endpoints) Info() Info {
 	a.mu.Lock()
 	var caps driver.Capabilities
 	if len(a.conns) > 0 {
-		caps = a.conns[0].Capabilities()
+		caps = plumbing.ConnOf(a.conns[0]).Capabilities()
 	}
 	a.mu.Unlock()
 	return Info{
@@ -266,7 +280,7 @@ func (a *Actuator) Info() Info {
 	}
 }
 
-func (a *Actuator) serveInfo(w http.ResponseWriter, r *http.Request) {
+func (a *Endpoints) serveInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a.Info())
 }
 

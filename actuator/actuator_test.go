@@ -18,6 +18,7 @@ import (
 	"github.com/acemq/acemq/actuator"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/telemetry"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -37,7 +38,7 @@ func get(t *testing.T, h http.Handler, path string) (int, http.Header, string) {
 // traffic connects with the actuator's meter provider, declares a queue and
 // runs one acked, one dead-lettered and one unroutable publish through it,
 // plus a confirmed publish whose routing key needs escaping.
-func traffic(t *testing.T, act *actuator.Actuator, url string) (*acemq.Conn, string) {
+func traffic(t *testing.T, act *actuator.Endpoints, url string) (*acemq.Conn, string) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := acemq.Connect(ctx, url, acemq.WithMeterProvider(act.MeterProvider()))
@@ -46,12 +47,12 @@ func traffic(t *testing.T, act *actuator.Actuator, url string) (*acemq.Conn, str
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	q := fmt.Sprintf("acemq.act.%d", time.Now().UnixNano())
-	if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
-			_, _ = c.Transport().DeleteQueue(context.Background(), n)
+			_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), n)
 		}
 	})
 	settled := make(chan acemq.Settlement, 10)
@@ -83,7 +84,7 @@ func traffic(t *testing.T, act *actuator.Actuator, url string) (*acemq.Conn, str
 		t.Fatal("an unroutable publish succeeded")
 	}
 	weird := `we"ird\key{a=b}` + "\n"
-	if _, err := acemq.NewPublisher[string](c, "", acemq.AllowUnroutable()).Send(ctx, weird, "x"); err != nil {
+	if _, err := acemq.NewPublisher[string](c, "", acemq.WithMandatory(false)).Send(ctx, weird, "x"); err != nil {
 		t.Fatal(err)
 	}
 	return c, q
@@ -171,7 +172,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			for _, b := range m.GetHistogram().GetBucket() {
 				bounds = append(bounds, b.GetUpperBound())
 			}
-			if wantB := append(acemq.DurationBuckets(), math.Inf(1)); fmt.Sprint(bounds) != fmt.Sprint(wantB) {
+			if wantB := append(telemetry.DurationBuckets(), math.Inf(1)); fmt.Sprint(bounds) != fmt.Sprint(wantB) {
 				t.Errorf("duration buckets %v, want %v", bounds, wantB)
 			}
 			if m.GetHistogram().GetSampleCount() != 2 {
@@ -225,7 +226,7 @@ func TestHealthEndpoint(t *testing.T) {
 	if part["status"] != "up" || part["detail"] == "" {
 		t.Errorf("the connection's part %v", part)
 	}
-	act.AddHealthCheck("cache", acemq.HealthFunc(func(context.Context) acemq.HealthReport {
+	act.AddHealthCheck("cache", actuator.HealthFunc(func(context.Context) acemq.HealthReport {
 		return acemq.HealthReport{Status: acemq.HealthDegraded, Detail: "slow"}
 	}))
 	if code, m := report(); code != 200 || m["status"] != "degraded" {
@@ -266,7 +267,7 @@ func TestInfoEndpoint(t *testing.T) {
 	if info.Library != "acemq-go" || info.LibraryVersion == "" || info.Name != "orders" || info.Version != "1.4.2" {
 		t.Errorf("info %s", body)
 	}
-	caps := c.Capabilities()
+	caps := brokertest.Driver(c).Capabilities()
 	want := map[string]bool{
 		"publisher-confirms": caps.PublisherConfirms, "dead-lettering": caps.DeadLettering,
 		"quorum-queues": caps.QuorumQueues, "streams": caps.Streams, "recovery": caps.Recovery,

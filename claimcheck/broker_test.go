@@ -57,7 +57,7 @@ func TestRoundTripThroughABroker(t *testing.T) {
 }
 
 // x-acemq-claim is the operators' business: the codec neither writes nor
-// reads it (WIRE.md §4.1).
+// reads it (docs/wire.md §4.1).
 func TestClaimHeaderIsNotTheSignal(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
@@ -140,7 +140,7 @@ func TestMissingKeyIsParked(t *testing.T) {
 		if env.ID() != sent.ID() || env.Attempt() != 1 {
 			t.Fatalf("parked id %s attempt %d, want %s attempt 1 (not retried)", env.ID(), env.Attempt(), sent.ID())
 		}
-		reason := env.Error()
+		reason := env.Reason()
 		if !strings.HasPrefix(reason, "could not be decoded: ") || !strings.Contains(reason, "no payload for key "+key) || !strings.Contains(reason, "retention") {
 			t.Fatalf("x-acemq-error = %q", reason)
 		}
@@ -211,8 +211,8 @@ func TestStoreFailureExhaustsToTheDeadLetterQueue(t *testing.T) {
 		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
 		brokertest.Stop(t, cons)
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
-		if !strings.HasPrefix(env.Error(), "exhausted 2 attempts: ") || env.Attempt() != 2 {
-			t.Fatalf("x-acemq-error %q on attempt %d", env.Error(), env.Attempt())
+		if !strings.HasPrefix(env.Reason(), "exhausted 2 attempts: ") || env.Attempt() != 2 {
+			t.Fatalf("x-acemq-error %q on attempt %d", env.Reason(), env.Attempt())
 		}
 	})
 }

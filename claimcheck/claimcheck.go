@@ -2,7 +2,7 @@
 // wraps any acemq.Codec, puts an encoded payload of 64 KiB or more in a
 // Store and sends only its key, and reads both kinds of body back.
 //
-// Every body the codec writes is framed (WIRE.md §4.1):
+// Every body the codec writes is framed (docs/wire.md §4.1):
 //
 //	0xAC 0x01 0x00 <the wrapped codec's bytes>    inline, below the threshold
 //	0xAC 0x01 0x01 <key, bare UTF-8>              stored, at or above it
@@ -13,7 +13,7 @@
 // not use the claim check still read.
 //
 // The x-acemq-claim header is not involved: it is an application-owned
-// location for operators (acemq.Envelope.WithClaim) and the codec neither
+// location for operators (acemq.Fields.Claim) and the codec neither
 // writes nor reads it.
 package claimcheck
 
@@ -28,7 +28,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Frame bytes (WIRE.md §4.1).
+// Frame bytes (docs/wire.md §4.1).
 const (
 	Magic   byte = 0xAC
 	Version byte = 0x01

@@ -25,7 +25,7 @@ func payload(n int) []byte {
 	return b
 }
 
-// The worked sizes of WIRE.md §4.1, with acemq.Bytes so the encoded length
+// The worked sizes of docs/wire.md §4.1, with acemq.Bytes so the encoded length
 // is the payload's length.
 func TestFramingVectors(t *testing.T) {
 	store := NewMemoryStore()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
-	"github.com/acemq/acemq/driver"
 )
 
 type Report struct {
@@ -24,7 +23,7 @@ func Example() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: "reports", Durable: true}); err != nil {
+	if err := acemq.NewTopology().Queue("reports").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/replay"
 	"github.com/acemq/acemq/route"
 )
@@ -27,7 +28,7 @@ func queues(t *testing.T, c *acemq.Conn) string {
 	t.Helper()
 	q := brokertest.Queue(t, c, "rp")
 	for _, n := range []string{acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
-		if _, err := c.Transport().DeclareQueue(context.Background(), driver.Queue{Name: n, Durable: true}); err != nil {
+		if _, err := brokertest.Driver(c).DeclareQueue(context.Background(), driver.Queue{Name: n, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,7 +38,7 @@ func queues(t *testing.T, c *acemq.Conn) string {
 // deadLetter puts a message straight into queue, as a set-aside would.
 func deadLetter(t *testing.T, c *acemq.Conn, queue string, env acemq.Envelope, body string) {
 	t.Helper()
-	err := c.Publish(context.Background(), acemq.Outbound{Exchange: "", RoutingKey: queue, Envelope: env, ContentType: "text/plain; charset=utf-8", Body: []byte(body)})
+	err := brokertest.Publish(context.Background(), c, brokertest.Outbound{Exchange: "", RoutingKey: queue, Envelope: env, ContentType: "text/plain; charset=utf-8", Body: []byte(body)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func getAll(t *testing.T, c *acemq.Conn, queue string) []driver.Delivery {
 	t.Helper()
 	var out []driver.Delivery
 	for {
-		d, ok, err := c.Transport().Get(context.Background(), queue)
+		d, ok, err := brokertest.Driver(c).Get(context.Background(), queue)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestReplayMovesAndStamps(t *testing.T) {
 		firstSeen := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 		env := acemq.MustEnvelope(acemq.Fields{
 			ID: "11111111-2222-3333-4444-555555555555", Type: "order.placed", CorrelationID: "corr-1", CausationID: "cause-1",
-			Attempt: 3, FirstSeen: firstSeen, Origin: "orders@host-7", Error: "exhausted 3 attempts: errorString: boom",
+			Attempt: 3, FirstSeen: firstSeen, Origin: "orders@host-7", Reason: "exhausted 3 attempts: errorString: boom",
 			Claim: "s3://payloads/o-1", Route: []string{"a", "b"}, RoutePosition: 1, RouteID: "run-1",
 			Headers: map[string]any{"x-tenant": "acme", "acemq-replay-count": int32(1), "x-death": []any{driver.Table{"count": int64(1)}}},
 		})
@@ -102,12 +103,12 @@ func TestReplayMovesAndStamps(t *testing.T) {
 			t.Fatalf("body %q content type %q message-id %q persistent %t", d.Body, d.ContentType, d.MessageID, d.Persistent)
 		}
 		h := d.Headers
-		if _, ok := h[acemq.HeaderError]; ok {
+		if _, ok := h[wire.HeaderError]; ok {
 			t.Fatal("x-acemq-error survived the replay")
 		}
-		n, _ := h[acemq.HeaderAttempt].(int32)
+		n, _ := h[wire.HeaderAttempt].(int32)
 		if n != 1 {
-			t.Fatalf("attempt %#v, want 1", h[acemq.HeaderAttempt])
+			t.Fatalf("attempt %#v, want 1", h[wire.HeaderAttempt])
 		}
 		if h["acemq-replayed-from"] != acemq.DeadLetterQueue(q) {
 			t.Fatalf("acemq-replayed-from %v", h["acemq-replayed-from"])
@@ -137,11 +138,43 @@ func TestReplayMovesAndStamps(t *testing.T) {
 	})
 }
 
+// TestReplayUntypedMessage: a dead letter that arrived without an
+// x-acemq-type (a broker dead-lettering of a foreign message) is typed by
+// its new routing key when it moves, not by the dead-letter queue's name;
+// its reply-to and correlation-id properties move with it.
+func TestReplayUntypedMessage(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := queues(t, c)
+		dlq := acemq.DeadLetterQueue(q)
+		if err := brokertest.Driver(c).Publish(context.Background(), driver.Message{
+			RoutingKey: dlq, Mandatory: true, MessageID: "foreign-1", ReplyTo: "answers", CorrelationID: "c-9",
+			Headers: driver.Table{"x-tenant": "acme"}, Body: []byte("x"),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := replay.Run(context.Background(), c, dlq); err != nil || res.Moved != 1 {
+			t.Fatalf("replay: %v, %v", res, err)
+		}
+		got := getAll(t, c, q)
+		if len(got) != 1 {
+			t.Fatalf("%d messages on the target", len(got))
+		}
+		d := got[0]
+		if typ := d.Headers[wire.HeaderType]; typ != q {
+			t.Errorf("an untyped message moved to %s is typed %v, want %q", q, typ, q)
+		}
+		if d.ReplyTo != "answers" || d.CorrelationID != "c-9" || d.MessageID != "foreign-1" || d.Headers["x-tenant"] != "acme" {
+			t.Errorf("reply-to %q, correlation-id %q, message-id %q, headers %v: not carried", d.ReplyTo, d.CorrelationID, d.MessageID, d.Headers)
+		}
+	})
+}
+
 func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		deadLetter(t, c, acemq.ParkedQueue(q), acemq.MustEnvelope(acemq.Fields{Error: "the handler parked it: x"}), "p-1")
+		deadLetter(t, c, acemq.ParkedQueue(q), acemq.MustEnvelope(acemq.Fields{Reason: "the handler parked it: x"}), "p-1")
 		res, err := replay.Run(context.Background(), c, acemq.ParkedQueue(q))
 		if err != nil || res.Moved != 1 || res.RoutingKey != q {
 			t.Fatalf("%v, %v", res, err)
@@ -150,15 +183,15 @@ func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 
 		ex := testenv.Unique(t, "rp")
 		other := queues(t, c)
-		if err := c.Transport().DeclareExchange(context.Background(), driver.Exchange{Name: ex, Kind: driver.Direct, Durable: true}); err != nil {
+		if err := brokertest.Driver(c).DeclareExchange(context.Background(), driver.Exchange{Name: ex, Kind: driver.Direct, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = c.Transport().DeleteExchange(context.Background(), ex) })
-		if err := c.Transport().Bind(context.Background(), driver.Binding{Exchange: ex, Queue: other, RoutingKey: "order.retry"}); err != nil {
+		t.Cleanup(func() { _ = brokertest.Driver(c).DeleteExchange(context.Background(), ex) })
+		if err := brokertest.Driver(c).Bind(context.Background(), driver.Binding{Exchange: ex, Queue: other, RoutingKey: "order.retry"}); err != nil {
 			t.Fatal(err)
 		}
 		deadLetter(t, c, acemq.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{}), "d-1")
-		res, err = replay.Run(context.Background(), c, acemq.DeadLetterQueue(q), replay.To(ex, "order.retry"))
+		res, err = replay.Run(context.Background(), c, acemq.DeadLetterQueue(q), replay.WithTarget(ex, "order.retry"))
 		if err != nil || res.Moved != 1 || res.Exchange != ex {
 			t.Fatalf("%v, %v", res, err)
 		}
@@ -172,7 +205,7 @@ func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 func fill(t *testing.T, c *acemq.Conn, queue string, n int) {
 	t.Helper()
 	for i := range n {
-		env := acemq.MustEnvelope(acemq.Fields{Type: []string{"keep", "drop"}[i%2], Error: "the handler rejected it: no"})
+		env := acemq.MustEnvelope(acemq.Fields{Type: []string{"keep", "drop"}[i%2], Reason: "the handler rejected it: no"})
 		deadLetter(t, c, queue, env, fmt.Sprintf("m-%d", i))
 	}
 	waitCount(t, c, queue, n)
@@ -184,7 +217,7 @@ func TestReplayLimit(t *testing.T) {
 		q := queues(t, c)
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 10)
-		res, err := replay.Run(context.Background(), c, dlq, replay.Limit(4))
+		res, err := replay.Run(context.Background(), c, dlq, replay.WithLimit(4))
 		if err != nil || res.Moved != 4 || res.Reason != replay.LimitReached {
 			t.Fatalf("%v, %v", res, err)
 		}
@@ -212,7 +245,7 @@ func TestReplayInterruptedLosesNothing(t *testing.T) {
 					// A deadline that passes while the fifth message is in hand.
 					runCtx = &deadlineAfter{Context: ctx, n: &calls, after: 5}
 				}
-				res, err := replay.Run(runCtx, c, dlq, replay.Filter(func(acemq.Envelope) bool {
+				res, err := replay.Run(runCtx, c, dlq, replay.WithFilter(func(acemq.Envelope) bool {
 					if calls.Add(1) == 5 && reason == replay.Cancelled {
 						cancel()
 					}
@@ -265,7 +298,7 @@ func TestReplayFilterHoldsDeclinedMessagesUntilTheEnd(t *testing.T) {
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 6)
 		var calls atomic.Int32
-		res, err := replay.Run(context.Background(), c, dlq, replay.Filter(func(env acemq.Envelope) bool {
+		res, err := replay.Run(context.Background(), c, dlq, replay.WithFilter(func(env acemq.Envelope) bool {
 			calls.Add(1)
 			return env.Type() == "keep"
 		}))
@@ -278,8 +311,8 @@ func TestReplayFilterHoldsDeclinedMessagesUntilTheEnd(t *testing.T) {
 		waitCount(t, c, q, 3)
 		waitCount(t, c, dlq, 3)
 		for _, d := range getAll(t, c, dlq) {
-			if env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID); env.Type() != "drop" || env.Error() == "" {
-				t.Fatalf("a declined message changed: type %q error %q", env.Type(), env.Error())
+			if env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID); env.Type() != "drop" || env.Reason() == "" {
+				t.Fatalf("a declined message changed: type %q error %q", env.Type(), env.Reason())
 			}
 		}
 	})
@@ -291,7 +324,7 @@ func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 		q := queues(t, c)
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 3)
-		res, err := replay.Run(context.Background(), c, dlq, replay.ToQueue(testenv.Unique(t, "rp")+"-missing"))
+		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
 		var ue *acemq.UnroutableError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) || !errors.Is(res.Err, err) || res.Moved != 0 {
 			t.Fatalf("%v, %v", res, err)
@@ -305,11 +338,11 @@ func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 // away and lost.
 func TestReplayConfirmsOnAConnectionWithoutConfirms(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
-		c := brokertest.Connect(t, url, acemq.WithoutConfirms())
+		c := brokertest.Connect(t, url, acemq.WithConfirms(false))
 		q := queues(t, c)
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 2)
-		res, err := replay.Run(context.Background(), c, dlq, replay.ToQueue(testenv.Unique(t, "rp")+"-missing"))
+		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
 		var ue *acemq.UnroutableError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) {
 			t.Fatalf("%v, %v", res, err)
@@ -329,7 +362,7 @@ func TestReplayRefusesBadArguments(t *testing.T) {
 		if _, err := replay.Run(context.Background(), c, "orders.new"); err == nil {
 			t.Fatal("a source without .dlq or .parked and no target was accepted")
 		}
-		if _, err := replay.Run(context.Background(), c, "x.dlq", replay.Limit(-1)); err == nil {
+		if _, err := replay.Run(context.Background(), c, "x.dlq", replay.WithLimit(-1)); err == nil {
 			t.Fatal("a negative limit was accepted")
 		}
 		res, err := replay.Run(context.Background(), c, testenv.Unique(t, "rp")+".dlq")
@@ -350,7 +383,7 @@ func TestKeepAttempts(t *testing.T) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
 		deadLetter(t, c, acemq.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{Attempt: 5}), "x")
-		if _, err := replay.Run(context.Background(), c, acemq.DeadLetterQueue(q), replay.KeepAttempts()); err != nil {
+		if _, err := replay.Run(context.Background(), c, acemq.DeadLetterQueue(q), replay.WithKeptAttempts()); err != nil {
 			t.Fatal(err)
 		}
 		got := getAll(t, c, q)
@@ -381,26 +414,26 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 		t.Cleanup(func() {
 			for _, s := range p.Steps() {
 				for _, n := range []string{p.Queue(s), acemq.DeadLetterQueue(p.Queue(s)), acemq.ParkedQueue(p.Queue(s))} {
-					_, _ = c.Transport().DeleteQueue(context.Background(), n)
+					_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), n)
 				}
 			}
-			_ = c.Transport().DeleteExchange(context.Background(), p.Name())
+			_ = brokertest.Driver(c).DeleteExchange(context.Background(), p.Name())
 		})
 		var fixed atomic.Bool
 		var runsAtTwo atomic.Int32
 		finished := make(chan acemq.Message[Order], 1)
 		handlers := map[string]route.Handler[Order, Order]{
-			"one": func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+			"one": func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 				return route.Forward(m.Payload), nil
 			},
-			"two": func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+			"two": func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 				runsAtTwo.Add(1)
 				if !fixed.Load() {
-					return route.Result[Order]{}, errors.New("the warehouse service is down")
+					return route.Output[Order]{}, errors.New("the warehouse service is down")
 				}
 				return route.Forward(m.Payload), nil
 			},
-			"three": func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+			"three": func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 				select {
 				case finished <- m:
 				default:

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/replay"
 )
 
@@ -21,7 +21,7 @@ func ExampleRun() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: "orders.new", Durable: true}); err != nil {
+	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 
@@ -46,7 +46,7 @@ func ExampleRun() {
 		}
 	}
 	for { // wait until all three are dead-lettered
-		info, _ := conn.Transport().InspectQueue(ctx, "orders.new.dlq")
+		info, _ := conn.Inspect(ctx, "orders.new.dlq")
 		if info.Messages == 3 {
 			break
 		}
@@ -61,8 +61,8 @@ func ExampleRun() {
 	fmt.Println(res.Moved, "moved:", res.Reason)
 	for range 3 {
 		m := <-handled
-		count, _ := m.Envelope.Header(acemq.HeaderReplayCount)
-		from, _ := m.Envelope.Header(acemq.HeaderReplayedFrom)
+		count, _ := m.Envelope.Header(wire.HeaderReplayCount)
+		from, _ := m.Envelope.Header(wire.HeaderReplayedFrom)
 		fmt.Println(m.Payload, "attempt", m.Envelope.Attempt(), "replayed from", from, "count", count)
 	}
 	// Output:

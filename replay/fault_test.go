@@ -24,7 +24,7 @@ func TestFaultReplayConnectionDropLosesNothing(t *testing.T) {
 	const total = 100
 	ids := map[string]bool{}
 	for range total {
-		env := acemq.MustEnvelope(acemq.Fields{Error: "the handler rejected it: no"})
+		env := acemq.MustEnvelope(acemq.Fields{Reason: "the handler rejected it: no"})
 		ids[env.ID()] = true
 		deadLetter(t, c, dlq, env, "x")
 	}
@@ -33,7 +33,7 @@ func TestFaultReplayConnectionDropLosesNothing(t *testing.T) {
 	var calls atomic.Int32
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := replay.Run(ctx, c, dlq, replay.Filter(func(acemq.Envelope) bool {
+	res, err := replay.Run(ctx, c, dlq, replay.WithFilter(func(acemq.Envelope) bool {
 		if calls.Add(1) == total/2 {
 			testenv.Rabbitmqctl(t, "close_all_connections", "replay fault test")
 		}

@@ -1,10 +1,10 @@
 // Package replay moves messages out of a dead-letter queue ({q}.dlq) or a
 // parking queue ({q}.parked) back to where they belong, by default the
-// source queue {q} through the default exchange (WIRE.md §9.6).
+// source queue {q} through the default exchange (docs/wire.md §9.6).
 //
 // Each moved message keeps its body, message-id, content type, first-seen
 // time, route and every header (unknown x-acemq-* headers included), has
-// x-acemq-error removed and its attempt reset to 1 (unless KeepAttempts),
+// x-acemq-error removed and its attempt reset to 1 (unless WithKeptAttempts),
 // and is stamped with acemq-replayed-from, acemq-replayed-at and
 // acemq-replay-count. Each move is published persistent, mandatory and
 // confirmed before the original is acknowledged, so a replay that is
@@ -26,14 +26,13 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/wire"
 )
 
 // Reason says why a replay stopped.
 type Reason string
 
-// The reasons a replay stops (WIRE.md §9.6).
+// The reasons a replay stops (docs/wire.md §9.6).
 const (
 	// Drained: the source queue had nothing more to fetch.
 	Drained Reason = "drained"
@@ -48,10 +47,18 @@ const (
 	Failed Reason = "failed"
 )
 
-// LegacyReplayCount is the reserved spelling of the replay count that Java
+// The headers a replay stamps on every message it moves (docs/wire.md
+// §3.2, §9.6).
+const (
+	HeaderReplayedFrom = wire.HeaderReplayedFrom
+	HeaderReplayedAt   = wire.HeaderReplayedAt
+	HeaderReplayCount  = wire.HeaderReplayCount
+)
+
+// legacyReplayCount is the reserved spelling of the replay count that Java
 // up to 0.4 and .NET up to 0.5.0 wrote. It is read as a fallback and carried
 // through, never written.
-const LegacyReplayCount = "x-acemq-replay-count"
+const legacyReplayCount = "x-acemq-replay-count"
 
 // ReplayedAtLayout is how acemq-replayed-at is written: RFC 3339, UTC,
 // milliseconds, Z.
@@ -86,8 +93,8 @@ func (r Result) String() string {
 	return s
 }
 
-// Option configures Run.
-type Option func(*config)
+// An Option configures Run. Every option is a function named With….
+type Option interface{ apply(*config) }
 
 type config struct {
 	exchange, routingKey string
@@ -98,28 +105,31 @@ type config struct {
 	now                  func() time.Time
 }
 
-// To publishes the moved messages to exchange with routingKey instead of to
-// the source's queue through the default exchange.
-func To(exchange, routingKey string) Option {
-	return func(c *config) { c.exchange, c.routingKey, c.targetSet = exchange, routingKey, true }
+type option func(*config)
+
+func (f option) apply(c *config) { f(c) }
+
+// WithTarget publishes the moved messages to exchange with routingKey
+// instead of to the source's queue through the default exchange
+// (WithTarget("", q) sends them to the queue q).
+func WithTarget(exchange, routingKey string) Option {
+	return option(func(c *config) { c.exchange, c.routingKey, c.targetSet = exchange, routingKey, true })
 }
 
-// ToQueue publishes the moved messages to queue through the default
-// exchange.
-func ToQueue(queue string) Option { return To("", queue) }
+// WithLimit stops the replay after n messages have been moved (0, the
+// default, means no limit). n must not be negative.
+func WithLimit(n int) Option { return option(func(c *config) { c.limit = n }) }
 
-// Limit stops the replay after n messages have been moved (0, the default,
-// means no limit).
-func Limit(n int) Option { return func(c *config) { c.limit = n } }
+// WithFilter moves only the messages for which keep returns true; the
+// others are held until the replay ends and then put back on the source.
+func WithFilter(keep func(env acemq.Envelope) bool) Option {
+	return option(func(c *config) { c.filter = keep })
+}
 
-// Filter moves only the messages for which keep returns true; the others
-// are held until the replay ends and then put back on the source.
-func Filter(keep func(env acemq.Envelope) bool) Option { return func(c *config) { c.filter = keep } }
-
-// KeepAttempts keeps each message's x-acemq-attempt instead of resetting it
-// to 1, so a message that exhausted its attempts is dead-lettered again at
-// its first failure.
-func KeepAttempts() Option { return func(c *config) { c.keepAttempts = true } }
+// WithKeptAttempts keeps each message's x-acemq-attempt instead of
+// resetting it to 1, so a message that exhausted its attempts is
+// dead-lettered again at its first failure.
+func WithKeptAttempts() Option { return option(func(c *config) { c.keepAttempts = true }) }
 
 // Target is where a replay from source publishes by default: the queue
 // source names without its .dlq or .parked suffix, through the default
@@ -139,13 +149,16 @@ func Target(source string) (queue string, ok bool) {
 // with basic.get and never consumes, so it does not compete with the
 // prefetch of a consumer on the source (there should be none).
 //
+// It reads the source with an acemq.Browser, so what it holds is
+// invisible to consumers until it moves or is put back.
+//
 // The error is Result.Err (nil unless Reason is Failed), also returned as a
 // value so that it is hard to ignore; invalid arguments return an error and
 // a zero Result.
 func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (Result, error) {
 	cfg := config{now: time.Now}
 	for _, o := range opts {
-		o(&cfg)
+		o.apply(&cfg)
 	}
 	if conn == nil {
 		return Result{}, errors.New("replay: Run needs a connection")
@@ -154,30 +167,24 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 		return Result{}, errors.New("replay: Run needs a source queue, for example acemq.DeadLetterQueue(\"orders.new\")")
 	}
 	if cfg.limit < 0 {
-		return Result{}, fmt.Errorf("replay: the limit must be 0 (none) or more, not %d", cfg.limit)
+		return Result{}, fmt.Errorf("replay: WithLimit(%d): the limit must be 0 (none) or more", cfg.limit)
 	}
 	if !cfg.targetSet {
 		q, ok := Target(source)
 		if !ok {
-			return Result{}, fmt.Errorf("replay: %q does not end in .dlq or .parked, so the target is not known: name one with replay.To or replay.ToQueue", source)
+			return Result{}, fmt.Errorf("replay: %q does not end in .dlq or .parked, so the target is not known: name one with replay.WithTarget", source)
 		}
 		cfg.exchange, cfg.routingKey = "", q
 	}
 	res := Result{Source: source, Exchange: cfg.exchange, RoutingKey: cfg.routingKey}
-	t := conn.Transport()
-	if _, err := t.InspectQueue(ctx, source); err != nil {
+	b, err := conn.Browse(ctx, source)
+	if err != nil {
 		res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: the source queue %q: %w", source, err))
 		return res, res.Err
 	}
-
-	var held []driver.Delivery
-	defer func() {
-		// Put back what the filter declined, all at once, now that nothing
-		// will fetch again.
-		for i := range held {
-			_ = held[i].Nack(true)
-		}
-	}()
+	// Closing the browser puts back what the filter declined, all at once,
+	// now that nothing will fetch again.
+	defer b.Close()
 
 	for {
 		if cfg.limit > 0 && res.Moved >= cfg.limit {
@@ -188,7 +195,7 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 			res.Reason, _ = stopReason(ctx, nil)
 			return res, nil
 		}
-		d, ok, err := t.Get(ctx, source)
+		m, ok, err := b.Next(ctx)
 		if err != nil {
 			res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: fetching from %q: %w", source, err))
 			return res, res.Err
@@ -197,32 +204,31 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 			res.Reason = Drained
 			return res, nil
 		}
-		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+		env := m.Envelope
 		if cfg.filter != nil && !cfg.filter(env) {
-			held = append(held, d)
 			res.Skipped++
 			continue
 		}
-		out, err := cfg.stamp(d, env, source)
+		next, err := cfg.stamp(env, source)
 		if err != nil {
-			_ = d.Nack(true)
 			res.Reason, res.Err = Failed, err
 			return res, err
 		}
-		if err := conn.Publish(ctx, out); err != nil {
-			// Not confirmed (or unroutable): the original goes back. A
-			// publish that reached the broker without a confirm arriving
-			// becomes a duplicate, never a loss.
-			_ = d.Nack(true)
-			res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: publishing message %s to exchange %q with routing key %q: %w", env.ID(), cfg.exchange, cfg.routingKey, err))
+		if err := b.Move(ctx, m, cfg.exchange, cfg.routingKey, next); err != nil {
+			if errors.Is(err, acemq.ErrNotTaken) {
+				// Published, but it stays on the source too: a later replay
+				// moves it again.
+				res.Moved++
+				res.Reason, res.Err = Failed, fmt.Errorf("replay: %w", err)
+				return res, res.Err
+			}
+			// Not confirmed (or unroutable): the original goes back when the
+			// browser closes. A publish that reached the broker without a
+			// confirm arriving becomes a duplicate, never a loss.
+			res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: %w", err))
 			return res, res.Err
 		}
 		res.Moved++
-		if err := d.Ack(); err != nil {
-			res.Reason = Failed
-			res.Err = fmt.Errorf("replay: message %s was published to its target but could not be acknowledged on %q, so it stays there too and a later replay will move it again: %w", env.ID(), source, err)
-			return res, res.Err
-		}
 	}
 }
 
@@ -238,11 +244,15 @@ func stopReason(ctx context.Context, err error) (Reason, error) {
 	return Failed, err
 }
 
-// stamp builds the republish of d (WIRE.md §9.6).
-func (cfg *config) stamp(d driver.Delivery, env acemq.Envelope, source string) (acemq.Outbound, error) {
-	prev, ok := env.Header(acemq.HeaderReplayCount)
+// stamp builds the envelope of a moved message (docs/wire.md §9.6): the
+// message's own, its reason removed, its attempt reset (unless kept), the
+// replay headers stamped.
+func (cfg *config) stamp(env acemq.Envelope, source string) (acemq.Envelope, error) {
+	prev, ok := env.Header(HeaderReplayCount)
 	if !ok {
-		prev, ok = env.UnknownReserved()[LegacyReplayCount]
+		// An unknown reserved header is not an application header, but the
+		// envelope carries it and writes it back.
+		prev, ok = env.AppendHeaders(nil, "")[legacyReplayCount]
 	}
 	var count int64
 	if ok {
@@ -257,30 +267,17 @@ func (cfg *config) stamp(d driver.Delivery, env acemq.Envelope, source string) (
 	if count <= math.MaxInt32 {
 		countValue = int32(count)
 	}
-	headers := env.Headers()
-	headers[acemq.HeaderReplayedFrom] = source
-	headers[acemq.HeaderReplayedAt] = cfg.now().UTC().Format(ReplayedAtLayout)
-	headers[acemq.HeaderReplayCount] = countValue
-	next, err := env.WithError("").WithHeaders(headers)
+	next, err := env.Change(func(f *acemq.Fields) {
+		f.Reason = ""
+		if !cfg.keepAttempts {
+			f.Attempt = 1
+		}
+		f.Headers[HeaderReplayedFrom] = source
+		f.Headers[HeaderReplayedAt] = cfg.now().UTC().Format(ReplayedAtLayout)
+		f.Headers[HeaderReplayCount] = countValue
+	})
 	if err != nil {
-		return acemq.Outbound{}, fmt.Errorf("replay: message %s: %w", env.ID(), err)
+		return env, fmt.Errorf("replay: message %s: %w", env.ID(), err)
 	}
-	if !cfg.keepAttempts {
-		next = next.WithAttempt(1)
-	}
-	if _, typed := d.Headers[acemq.HeaderType]; !typed {
-		// The type was never on the message; let it default to the
-		// target's routing key rather than to the dead-letter queue's.
-		next = next.WithType("")
-	}
-	return acemq.Outbound{
-		Exchange:      cfg.exchange,
-		RoutingKey:    cfg.routingKey,
-		Envelope:      next,
-		ContentType:   d.ContentType,
-		Body:          d.Body,
-		ReplyTo:       d.ReplyTo,
-		CorrelationID: d.CorrelationID,
-		AlwaysConfirm: true,
-	}, nil
+	return next, nil
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 func TestTarget(t *testing.T) {
@@ -30,14 +30,13 @@ func stampOf(t *testing.T, headers map[string]any, opts ...Option) map[string]an
 	t.Helper()
 	cfg := config{now: func() time.Time { return time.Date(2026, 2, 3, 4, 5, 6, 789_123_000, time.FixedZone("X", -3600)) }, routingKey: "q"}
 	for _, o := range opts {
-		o(&cfg)
+		o.apply(&cfg)
 	}
-	d := driver.Delivery{RoutingKey: "q.dlq", MessageID: "m-1", Headers: headers, ContentType: "text/plain", Body: []byte("b")}
-	out, err := cfg.stamp(d, acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID), "q.dlq")
+	out, err := cfg.stamp(acemq.ReadEnvelope(headers, "q.dlq", "m-1"), "q.dlq")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.Envelope.AppendHeaders(nil, out.RoutingKey)
+	return out.AppendHeaders(nil, cfg.routingKey)
 }
 
 func TestReplayCount(t *testing.T) {
@@ -74,32 +73,31 @@ func TestReplayCount(t *testing.T) {
 
 func TestStamps(t *testing.T) {
 	h := stampOf(t, map[string]any{
-		acemq.HeaderID:        "m-1",
-		acemq.HeaderType:      "order.placed",
-		acemq.HeaderAttempt:   int32(4),
-		acemq.HeaderError:     "exhausted 4 attempts: boom",
-		acemq.HeaderFirstSeen: int64(1767323045678),
-		"acemq-replayed-at":   "2020-01-01T00:00:00Z",
-		"x-acemq-future":      "kept",
-		"x-tenant":            "acme",
+		wire.HeaderID:        "m-1",
+		wire.HeaderType:      "order.placed",
+		wire.HeaderAttempt:   int32(4),
+		wire.HeaderError:     "exhausted 4 attempts: boom",
+		wire.HeaderFirstSeen: int64(1767323045678),
+		"acemq-replayed-at":  "2020-01-01T00:00:00Z",
+		"x-acemq-future":     "kept",
+		"x-tenant":           "acme",
 	})
 	if h["acemq-replayed-at"] != "2026-02-03T05:05:06.789Z" {
 		t.Fatalf("acemq-replayed-at = %v", h["acemq-replayed-at"])
 	}
-	if h["acemq-replayed-from"] != "q.dlq" || h[acemq.HeaderAttempt] != int32(1) || h[acemq.HeaderFirstSeen] != int64(1767323045678) {
+	if h["acemq-replayed-from"] != "q.dlq" || h[wire.HeaderAttempt] != int32(1) || h[wire.HeaderFirstSeen] != int64(1767323045678) {
 		t.Fatalf("headers %v", h)
 	}
-	if _, ok := h[acemq.HeaderError]; ok {
+	if _, ok := h[wire.HeaderError]; ok {
 		t.Fatal("x-acemq-error was kept")
 	}
-	if h["x-acemq-future"] != "kept" || h["x-tenant"] != "acme" || h[acemq.HeaderType] != "order.placed" {
+	if h["x-acemq-future"] != "kept" || h["x-tenant"] != "acme" || h[wire.HeaderType] != "order.placed" {
 		t.Fatalf("headers not carried: %v", h)
 	}
-	if k := stampOf(t, map[string]any{acemq.HeaderAttempt: int32(4)}, KeepAttempts()); k[acemq.HeaderAttempt] != int32(4) {
-		t.Fatalf("KeepAttempts: attempt %v", k[acemq.HeaderAttempt])
+	if k := stampOf(t, map[string]any{wire.HeaderAttempt: int32(4)}, WithKeptAttempts()); k[wire.HeaderAttempt] != int32(4) {
+		t.Fatalf("WithKeptAttempts: attempt %v", k[wire.HeaderAttempt])
 	}
-	// A message that never had a type gets the target's routing key, not the dead-letter queue's.
-	if u := stampOf(t, map[string]any{}); u[acemq.HeaderType] != "q" {
-		t.Fatalf("untyped message typed %v", u[acemq.HeaderType])
-	}
+	// That a message that never had a type gets the target's routing key,
+	// not the dead-letter queue's, is the Browser's Move rule: tested there
+	// and end to end in TestReplayUntypedMessage.
 }

@@ -16,7 +16,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/route"
 )
 
@@ -48,10 +50,10 @@ func pipeline(t *testing.T, c *acemq.Conn, steps ...string) *route.Pipeline {
 		for _, s := range steps {
 			q := p.Queue(s)
 			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
-				_, _ = c.Transport().DeleteQueue(ctx, n)
+				_, _ = brokertest.Driver(c).DeleteQueue(ctx, n)
 			}
 		}
-		_ = c.Transport().DeleteExchange(ctx, p.Name())
+		_ = brokertest.Driver(c).DeleteExchange(ctx, p.Name())
 	})
 	return p
 }
@@ -91,18 +93,18 @@ func runMetrics(t *testing.T, r *sdkmetric.ManualReader) map[string]runMetric {
 	}
 	out := map[string]runMetric{}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != acemq.InstrumentationScope {
+		if sm.Scope.Name != telemetry.Scope {
 			continue
 		}
 		for _, m := range sm.Metrics {
 			switch m.Name {
-			case route.MetricRunTotal:
+			case "acemq.pipeline.run.total":
 				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 					e := out[key(dp.Attributes)]
 					e.Count = dp.Value
 					out[key(dp.Attributes)] = e
 				}
-			case route.MetricRunDuration:
+			case "acemq.pipeline.run.duration":
 				if m.Unit != "s" {
 					t.Errorf("%s has unit %q, want s", m.Name, m.Unit)
 				}
@@ -146,7 +148,7 @@ func TestPipelineRunsThreeSteps(t *testing.T) {
 		for _, step := range p.Steps() {
 			ch := make(chan acemq.Message[Order], 1)
 			at[step] = ch
-			cons, err := route.Step(ctx, p, step, func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+			cons, err := route.Step(ctx, p, step, func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 				o := m.Payload
 				o.Trail = append(o.Trail, step)
 				offer(ch, m)
@@ -163,7 +165,7 @@ func TestPipelineRunsThreeSteps(t *testing.T) {
 		defer brokertest.Stop(t, consumers...)
 
 		startEnv := acemq.MustEnvelope(acemq.Fields{CorrelationID: "corr-1", Headers: map[string]any{"x-tenant": "acme"}})
-		runID, err := p.Start(ctx, Order{ID: "o-1"}, route.StartWith(startEnv))
+		runID, err := p.Start(ctx, Order{ID: "o-1"}, route.WithEnvelope(startEnv))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,13 +187,13 @@ func TestPipelineRunsThreeSteps(t *testing.T) {
 			if e.CorrelationID() != "corr-1" || e.Attempt() != 1 {
 				t.Fatalf("hop %d correlation %q attempt %d", i, e.CorrelationID(), e.Attempt())
 			}
-			if !e.FirstSeen().Equal(e1.FirstSeen()) || !e.FirstSeenKnown() {
+			if !e.FirstSeen().Equal(e1.FirstSeen()) || !known(e) {
 				t.Fatalf("hop %d first seen %v, want the run's %v", i, e.FirstSeen(), e1.FirstSeen())
 			}
 			if v, _ := e.Header("x-tenant"); v != "acme" {
 				t.Fatalf("hop %d lost x-tenant: %v", i, e.Headers())
 			}
-			if _, ok := e.Header(acemq.HeaderRoutingSlip); ok {
+			if _, ok := e.Header(wire.HeaderRoutingSlip); ok {
 				t.Fatalf("hop %d carries a JSON slip in a declared run", i)
 			}
 		}
@@ -233,13 +235,13 @@ func TestStepProducingNothingEndsTheRunEarly(t *testing.T) {
 		p := pipeline(t, c, "one", "two")
 		ctx := context.Background()
 		var second atomic.Int32
-		c1, err := route.Step(ctx, p, "one", func(context.Context, acemq.Message[Order]) (route.Result[Order], error) {
+		c1, err := route.Step(ctx, p, "one", func(context.Context, acemq.Message[Order]) (route.Output[Order], error) {
 			return route.End[Order](), nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c2, err := route.Step(ctx, p, "two", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		c2, err := route.Step(ctx, p, "two", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			second.Add(1)
 			return route.Forward(m.Payload), nil
 		})
@@ -254,7 +256,7 @@ func TestStepProducingNothingEndsTheRunEarly(t *testing.T) {
 		if m.Count != 1 || !m.HasDur {
 			t.Fatalf("ended_early metric %+v", m)
 		}
-		info, err := c.Transport().InspectQueue(ctx, p.Queue("two"))
+		info, err := brokertest.Driver(c).InspectQueue(ctx, p.Queue("two"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,14 +273,14 @@ func TestSlipRun(t *testing.T) {
 		q1, q2 := brokertest.Queue(t, c, "rt"), brokertest.Queue(t, c, "rt")
 		at1 := make(chan acemq.Message[Order], 1)
 		at2 := make(chan acemq.Message[Order], 1)
-		s1, err := route.Serve(ctx, c, q1, func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		s1, err := route.Serve(ctx, c, q1, func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(at1, m)
 			return route.Forward(m.Payload), nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s2, err := route.Serve(ctx, c, q2, func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		s2, err := route.Serve(ctx, c, q2, func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(at2, m)
 			return route.End[Order](), nil
 		})
@@ -295,14 +297,14 @@ func TestSlipRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		m1, m2 := brokertest.Receive(t, at1), brokertest.Receive(t, at2)
-		raw1, _ := m1.Envelope.Header(acemq.HeaderRoutingSlip)
+		raw1, _ := m1.Envelope.Header(wire.HeaderRoutingSlip)
 		if raw1 != slip.String() {
 			t.Fatalf("slip at stop 1: %v", raw1)
 		}
 		if m1.Envelope.ID() != sent.ID() {
 			t.Fatal("the first stop did not get the message StartSlip sent")
 		}
-		raw2, _ := m2.Envelope.Header(acemq.HeaderRoutingSlip)
+		raw2, _ := m2.Envelope.Header(wire.HeaderRoutingSlip)
 		s, err := route.ParseSlip([]byte(raw2.(string)))
 		if err != nil {
 			t.Fatal(err)
@@ -335,13 +337,13 @@ func TestJSONSlipWinsOverADeclaredRoute(t *testing.T) {
 		p := pipeline(t, c, "a", "b")
 		side := brokertest.Queue(t, c, "rt")
 		var atB atomic.Int32
-		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			return route.Forward(m.Payload), nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			atB.Add(1)
 			return route.Forward(m.Payload), nil
 		})
@@ -350,14 +352,14 @@ func TestJSONSlipWinsOverADeclaredRoute(t *testing.T) {
 		}
 		defer brokertest.Stop(t, ca, cb)
 		slip := route.NewSlip(route.Stop{Exchange: p.Name(), RoutingKey: "a", Name: "a"}, route.Stop{Exchange: "", RoutingKey: side, Name: "side"})
-		env := acemq.MustEnvelope(acemq.Fields{Route: []string{"a", "b"}, RouteID: "run-1", Headers: map[string]any{acemq.HeaderRoutingSlip: slip.String()}})
+		env := acemq.MustEnvelope(acemq.Fields{Route: []string{"a", "b"}, RouteID: "run-1", Headers: map[string]any{wire.HeaderRoutingSlip: slip.String()}})
 		body, _ := json.Marshal(Order{ID: "o-4"})
-		if err := c.Publish(ctx, acemq.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: body}); err != nil {
+		if err := brokertest.Publish(ctx, c, brokertest.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: body}); err != nil {
 			t.Fatal(err)
 		}
 		d := brokertest.Get(t, c, side)
 		got := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
-		raw, _ := got.Header(acemq.HeaderRoutingSlip)
+		raw, _ := got.Header(wire.HeaderRoutingSlip)
 		s, err := route.ParseSlip([]byte(raw.(string)))
 		if err != nil || len(s.Steps) != 1 || s.Steps[0].Name != "side" || len(s.Done) != 1 {
 			t.Fatalf("slip %v (%v)", raw, err)
@@ -378,20 +380,20 @@ func TestUnparseableSlipIsDeadLettered(t *testing.T) {
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b")
 		var called atomic.Int32
-		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			called.Add(1)
 			return route.Forward(m.Payload), nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := acemq.MustEnvelope(acemq.Fields{Headers: map[string]any{acemq.HeaderRoutingSlip: `{"steps":`}})
-		if err := c.Publish(ctx, acemq.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: []byte(`{"id":"o-5"}`)}); err != nil {
+		env := acemq.MustEnvelope(acemq.Fields{Headers: map[string]any{wire.HeaderRoutingSlip: `{"steps":`}})
+		if err := brokertest.Publish(ctx, c, brokertest.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: []byte(`{"id":"o-5"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
-		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Error()
+		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "routing slip") {
 			t.Fatalf("reason %q", reason)
 		}
@@ -408,14 +410,14 @@ func TestMessageWithoutARouteGetsAFreshOne(t *testing.T) {
 		p := pipeline(t, c, "a", "b", "c")
 		atB := make(chan acemq.Message[Order], 1)
 		atC := make(chan acemq.Message[Order], 1)
-		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(atB, m)
 			return route.Forward(m.Payload), nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cc, err := route.Step(ctx, p, "c", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		cc, err := route.Step(ctx, p, "c", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(atC, m)
 			return route.Forward(m.Payload), nil
 		})
@@ -444,14 +446,14 @@ func TestRouteWithoutRunIDGetsOneOnTheNextHop(t *testing.T) {
 		p := pipeline(t, c, "a", "b")
 		atA := make(chan acemq.Message[Order], 1)
 		atB := make(chan acemq.Message[Order], 1)
-		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(atA, m)
 			return route.Forward(m.Payload), nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(atB, m)
 			return route.End[Order](), nil
 		})
@@ -482,17 +484,17 @@ func TestStepRetryPolicyPassesThrough(t *testing.T) {
 		var tries atomic.Int32
 		atA := make(chan acemq.Message[Order], 2)
 		atB := make(chan acemq.Message[Order], 1)
-		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(atA, m)
 			if tries.Add(1) == 1 {
-				return route.Result[Order]{}, fmt.Errorf("the inventory service timed out")
+				return route.Output[Order]{}, fmt.Errorf("the inventory service timed out")
 			}
 			return route.Forward(m.Payload), nil
 		}, acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			offer(atB, m)
 			return route.End[Order](), nil
 		})
@@ -525,12 +527,12 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 		t.Cleanup(func() {
 			q := p.Queue("a")
 			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
-				_, _ = c.Transport().DeleteQueue(context.Background(), n)
+				_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), n)
 			}
-			_ = c.Transport().DeleteExchange(context.Background(), p.Name())
+			_ = brokertest.Driver(c).DeleteExchange(context.Background(), p.Name())
 		})
 		// Only step a's consumer runs (and declares its queue); b's queue does not exist.
-		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			return route.Forward(m.Payload), nil
 		})
 		if err != nil {
@@ -543,8 +545,8 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
-		if !strings.HasPrefix(env.Error(), "exhausted 1 attempts: ") || !strings.Contains(env.Error(), "312") {
-			t.Fatalf("reason %q", env.Error())
+		if !strings.HasPrefix(env.Reason(), "exhausted 1 attempts: ") || !strings.Contains(env.Reason(), "312") {
+			t.Fatalf("reason %q", env.Reason())
 		}
 		if env.RouteID() != runID || env.RoutePosition() != 0 {
 			t.Fatalf("dead letter run %q position %d", env.RouteID(), env.RoutePosition())
@@ -557,7 +559,7 @@ func TestServeWithoutASlipDeadLetters(t *testing.T) {
 		c, _ := connect(t, url)
 		ctx := context.Background()
 		q := brokertest.Queue(t, c, "rt")
-		s, err := route.Serve(ctx, c, q, func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		s, err := route.Serve(ctx, c, q, func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			return route.Forward(m.Payload), nil
 		})
 		if err != nil {
@@ -569,7 +571,7 @@ func TestServeWithoutASlipDeadLetters(t *testing.T) {
 		}
 		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
 		brokertest.Stop(t, s)
-		if r := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Error(); !strings.Contains(r, "acemq-routing-slip") {
+		if r := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason(); !strings.Contains(r, "acemq-routing-slip") {
 			t.Fatalf("reason %q", r)
 		}
 	})
@@ -596,7 +598,7 @@ func TestNewPipelineRefusesBadNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := route.Step(context.Background(), p, "nope", func(context.Context, acemq.Message[Order]) (route.Result[Order], error) {
+	if _, err := route.Step(context.Background(), p, "nope", func(context.Context, acemq.Message[Order]) (route.Output[Order], error) {
 		return route.End[Order](), nil
 	}); err == nil {
 		t.Fatal("Step accepted a step the pipeline does not have")
@@ -612,7 +614,7 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		ctx := context.Background()
 		p := pipeline(t, c, "a", "b")
 		var tries atomic.Int32
-		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			tries.Add(1)
 			return route.Forward(m.Payload).WithHeader("x-acemq-mine", "no"), nil
 		}, acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
@@ -624,7 +626,7 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		}
 		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
-		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Error()
+		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "x-acemq-mine") {
 			t.Fatalf("reason %q", reason)
 		}
@@ -635,4 +637,10 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 			t.Fatalf("%d messages reached step b", n)
 		}
 	})
+}
+
+// known reports whether e's first-seen time came with the message.
+func known(e acemq.Envelope) bool {
+	_, ok := e.Age()
+	return ok
 }

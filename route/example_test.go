@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/route"
 )
 
@@ -35,7 +35,7 @@ func ExamplePipeline() {
 	}
 	finished := make(chan acemq.Message[Shipment], 1)
 	for _, step := range p.Steps() {
-		_, err := route.Step(ctx, p, step, func(_ context.Context, m acemq.Message[Shipment]) (route.Result[Shipment], error) {
+		_, err := route.Step(ctx, p, step, func(_ context.Context, m acemq.Message[Shipment]) (route.Output[Shipment], error) {
 			s := m.Payload
 			s.Trail = append(s.Trail, step)
 			if step == "ship" {
@@ -72,15 +72,15 @@ func ExampleStartSlip() {
 	}
 	defer conn.Close(ctx)
 	for _, q := range []string{"resize", "publish"} {
-		if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
+		if err := acemq.NewTopology().Queue(q).Apply(ctx, conn); err != nil {
 			panic(err)
 		}
 	}
 	last := make(chan string, 1)
 	for _, q := range []string{"resize", "publish"} {
-		_, err := route.Serve(ctx, conn, q, func(_ context.Context, m acemq.Message[string]) (route.Result[string], error) {
+		_, err := route.Serve(ctx, conn, q, func(_ context.Context, m acemq.Message[string]) (route.Output[string], error) {
 			if q == "publish" {
-				slip, _ := m.Envelope.Header(acemq.HeaderRoutingSlip)
+				slip, _ := m.Envelope.Header(wire.HeaderRoutingSlip)
 				last <- fmt.Sprint(slip)
 			}
 			return route.Forward(m.Payload + " " + q + "d"), nil

@@ -25,7 +25,7 @@ func TestFaultConnectionDropMidRunLosesNoRun(t *testing.T) {
 	var calls atomic.Int32
 	var mu sync.Mutex
 	finished := map[string]int{}
-	ca, err := route.Step(ctx, p, "a", func(ctx context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+	ca, err := route.Step(ctx, p, "a", func(ctx context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 		if calls.Add(1) == runs/2 {
 			testenv.Rabbitmqctl(t, "close_all_connections", "route fault test")
 		}
@@ -34,7 +34,7 @@ func TestFaultConnectionDropMidRunLosesNoRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Result[Order], error) {
+	cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 		mu.Lock()
 		finished[m.Envelope.RouteID()]++
 		mu.Unlock()

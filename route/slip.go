@@ -28,7 +28,7 @@ func (s Stop) label() string {
 }
 
 // Slip is the JSON routing slip carried in the acemq-routing-slip header
-// (WIRE.md §3.3, §9.1): the stops still to run, the first being the one the
+// (docs/wire.md §3.3, §9.1): the stops still to run, the first being the one the
 // message is addressed to, and the stops done. The slip, not any declared
 // pipeline, decides where a message goes next. It carries no run id.
 type Slip struct {

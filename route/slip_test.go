@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The example of WIRE.md §3.3, byte for byte.
+// The example of docs/wire.md §3.3, byte for byte.
 const wireExample = `{"steps":[{"exchange":"shipping","routingKey":"order.ship","name":"ship"}],"done":[{"exchange":"orders","routingKey":"order.validate","name":"validate","completedAt":"2026-01-02T03:04:05Z"}]}`
 
 func TestSlipWireExampleRoundTrips(t *testing.T) {

@@ -39,7 +39,7 @@
 //
 // # The wire
 //
-// The package follows WIRE.md §8 exactly, so requesters and responders of
+// The package follows docs/wire.md §8 exactly, so requesters and responders of
 // every sibling library, and plain AMQP RPC clients and servers that only use
 // the reply-to and correlation-id properties, interoperate with it. A request
 // carries the reply address twice (the acemq-reply-to header and the AMQP

@@ -36,7 +36,7 @@ func Example() {
 	responder, err := rpc.Serve(ctx, conn, "price-requests",
 		func(ctx context.Context, m acemq.Message[PriceRequest]) (Quote, error) {
 			return Quote{Pence: 250}, nil
-		}, acemq.Concurrency(4))
+		}, acemq.WithConcurrency(4))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,23 +81,23 @@ func ExampleResponderError() {
 	}
 	fmt.Println(responder.Answered())
 	// Output:
-	// errorString: out of stock
+	// Error: out of stock
 	// 0
 }
 
 // No reply in time is a timeout: it matches rpc.ErrTimeout and
 // context.DeadlineExceeded. It says no answer arrived, not that nothing
 // happened.
-func ExampleTimeout() {
+func ExampleWithTimeout() {
 	ctx := context.Background()
 	conn, _ := acemq.Connect(ctx, "memory://example-rpc-timeout")
 	defer conn.Close(ctx)
 	_ = acemq.NewTopology().Queue("nobody-home").Apply(ctx, conn)
 
-	ask, _ := rpc.Open[PriceRequest, Quote](ctx, conn, "", "nobody-home", rpc.Timeout(5*time.Second))
+	ask, _ := rpc.Open[PriceRequest, Quote](ctx, conn, "", "nobody-home", rpc.WithTimeout(5*time.Second))
 	defer ask.Close(ctx)
 
-	_, err := ask.Ask(ctx, PriceRequest{SKU: "A-1"}, rpc.Timeout(20*time.Millisecond))
+	_, err := ask.Ask(ctx, PriceRequest{SKU: "A-1"}, rpc.WithTimeout(20*time.Millisecond))
 	fmt.Println(errors.Is(err, rpc.ErrTimeout), errors.Is(err, context.DeadlineExceeded), ask.TimedOut())
 	// Output: true true 1
 }

@@ -37,7 +37,7 @@ func TestFaultConnectionsDropped(t *testing.T) {
 
 	held := make(chan error, 1)
 	go func() {
-		_, err := r.Ask(bg, priceRequest{SKU: "held"}, rpc.Timeout(20*time.Second))
+		_, err := r.Ask(bg, priceRequest{SKU: "held"}, rpc.WithTimeout(20*time.Second))
 		held <- err
 	}()
 	testenv.Eventually(t, "the held call to be outstanding", func() bool { return r.Outstanding() == 1 })
@@ -53,7 +53,7 @@ func TestFaultConnectionsDropped(t *testing.T) {
 
 	deadline := time.Now().Add(time.Minute)
 	for {
-		got, err := r.Ask(bg, priceRequest{SKU: "AB"}, rpc.Timeout(2*time.Second))
+		got, err := r.Ask(bg, priceRequest{SKU: "AB"}, rpc.WithTimeout(2*time.Second))
 		if err == nil {
 			if got.Pence != 200 {
 				t.Fatalf("after recovery: %+v", got)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // FuzzReply feeds arbitrary replies (the headers, properties and body a
@@ -23,13 +24,13 @@ func FuzzReply(f *testing.F) {
 		}
 		h := map[string]any{}
 		if corr != "" {
-			h[acemq.HeaderCorrelation] = corr
+			h[wire.HeaderCorrelation] = corr
 		}
 		if causation != "" {
-			h[acemq.HeaderCausation] = []byte(causation)
+			h[wire.HeaderCausation] = []byte(causation)
 		}
 		if id != "" {
-			h[acemq.HeaderID] = id
+			h[wire.HeaderID] = id
 		}
 		if errText != "" {
 			h[HeaderError] = errText

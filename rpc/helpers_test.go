@@ -55,7 +55,7 @@ func newEnv(t *testing.T, url string) *env {
 		names := e.names
 		e.mu.Unlock()
 		for _, n := range names {
-			_, _ = admin.Transport().DeleteQueue(ctx, n)
+			_, _ = brokertest.Driver(admin).DeleteQueue(ctx, n)
 		}
 		_ = admin.Close(ctx)
 	})
@@ -63,7 +63,7 @@ func newEnv(t *testing.T, url string) *env {
 }
 
 // connect opens a connection closed when the test ends.
-func (e *env) connect(opts ...acemq.Option) *acemq.Conn {
+func (e *env) connect(opts ...acemq.ConnOption) *acemq.Conn {
 	e.t.Helper()
 	c, err := acemq.Connect(context.Background(), e.url, opts...)
 	if err != nil {
@@ -96,7 +96,7 @@ func (e *env) forget(names ...string) {
 func (e *env) queue(prefix string) string {
 	e.t.Helper()
 	n := e.name(prefix)
-	if _, err := e.admin.Transport().DeclareQueue(context.Background(), driver.Queue{Name: n, Durable: true}); err != nil {
+	if _, err := brokertest.Driver(e.admin).DeclareQueue(context.Background(), driver.Queue{Name: n, Durable: true}); err != nil {
 		e.t.Fatalf("declare %s: %v", n, err)
 	}
 	return n
@@ -119,7 +119,7 @@ func (e *env) depth(queue string) int {
 // on one goroutine until the test ends.
 func rawConsume(t *testing.T, c *acemq.Conn, queue string, f func(d driver.Delivery)) {
 	t.Helper()
-	sub, err := c.Transport().Consume(context.Background(), driver.ConsumeSpec{Queue: queue, Prefetch: 10})
+	sub, err := brokertest.Driver(c).Consume(context.Background(), driver.ConsumeSpec{Queue: queue, Prefetch: 10})
 	if err != nil {
 		t.Fatalf("raw consume %s: %v", queue, err)
 	}
@@ -244,7 +244,7 @@ func (a hookAck) Ack(tag uint64) error {
 }
 
 // connectHooked opens a connection whose transport runs through h.
-func (e *env) connectHooked(h *hooks, opts ...acemq.Option) *acemq.Conn {
+func (e *env) connectHooked(h *hooks, opts ...acemq.ConnOption) *acemq.Conn {
 	e.t.Helper()
 	scheme := fmt.Sprintf("rpchook%d", hookSeq.Add(1))
 	inner := e.url[:strings.Index(e.url, "://")]

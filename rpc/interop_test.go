@@ -9,7 +9,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rpc"
 	"github.com/google/uuid"
 )
@@ -34,21 +36,21 @@ func TestInteropForeignResponders(t *testing.T) {
 
 		plain := e.queue("plain")
 		rawConsume(t, foreign, plain, func(d driver.Delivery) {
-			_ = foreign.Transport().Publish(bg, driver.Message{
+			_ = brokertest.Driver(foreign).Publish(bg, driver.Message{
 				RoutingKey: d.ReplyTo, CorrelationID: d.CorrelationID,
 				ContentType: "application/json", Body: plainPrice(d.Body),
 			})
 		})
 		headerOnly := e.queue("header-only")
 		rawConsume(t, foreign, headerOnly, func(d driver.Delivery) {
-			_ = foreign.Transport().Publish(bg, driver.Message{
+			_ = brokertest.Driver(foreign).Publish(bg, driver.Message{
 				RoutingKey:  str(d.Headers[rpc.HeaderReplyTo]),
-				Headers:     driver.Table{acemq.HeaderCorrelation: d.Headers[acemq.HeaderCorrelation], acemq.HeaderID: uuid.NewString()},
+				Headers:     driver.Table{wire.HeaderCorrelation: d.Headers[wire.HeaderCorrelation], wire.HeaderID: uuid.NewString()},
 				ContentType: "application/json", Body: plainPrice(d.Body),
 			})
 		})
 		for _, q := range []string{plain, headerOnly} {
-			r := open[priceRequest, quote](t, conn, "", q, rpc.Timeout(time.Minute))
+			r := open[priceRequest, quote](t, conn, "", q, rpc.WithTimeout(time.Minute))
 			got, err := r.Ask(bg, priceRequest{SKU: "ABC"})
 			if err != nil || got.Pence != 300 {
 				t.Fatalf("%s: Ask = %+v, %v", q, got, err)
@@ -68,7 +70,7 @@ func TestInteropForeignClients(t *testing.T) {
 		client := e.connect()
 		replies := e.queue("replies")
 
-		if err := client.Transport().Publish(bg, driver.Message{
+		if err := brokertest.Driver(client).Publish(bg, driver.Message{
 			RoutingKey: q, ReplyTo: replies, CorrelationID: "plain-1",
 			ContentType: "application/json", Body: []byte(`{"sku":"AB"}`),
 		}); err != nil {
@@ -79,15 +81,15 @@ func TestInteropForeignClients(t *testing.T) {
 			t.Fatalf("plain client got correlation-id %q body %q", d.CorrelationID, d.Body)
 		}
 
-		if err := client.Transport().Publish(bg, driver.Message{
-			RoutingKey: q, Headers: driver.Table{rpc.HeaderReplyTo: replies, acemq.HeaderCorrelation: "header-1"},
+		if err := brokertest.Driver(client).Publish(bg, driver.Message{
+			RoutingKey: q, Headers: driver.Table{rpc.HeaderReplyTo: replies, wire.HeaderCorrelation: "header-1"},
 			ContentType: "application/json", Body: []byte(`{"sku":"ABC"}`),
 		}); err != nil {
 			t.Fatal(err)
 		}
 		d = e.get(replies)
-		if str(d.Headers[acemq.HeaderCorrelation]) != "header-1" || d.CorrelationID != "header-1" || string(d.Body) != `{"pence":300}` {
-			t.Fatalf("header-only client got correlation %v, correlation-id %q, body %q", d.Headers[acemq.HeaderCorrelation], d.CorrelationID, d.Body)
+		if str(d.Headers[wire.HeaderCorrelation]) != "header-1" || d.CorrelationID != "header-1" || string(d.Body) != `{"pence":300}` {
+			t.Fatalf("header-only client got correlation %v, correlation-id %q, body %q", d.Headers[wire.HeaderCorrelation], d.CorrelationID, d.Body)
 		}
 		if responder.Answered() != 2 || responder.Unanswerable() != 0 {
 			t.Fatalf("Answered %d Unanswerable %d", responder.Answered(), responder.Unanswerable())
@@ -96,7 +98,7 @@ func TestInteropForeignClients(t *testing.T) {
 }
 
 // 9. A reply is matched by x-acemq-correlation as written, else the AMQP
-// correlation-id property, else x-acemq-causation, in that order (WIRE.md
+// correlation-id property, else x-acemq-causation, in that order (docs/wire.md
 // §8.2).
 func TestInteropCorrelationSources(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
@@ -105,7 +107,7 @@ func TestInteropCorrelationSources(t *testing.T) {
 		requests := make(chan driver.Delivery, 8)
 		foreign := e.connect()
 		rawConsume(t, foreign, q, func(d driver.Delivery) { requests <- d })
-		r := open[priceRequest, quote](t, conn, "", q, rpc.Timeout(time.Minute))
+		r := open[priceRequest, quote](t, conn, "", q, rpc.WithTimeout(time.Minute))
 
 		type answer struct {
 			sku string
@@ -122,15 +124,15 @@ func TestInteropCorrelationSources(t *testing.T) {
 			return d.CorrelationID
 		}
 		reply := func(pence int, corrHeader, corrProperty, causation string) {
-			h := driver.Table{acemq.HeaderID: uuid.NewString()}
+			h := driver.Table{wire.HeaderID: uuid.NewString()}
 			if corrHeader != "" {
-				h[acemq.HeaderCorrelation] = corrHeader
+				h[wire.HeaderCorrelation] = corrHeader
 			}
 			if causation != "" {
-				h[acemq.HeaderCausation] = causation
+				h[wire.HeaderCausation] = causation
 			}
 			body, _ := json.Marshal(quote{Pence: pence})
-			if err := foreign.Transport().Publish(bg, driver.Message{RoutingKey: r.ReplyQueue(), CorrelationID: corrProperty, Headers: h, ContentType: "application/json", Body: body}); err != nil {
+			if err := brokertest.Driver(foreign).Publish(bg, driver.Message{RoutingKey: r.ReplyQueue(), CorrelationID: corrProperty, Headers: h, ContentType: "application/json", Body: body}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -179,7 +181,7 @@ func TestInteropCorrelationSources(t *testing.T) {
 func TestInteropThroughAnExchange(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		q := e.queue("prices")
-		if err := e.admin.Transport().Bind(bg, driver.Binding{Queue: q, Exchange: "amq.topic", RoutingKey: "price.#"}); err != nil {
+		if err := brokertest.Driver(e.admin).Bind(bg, driver.Binding{Queue: q, Exchange: "amq.topic", RoutingKey: "price.#"}); err != nil {
 			t.Fatal(err)
 		}
 		serve(t, e.connect(), q, func(_ context.Context, m acemq.Message[priceRequest]) (quote, error) {

@@ -9,88 +9,28 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/plumbing"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultTimeout is the deadline of a call when neither Open nor Ask is
-// given a Timeout.
+// given WithTimeout.
 const DefaultTimeout = 30 * time.Second
 
 // ReplyQueuePrefix begins the name of every generated reply queue:
 // acemq-reply-<uuid>.
 const ReplyQueuePrefix = "acemq-reply-"
 
-// The two unreserved headers of request and reply (WIRE.md §3.2). A request
-// carries the reply address in HeaderReplyTo and in the AMQP reply-to
-// property; a failure reply carries HeaderError = "TypeName: message".
+// The two unreserved headers of request and reply (docs/wire.md §3.2). A
+// request carries the reply address in HeaderReplyTo and in the AMQP
+// reply-to property; a failure reply carries HeaderError = "TypeName:
+// message".
 const (
-	HeaderReplyTo = acemq.HeaderReplyTo
-	HeaderError   = acemq.HeaderReplyError
+	HeaderReplyTo = wire.HeaderReplyTo
+	HeaderError   = wire.HeaderReplyError
 )
-
-// Option configures Open.
-type Option interface{ applyOpen(*openConfig) }
-
-// AskOption configures one Ask.
-type AskOption interface{ applyAsk(*askConfig) }
-
-type openConfig struct {
-	timeout    time.Duration
-	codec      acemq.Codec
-	replyQueue string
-}
-
-type askConfig struct {
-	timeout time.Duration
-	env     acemq.Envelope
-}
-
-type openOptionFunc func(*openConfig)
-
-func (f openOptionFunc) applyOpen(c *openConfig) { f(c) }
-
-type askOptionFunc func(*askConfig)
-
-func (f askOptionFunc) applyAsk(c *askConfig) { f(c) }
-
-// TimeoutOption sets a call's deadline; it is both an Option (every call of
-// the requester) and an AskOption (one call).
-type TimeoutOption struct{ d time.Duration }
-
-func (o TimeoutOption) applyOpen(c *openConfig) { c.timeout = o.d }
-func (o TimeoutOption) applyAsk(c *askConfig)   { c.timeout = o.d }
-
-// Timeout sets how long a call waits for its reply: given to Open, for every
-// call (default 30 s); given to Ask, for that call. Zero or negative is
-// refused, by Open and by Ask, rather than making a call that cannot
-// succeed.
-func Timeout(d time.Duration) TimeoutOption { return TimeoutOption{d} }
-
-// ReplyQueue makes the requester answer on a named queue instead of a
-// generated one: an ordinary durable quorum queue that survives restarts.
-// That is a decision, not a convenience: a named reply queue that outlives
-// its requester collects answers nobody is waiting for.
-func ReplyQueue(name string) Option {
-	return openOptionFunc(func(c *openConfig) { c.replyQueue = name })
-}
-
-// WithCodec sets the codec that encodes requests and decodes replies
-// (default acemq.JSON).
-func WithCodec(c acemq.Codec) Option {
-	return openOptionFunc(func(o *openConfig) { o.codec = c })
-}
-
-// WithEnvelope asks with env (built with acemq.NewEnvelope) instead of a
-// fresh envelope. Its type, version, causation, origin and headers are sent
-// as given; its id and correlation are replaced by the call's own id, which
-// is what pairs the reply with the call. An empty origin is stamped with the
-// connection's.
-func WithEnvelope(env acemq.Envelope) AskOption {
-	return askOptionFunc(func(c *askConfig) { c.env = env })
-}
 
 // Requester asks questions of a responder: it owns one reply queue, one
 // consumer of its own and the calls still outstanding. Build it with Open;
@@ -105,6 +45,7 @@ type Requester[Req, Rep any] struct {
 	replyQueue string
 	generated  bool
 	tel        *telemetry
+	plumb      *plumbing.Conn
 
 	consumer *acemq.Consumer
 
@@ -137,16 +78,16 @@ type result struct {
 // .parked or rungs): every reply is accepted, matched or not.
 //
 // ctx bounds the start-up only.
-func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routingKey string, opts ...Option) (*Requester[Req, Rep], error) {
+func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routingKey string, opts ...RequesterOption) (*Requester[Req, Rep], error) {
 	if conn == nil {
 		return nil, errors.New("rpc: Open needs a connection")
 	}
-	cfg := openConfig{timeout: DefaultTimeout, codec: acemq.JSON}
+	cfg := requesterConfig{timeout: DefaultTimeout, codec: acemq.JSON}
 	for _, o := range opts {
-		o.applyOpen(&cfg)
+		o.applyRequester(&cfg)
 	}
 	if cfg.timeout <= 0 {
-		return nil, fmt.Errorf("rpc: the request timeout must be positive, not %s: a requester whose calls time out at once could never succeed", cfg.timeout)
+		return nil, fmt.Errorf("rpc: WithTimeout(%s): the request timeout must be positive: a requester whose calls time out at once could never succeed; the default is %s", cfg.timeout, DefaultTimeout)
 	}
 	if cfg.codec == nil {
 		return nil, errors.New("rpc: WithCodec was given a nil codec")
@@ -162,26 +103,29 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 		codec:      cfg.codec,
 		replyQueue: cfg.replyQueue,
 		calls:      map[string]*call{},
-		tel:        newTelemetry(conn, exchange, routingKey),
+		plumb:      plumbing.ConnOf(conn),
 	}
-	q := driver.Queue{Name: cfg.replyQueue, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}
+	r.tel = newTelemetry(r.plumb, exchange, routingKey)
+	// A named reply queue is an ordinary durable queue (quorum); a
+	// generated one is transient, exclusive and auto-deleting, which the
+	// topology makes classic (docs/wire.md §5.3, §5.5).
+	topo := acemq.NewTopology().Queue(cfg.replyQueue)
 	if cfg.replyQueue == "" {
 		r.generated = true
 		r.replyQueue = ReplyQueuePrefix + uuid.NewString()
-		// Classic is the argument's absence (WIRE.md §5.3).
-		q = driver.Queue{Name: r.replyQueue, Exclusive: true, AutoDelete: true}
+		topo = acemq.NewTopology().Queue(r.replyQueue, acemq.WithDurable(false), acemq.WithExclusive(), acemq.WithAutoDelete())
 	}
-	if _, err := conn.Transport().DeclareQueue(ctx, q); err != nil {
+	if err := topo.Apply(ctx, conn); err != nil {
 		return nil, fmt.Errorf("rpc: declaring the reply queue %q: %w", r.replyQueue, err)
 	}
 	// The requester exists before its consumer subscribes, and the handler
 	// closes over it: a reply delivered during start-up is counted.
 	c, err := acemq.Consume(ctx, conn, r.replyQueue, r.onReply,
-		acemq.NoDeclare(), acemq.WithCodec(acemq.Bytes), acemq.ConsumerTag(r.replyQueue))
+		acemq.WithDeclarations(false), acemq.WithCodec(acemq.Bytes), acemq.WithConsumerTag(r.replyQueue))
 	if err != nil {
 		if r.generated {
 			// Nothing half-built is left behind on a connection that lives on.
-			_, _ = conn.Transport().DeleteQueue(context.WithoutCancel(ctx), r.replyQueue)
+			_ = topo.Delete(context.WithoutCancel(ctx), conn)
 		}
 		return nil, fmt.Errorf("rpc: starting the reply consumer on %q: %w", r.replyQueue, err)
 	}
@@ -231,8 +175,8 @@ func (r *Requester[Req, Rep]) Outstanding() int {
 }
 
 // Ask publishes req and waits for the reply, which it decodes into a Rep.
-// The call ends at the first of: the reply, the deadline (Timeout, default
-// the requester's), ctx, or Close. It fails with
+// The call ends at the first of: the reply, the deadline (WithTimeout,
+// default the requester's), ctx, or Close. It fails with
 //
 //   - a *ResponderError when the responder replied that it failed, at once;
 //   - the codec's error when the reply cannot be decoded, at once;
@@ -245,26 +189,36 @@ func (r *Requester[Req, Rep]) Outstanding() int {
 // the AMQP reply-to property. The call is registered before the request is
 // published, so a reply that arrives before the publish returns is not
 // lost. Ask is safe for concurrent use.
-func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...AskOption) (Rep, error) {
+func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOption) (Rep, error) {
 	var zero Rep
-	cfg := askConfig{timeout: r.timeout}
+	cfg := callConfig{timeout: r.timeout}
 	for _, o := range opts {
-		o.applyAsk(&cfg)
+		o.applyCall(&cfg)
 	}
 	if cfg.timeout <= 0 {
-		return zero, fmt.Errorf("rpc: the request timeout must be positive, not %s", cfg.timeout)
+		return zero, fmt.Errorf("rpc: WithTimeout(%s): the request timeout must be positive", cfg.timeout)
 	}
 	body, err := r.codec.Encode(req)
 	if err != nil {
 		return zero, fmt.Errorf("rpc: encoding the request with %s: %w", r.codec.ContentType(), err)
 	}
+	// A request is a new message: built from the given envelope's fields,
+	// without the unknown x-acemq-* headers a delivered one carries
+	// (docs/wire.md §2.5).
 	id := uuid.NewString()
-	env := cfg.env.WithID(id).WithCorrelationID(id)
-	if env.Origin() == "" {
-		env = env.WithOrigin(r.conn.Origin())
+	f := cfg.env.Fields()
+	f.ID, f.CorrelationID = id, id
+	if f.Origin == "" {
+		f.Origin = r.conn.Origin()
 	}
-	if env, err = env.WithHeader(HeaderReplyTo, r.replyQueue); err != nil {
-		return zero, err // unreachable: the name is not reserved
+	f.Headers[HeaderReplyTo] = r.replyQueue
+	env, err := acemq.NewEnvelope(f)
+	if err != nil {
+		return zero, fmt.Errorf("rpc: the envelope given with WithEnvelope: %w", err)
+	}
+	typ := env.Type()
+	if typ == "" {
+		typ = r.routingKey
 	}
 
 	c := &call{done: make(chan *result, 1)}
@@ -278,20 +232,22 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...AskOptio
 
 	// The timer starts before the publish: the caller's wait begins there.
 	start := time.Now()
-	sctx, span := r.tel.start(ctx, id, env.WireType(r.routingKey))
+	sctx, span := r.tel.start(ctx, id, typ)
 	// One deadline for the publish and the wait: pctx ends at the call's
 	// deadline or with ctx, whichever comes first.
 	pctx, cancel := context.WithTimeout(sctx, cfg.timeout)
 	defer cancel()
 
-	perr := r.conn.Publish(pctx, acemq.Outbound{
+	perr := r.plumb.Publish(pctx, plumbing.Message{
 		Exchange:      r.exchange,
 		RoutingKey:    r.routingKey,
-		Envelope:      env,
+		Mandatory:     true,
 		ContentType:   r.codec.ContentType(),
-		Body:          body,
-		ReplyTo:       r.replyQueue,
+		MessageID:     id,
 		CorrelationID: id,
+		ReplyTo:       r.replyQueue,
+		Headers:       env.AppendHeaders(nil, r.routingKey),
+		Body:          body,
 	})
 	if perr != nil && r.forget(id) {
 		if pctx.Err() != nil {
@@ -391,7 +347,7 @@ func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]
 	return acemq.Accept()
 }
 
-// take finds and removes the call a reply belongs to (WIRE.md §8.2), in
+// take finds and removes the call a reply belongs to (docs/wire.md §8.2), in
 // order: the x-acemq-correlation header as written; the AMQP correlation-id
 // property; the x-acemq-causation header.
 //

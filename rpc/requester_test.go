@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rpc"
 	"github.com/google/uuid"
 )
@@ -34,7 +35,7 @@ func serve[Req, Rep any](t *testing.T, conn *acemq.Conn, queue string, h rpc.Han
 }
 
 // open builds a requester closed when the test ends.
-func open[Req, Rep any](t *testing.T, conn *acemq.Conn, exchange, key string, opts ...rpc.Option) *rpc.Requester[Req, Rep] {
+func open[Req, Rep any](t *testing.T, conn *acemq.Conn, exchange, key string, opts ...rpc.RequesterOption) *rpc.Requester[Req, Rep] {
 	t.Helper()
 	r, err := rpc.Open[Req, Rep](bg, conn, exchange, key, opts...)
 	if err != nil {
@@ -68,22 +69,22 @@ func TestOpenGeneratedReplyQueue(t *testing.T) {
 		// Redeclaring with exactly these settings is accepted: non-durable,
 		// exclusive, auto-delete, and no arguments at all (classic, no
 		// x-expires: both brokers compare those arguments).
-		if _, err := conn.Transport().DeclareQueue(bg, driver.Queue{Name: name, Exclusive: true, AutoDelete: true}); err != nil {
+		if _, err := brokertest.Driver(conn).DeclareQueue(bg, driver.Queue{Name: name, Exclusive: true, AutoDelete: true}); err != nil {
 			t.Fatalf("the reply queue is not transient, exclusive, auto-delete, classic without x-expires: %v", err)
 		}
 		// Exclusive: another connection may not use it.
 		other := e.connect()
-		if _, err := other.Transport().Consume(bg, driver.ConsumeSpec{Queue: name}); err == nil {
+		if _, err := brokertest.Driver(other).Consume(bg, driver.ConsumeSpec{Queue: name}); err == nil {
 			t.Fatal("another connection could consume the reply queue: it is not exclusive")
 		}
 		// The reply consumer declared no dead-letter half.
 		for _, n := range []string{acemq.DeadLetterQueue(name), acemq.ParkedQueue(name)} {
-			if _, err := e.admin.Transport().InspectQueue(bg, n); !isNotFound(err) {
+			if _, err := brokertest.Driver(e.admin).InspectQueue(bg, n); !isNotFound(err) {
 				t.Fatalf("%s: want not found, got %v", n, err)
 			}
 		}
 		if !e.amqp {
-			if err := e.admin.Transport().InspectExchange(bg, acemq.DeadLetterExchange); !isNotFound(err) {
+			if err := brokertest.Driver(e.admin).InspectExchange(bg, acemq.DeadLetterExchange); !isNotFound(err) {
 				t.Fatalf("acemq.dlx was declared by a requester: %v", err)
 			}
 		}
@@ -92,7 +93,7 @@ func TestOpenGeneratedReplyQueue(t *testing.T) {
 		}
 		// Auto-delete: the queue goes with its consumer.
 		testenv.Eventually(t, "the reply queue to be deleted", func() bool {
-			_, err := e.admin.Transport().InspectQueue(bg, name)
+			_, err := brokertest.Driver(e.admin).InspectQueue(bg, name)
 			return isNotFound(err)
 		})
 	})
@@ -106,27 +107,27 @@ func TestOpenNamedReplyQueue(t *testing.T) {
 		q := e.queue("prices")
 		serve(t, conn, q, price)
 		name := e.name("replies")
-		r, err := rpc.Open[priceRequest, quote](bg, conn, "", q, rpc.ReplyQueue(name))
+		r, err := rpc.Open[priceRequest, quote](bg, conn, "", q, rpc.WithReplyQueue(name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.ReplyQueue() != name {
 			t.Fatalf("ReplyQueue() = %q, want %q", r.ReplyQueue(), name)
 		}
-		if _, err := e.admin.Transport().DeclareQueue(bg, driver.Queue{Name: name, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}); err != nil {
+		if _, err := brokertest.Driver(e.admin).DeclareQueue(bg, driver.Queue{Name: name, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}); err != nil {
 			t.Fatalf("the named reply queue is not a durable quorum queue: %v", err)
 		}
 		got, err := r.Ask(bg, priceRequest{SKU: "A-1"})
 		if err != nil || got.Pence != 300 {
 			t.Fatalf("Ask = %+v, %v", got, err)
 		}
-		if _, err := e.admin.Transport().InspectQueue(bg, acemq.DeadLetterQueue(name)); !isNotFound(err) {
+		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, acemq.DeadLetterQueue(name)); !isNotFound(err) {
 			t.Fatalf("the reply consumer declared %s: %v", acemq.DeadLetterQueue(name), err)
 		}
 		if err := r.Close(bg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.admin.Transport().InspectQueue(bg, name); err != nil {
+		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, name); err != nil {
 			t.Fatalf("the named reply queue did not survive Close: %v", err)
 		}
 	})
@@ -139,7 +140,7 @@ func TestOpenRefuses(t *testing.T) {
 		conn := e.connect()
 		q := e.queue("prices")
 		for _, d := range []time.Duration{0, -time.Second} {
-			r, err := rpc.Open[priceRequest, quote](bg, conn, "", q, rpc.Timeout(d))
+			r, err := rpc.Open[priceRequest, quote](bg, conn, "", q, rpc.WithTimeout(d))
 			if err == nil || r != nil {
 				t.Fatalf("Open with Timeout(%s) = %v, %v; want a refusal", d, r, err)
 			}
@@ -168,7 +169,7 @@ func TestAskConcurrent(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		conn := e.connect()
 		q := e.queue("prices")
-		serve(t, conn, q, price, acemq.Concurrency(4))
+		serve(t, conn, q, price, acemq.WithConcurrency(4))
 		r := open[priceRequest, quote](t, conn, "", q)
 		var wg sync.WaitGroup
 		errs := make(chan error, 50)
@@ -206,13 +207,17 @@ func TestAskRequestOnTheWire(t *testing.T) {
 		responder := e.connect()
 		rawConsume(t, responder, q, func(d driver.Delivery) {
 			seen <- d
-			_ = responder.Transport().Publish(bg, driver.Message{RoutingKey: d.ReplyTo, CorrelationID: d.CorrelationID, ContentType: "application/json", Body: []byte(`{"pence":1}`)})
+			_ = brokertest.Driver(responder).Publish(bg, driver.Message{RoutingKey: d.ReplyTo, CorrelationID: d.CorrelationID, ContentType: "application/json", Body: []byte(`{"pence":1}`)})
 		})
 		r := open[priceRequest, quote](t, conn, "", q)
-		given := acemq.MustEnvelope(acemq.Fields{
+		// A delivered envelope, as a handler would pass on: its unknown
+		// x-acemq-* headers belong to that delivery, not to a new request.
+		delivered := acemq.MustEnvelope(acemq.Fields{
 			ID: "caller-id", CorrelationID: "caller-conversation", CausationID: "cause-1",
 			Type: "price.request", Version: 3, Headers: map[string]any{"tenant": "t1"},
-		})
+		}).AppendHeaders(nil, "in")
+		delivered["x-acemq-from-a-newer-sibling"] = "v9"
+		given := acemq.ReadEnvelope(delivered, "in", "caller-id")
 		if _, err := r.Ask(bg, priceRequest{SKU: "A"}, rpc.WithEnvelope(given)); err != nil {
 			t.Fatal(err)
 		}
@@ -221,28 +226,31 @@ func TestAskRequestOnTheWire(t *testing.T) {
 		}
 		first, second := <-seen, <-seen
 		for _, d := range []driver.Delivery{first, second} {
-			id := str(d.Headers[acemq.HeaderID])
+			id := str(d.Headers[wire.HeaderID])
 			if _, err := uuid.Parse(id); err != nil {
 				t.Fatalf("x-acemq-id %q is not a UUID", id)
 			}
-			if d.MessageID != id || str(d.Headers[acemq.HeaderCorrelation]) != id || d.CorrelationID != id {
-				t.Fatalf("id %q, message-id %q, correlation %q, correlation-id %q: want all equal", id, d.MessageID, d.Headers[acemq.HeaderCorrelation], d.CorrelationID)
+			if d.MessageID != id || str(d.Headers[wire.HeaderCorrelation]) != id || d.CorrelationID != id {
+				t.Fatalf("id %q, message-id %q, correlation %q, correlation-id %q: want all equal", id, d.MessageID, d.Headers[wire.HeaderCorrelation], d.CorrelationID)
 			}
 			if d.ReplyTo != r.ReplyQueue() || str(d.Headers[rpc.HeaderReplyTo]) != r.ReplyQueue() {
 				t.Fatalf("reply-to %q, acemq-reply-to %v; want both %q", d.ReplyTo, d.Headers[rpc.HeaderReplyTo], r.ReplyQueue())
 			}
-			if d.ContentType != "application/json" || str(d.Headers[acemq.HeaderOrigin]) != "caller@test" {
-				t.Fatalf("content type %q, origin %v", d.ContentType, d.Headers[acemq.HeaderOrigin])
+			if d.ContentType != "application/json" || str(d.Headers[wire.HeaderOrigin]) != "caller@test" {
+				t.Fatalf("content type %q, origin %v", d.ContentType, d.Headers[wire.HeaderOrigin])
 			}
 		}
 		if first.CorrelationID == second.CorrelationID {
 			t.Fatal("two calls shared a correlation id")
 		}
+		if v, ok := first.Headers["x-acemq-from-a-newer-sibling"]; ok {
+			t.Fatalf("a request carried the unknown reserved header of the envelope it was given: %v", v)
+		}
 		if first.CorrelationID == "caller-id" || first.CorrelationID == "caller-conversation" {
 			t.Fatal("the caller's id or correlation was sent instead of the call's")
 		}
 		h := first.Headers
-		if str(h[acemq.HeaderType]) != "price.request" || str(h[acemq.HeaderCausation]) != "cause-1" || str(h["tenant"]) != "t1" || fmt.Sprint(h[acemq.HeaderVersion]) != "3" {
+		if str(h[wire.HeaderType]) != "price.request" || str(h[wire.HeaderCausation]) != "cause-1" || str(h["tenant"]) != "t1" || fmt.Sprint(h[wire.HeaderVersion]) != "3" {
 			t.Fatalf("the caller's envelope was not kept: %v", h)
 		}
 	})
@@ -252,7 +260,7 @@ func TestAskRequestOnTheWire(t *testing.T) {
 func TestAskUnroutable(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		conn := e.connect()
-		r := open[priceRequest, quote](t, conn, "", "no-such-queue-"+uuid.NewString()[:8], rpc.Timeout(time.Hour))
+		r := open[priceRequest, quote](t, conn, "", "no-such-queue-"+uuid.NewString()[:8], rpc.WithTimeout(time.Hour))
 		_, err := r.Ask(bg, priceRequest{SKU: "A"})
 		var ue *acemq.UnroutableError
 		if !errors.As(err, &ue) || ue.Code != 312 {
@@ -282,9 +290,9 @@ func TestAskResponderError(t *testing.T) {
 				panic("boom")
 			}
 		})
-		r := open[priceRequest, quote](t, conn, "", q, rpc.Timeout(time.Hour))
+		r := open[priceRequest, quote](t, conn, "", q, rpc.WithTimeout(time.Hour))
 		for sku, want := range map[string]string{
-			"plain": "errorString: out of stock",
+			"plain": "Error: out of stock",
 			"typed": "stockError: no stock of typed",
 			"fatal": "stockError: no stock of fatal",
 			"panic": "PanicError: panic: boom",
@@ -322,7 +330,7 @@ func TestAskTimeout(t *testing.T) {
 		conn := e.connect()
 		q := e.queue("prices")
 		r := open[priceRequest, quote](t, conn, "", q)
-		_, err := r.Ask(bg, priceRequest{SKU: "A"}, rpc.Timeout(50*time.Millisecond))
+		_, err := r.Ask(bg, priceRequest{SKU: "A"}, rpc.WithTimeout(50*time.Millisecond))
 		if !errors.Is(err, rpc.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Ask = %v; want ErrTimeout and context.DeadlineExceeded", err)
 		}
@@ -359,19 +367,19 @@ func TestAskTimeoutSources(t *testing.T) {
 		answering := e.queue("prices")
 		serve(t, conn, answering, price)
 
-		short := open[priceRequest, quote](t, conn, "", silent, rpc.Timeout(30*time.Millisecond))
+		short := open[priceRequest, quote](t, conn, "", silent, rpc.WithTimeout(30*time.Millisecond))
 		if short.Timeout() != 30*time.Millisecond {
 			t.Fatalf("Timeout() = %s", short.Timeout())
 		}
 		if _, err := short.Ask(bg, priceRequest{SKU: "A"}); !errors.Is(err, rpc.ErrTimeout) {
 			t.Fatalf("requester-wide timeout: %v", err)
 		}
-		shortAnswering := open[priceRequest, quote](t, conn, "", answering, rpc.Timeout(time.Nanosecond))
-		if got, err := shortAnswering.Ask(bg, priceRequest{SKU: "AB"}, rpc.Timeout(time.Hour)); err != nil || got.Pence != 200 {
+		shortAnswering := open[priceRequest, quote](t, conn, "", answering, rpc.WithTimeout(time.Nanosecond))
+		if got, err := shortAnswering.Ask(bg, priceRequest{SKU: "AB"}, rpc.WithTimeout(time.Hour)); err != nil || got.Pence != 200 {
 			t.Fatalf("per-call timeout overriding the requester's: %+v, %v", got, err)
 		}
 
-		long := open[priceRequest, quote](t, conn, "", silent, rpc.Timeout(time.Hour))
+		long := open[priceRequest, quote](t, conn, "", silent, rpc.WithTimeout(time.Hour))
 		ctx, cancel := context.WithTimeout(bg, 30*time.Millisecond)
 		defer cancel()
 		_, err := long.Ask(ctx, priceRequest{SKU: "A"})
@@ -397,7 +405,7 @@ func TestAskTimeoutSources(t *testing.T) {
 
 		for _, d := range []time.Duration{0, -time.Millisecond} {
 			before := e.depth(silent)
-			if _, err := long.Ask(bg, priceRequest{SKU: "A"}, rpc.Timeout(d)); err == nil || !strings.Contains(err.Error(), "must be positive") {
+			if _, err := long.Ask(bg, priceRequest{SKU: "A"}, rpc.WithTimeout(d)); err == nil || !strings.Contains(err.Error(), "must be positive") {
 				t.Fatalf("Ask with Timeout(%s): %v", d, err)
 			}
 			if e.depth(silent) != before {
@@ -419,9 +427,9 @@ func TestAskUndecodableReply(t *testing.T) {
 			if string(d.Body) == `{"sku":"text"}` {
 				m.ContentType, m.Body = "text/plain", []byte("hello")
 			}
-			_ = responder.Transport().Publish(bg, m)
+			_ = brokertest.Driver(responder).Publish(bg, m)
 		})
-		r := open[priceRequest, quote](t, conn, "", q, rpc.Timeout(time.Hour))
+		r := open[priceRequest, quote](t, conn, "", q, rpc.WithTimeout(time.Hour))
 		for _, sku := range []string{"json", "text"} {
 			_, err := r.Ask(bg, priceRequest{SKU: sku})
 			var de *acemq.DecodeError
@@ -440,7 +448,7 @@ func TestCloseFailsOutstanding(t *testing.T) {
 		q := e.queue("silent")
 		for _, how := range []string{"requester", "connection"} {
 			conn := e.connect()
-			r := open[priceRequest, quote](t, conn, "", q, rpc.Timeout(time.Hour))
+			r := open[priceRequest, quote](t, conn, "", q, rpc.WithTimeout(time.Hour))
 			const n = 5
 			errs := make(chan error, n)
 			for range n {

@@ -8,14 +8,37 @@ import (
 	"sync/atomic"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/plumbing"
 	"github.com/acemq/acemq/internal/wire"
 )
 
 // Handler answers one request: a message in, an answer or an error out. It
-// may be slow; raise acemq.Concurrency to answer several at once. An error
-// is sent back to the caller as a failure reply ("TypeName: message") and
-// the request is dead-lettered; a panic is treated as an error.
+// may be slow; raise acemq.WithConcurrency to answer several at once. An
+// error is sent back to the caller as a failure reply ("TypeName:
+// message") and the request is dead-lettered, as every library of the
+// family does; an error made with Refuse is sent back the same way but the
+// request is accepted (an expected business failure). A panic is treated
+// as an error.
 type Handler[Req, Rep any] func(ctx context.Context, m acemq.Message[Req]) (Rep, error)
+
+// Refuse marks err as an expected business failure ("unknown SKU", "out of
+// stock"): the caller gets a failure reply carrying err ("TypeName:
+// message" of err, without the mark) at once, exactly as for any other
+// handler error, but the request is accepted rather than dead-lettered,
+// since there is nothing for an operator to look at or replay. Refused
+// counts them. Refuse(nil) is nil.
+func Refuse(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusal{err}
+}
+
+// refusal is an error marked with Refuse.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
 
 // Responder is a running responder started by Serve: the consumer
 // underneath plus the answered and unanswerable counters. Both counters
@@ -26,6 +49,7 @@ type Responder struct {
 	queue        string
 	consumer     *acemq.Consumer
 	answered     atomic.Int64
+	refused      atomic.Int64
 	unanswerable atomic.Int64
 }
 
@@ -37,10 +61,11 @@ var ErrNoReplyAddress = errors.New("rpc: the request names no reply address (nei
 // Serve starts a responder on queue: each request is decoded into a Req and
 // handed to h, and its answer (or failure) is published to the reply
 // address the request names. opts pass through to acemq.Consume, so
-// acemq.Concurrency, acemq.Prefetch, acemq.WithCodec, acemq.WithRetry,
-// acemq.ConsumerTag, acemq.NoDeclare and acemq.DrainTimeout mean what they
-// mean there; the codec also encodes the replies. Like Consume, Serve
-// declares the queue's dead-letter half but never the queue itself.
+// acemq.WithConcurrency, acemq.WithPrefetch, acemq.WithCodec,
+// acemq.WithRetry, acemq.WithConsumerTag, acemq.WithDeclarations and
+// acemq.WithDrainTimeout mean what they mean there; the codec also encodes
+// the replies. Like Consume, Serve declares the queue's dead-letter half
+// but never the queue itself.
 //
 // What happens to a request:
 //
@@ -53,6 +78,8 @@ var ErrNoReplyAddress = errors.New("rpc: the request names no reply address (nei
 //     published, no answer is counted, and the request is dead-lettered as
 //     a rejection; if the failure reply cannot be published the request is
 //     retried instead, since the caller has not been told;
+//   - h fails with an error made by Refuse: the same failure reply, then
+//     Refused + 1 and the request is accepted;
 //   - h fails because the consumer is shutting down (its context was
 //     cancelled by the drain): no failure reply, and the request goes back
 //     to the broker for another responder.
@@ -65,16 +92,15 @@ func Serve[Req, Rep any](ctx context.Context, conn *acemq.Conn, queue string, h 
 	if h == nil {
 		return nil, errors.New("rpc: Serve needs a handler")
 	}
-	codec := acemq.JSON
-	for _, o := range opts {
-		if co, ok := o.(acemq.CodecOption); ok && co.Codec() != nil {
-			codec = co.Codec()
-		}
+	// The consumer's codec (acemq.WithCodec) also writes the replies.
+	codec := plumbing.Carried(opts, acemq.JSON)
+	if codec == nil {
+		return nil, errors.New("rpc: Serve was given acemq.WithCodec(nil): pass the codec requests are written in")
 	}
 	// The handle exists before the consumer subscribes and the handler
 	// closes over it: a backlog delivered during start-up is counted.
 	r := &Responder{queue: queue}
-	s := &server[Req, Rep]{conn: conn, codec: codec, h: h, r: r}
+	s := &server[Req, Rep]{conn: conn, plumb: plumbing.ConnOf(conn), codec: codec, h: h, r: r}
 	c, err := acemq.Consume(ctx, conn, queue, s.handle, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
@@ -98,6 +124,11 @@ func (r *Responder) InFlight() int { return r.consumer.InFlight() }
 // sent rather than attempted. A failure reply counts no answer.
 func (r *Responder) Answered() int64 { return r.answered.Load() }
 
+// Refused counts requests answered with a failure reply made by Refuse:
+// expected business failures, accepted rather than dead-lettered.
+// Incremented once the failure reply is published.
+func (r *Responder) Refused() int64 { return r.refused.Load() }
+
 // Unanswerable counts requests that named nowhere to reply.
 func (r *Responder) Unanswerable() int64 { return r.unanswerable.Load() }
 
@@ -114,6 +145,7 @@ func (r *Responder) Close(ctx context.Context) error { return r.consumer.Close(c
 
 type server[Req, Rep any] struct {
 	conn  *acemq.Conn
+	plumb *plumbing.Conn
 	codec acemq.Codec
 	h     Handler[Req, Rep]
 	r     *Responder
@@ -157,6 +189,11 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 			// attempt is the only path that can still reach it.
 			return acemq.Retry(fmt.Errorf("rpc: the handler failed (%s) and the failure reply could not be published: %w", describe(err), perr))
 		}
+		var rf *refusal
+		if errors.As(err, &rf) {
+			s.r.refused.Add(1)
+			return acemq.Accept()
+		}
 		return acemq.Reject(err)
 	}
 	s.r.answered.Add(1)
@@ -190,7 +227,7 @@ func (s *server[Req, Rep]) zeroBody() []byte {
 
 // reply publishes an answer (or, with errText, a failure) to the reply
 // address through the default exchange, not mandatory, with a fresh
-// envelope (WIRE.md §8.4).
+// envelope (docs/wire.md §8.4).
 func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to string, body []byte, errText string) error {
 	f := acemq.Fields{
 		CorrelationID: m.Envelope.CorrelationID(),
@@ -212,26 +249,25 @@ func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to s
 	// the caller is waiting for it. It is bounded like any settlement.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), acemq.DefaultSettlementDeadline)
 	defer cancel()
-	return s.conn.Publish(pctx, acemq.Outbound{
-		Exchange:        "",
-		RoutingKey:      to,
-		Envelope:        env,
-		ContentType:     s.codec.ContentType(),
-		Body:            body,
-		CorrelationID:   corr,
-		AllowUnroutable: true,
+	return s.plumb.Publish(pctx, plumbing.Message{
+		RoutingKey:    to,
+		ContentType:   s.codec.ContentType(),
+		MessageID:     env.ID(),
+		CorrelationID: corr,
+		Headers:       env.AppendHeaders(nil, to),
+		Body:          body,
 	})
 }
 
 // describe renders err as the family writes causes, "TypeName: message",
-// looking through acemq.Fatal's wrapper to the error it marks.
+// looking through acemq.Fatal's and Refuse's marks to the error they mark.
 func describe(err error) string {
-	for acemq.IsFatal(err) && acemq.TypeName(err) == "fatalError" {
-		u := errors.Unwrap(err)
-		if u == nil {
+	for {
+		rf, ok := err.(*refusal)
+		if !ok {
 			break
 		}
-		err = u
+		err = rf.err
 	}
-	return acemq.TypeName(err) + ": " + err.Error()
+	return wire.Describe(err)
 }

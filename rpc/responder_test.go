@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rpc"
 )
 
@@ -55,7 +58,7 @@ func TestServeHandle(t *testing.T) {
 		responder := serve(t, conn, q, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
 			<-release
 			return quote{Pence: 1}, nil
-		}, acemq.Concurrency(3), acemq.Prefetch(5), acemq.ConsumerTag("rpc-test-tag"))
+		}, acemq.WithConcurrency(3), acemq.WithPrefetch(5), acemq.WithConsumerTag("rpc-test-tag"))
 		if responder.Queue() != q || !responder.Running() || responder.Consumer().Tag() != "rpc-test-tag" {
 			t.Fatalf("Queue %q Running %t Tag %q", responder.Queue(), responder.Running(), responder.Consumer().Tag())
 		}
@@ -96,18 +99,18 @@ func TestServeCodecAndDeclare(t *testing.T) {
 		q := e.queue("text")
 		serve(t, conn, q, func(_ context.Context, m acemq.Message[string]) (string, error) {
 			return strings.ToUpper(m.Payload), nil
-		}, acemq.WithCodec(acemq.Text), acemq.NoDeclare())
-		r := open[string, string](t, conn, "", q, rpc.WithCodec(acemq.Text), rpc.Timeout(time.Hour))
+		}, acemq.WithCodec(acemq.Text), acemq.WithDeclarations(false))
+		r := open[string, string](t, conn, "", q, rpc.WithCodec(acemq.Text), rpc.WithTimeout(time.Hour))
 		// The text codec reads only text/*: a JSON reply would fail here.
 		if got, err := r.Ask(bg, "shout"); err != nil || got != "SHOUT" {
 			t.Fatalf("Ask = %q, %v", got, err)
 		}
-		if _, err := e.admin.Transport().InspectQueue(bg, acemq.DeadLetterQueue(q)); !isNotFound(err) {
+		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, acemq.DeadLetterQueue(q)); !isNotFound(err) {
 			t.Fatalf("NoDeclare did not pass through: %s exists (%v)", acemq.DeadLetterQueue(q), err)
 		}
 		q2 := e.queue("declared")
 		serve(t, conn, q2, price)
-		if _, err := e.admin.Transport().InspectQueue(bg, acemq.DeadLetterQueue(q2)); err != nil {
+		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, acemq.DeadLetterQueue(q2)); err != nil {
 			t.Fatalf("an ordinary responder did not declare its dead-letter half: %v", err)
 		}
 	})
@@ -128,7 +131,7 @@ func TestReplyOnTheWire(t *testing.T) {
 
 		req := acemq.MustEnvelope(acemq.Fields{ID: "req-1", CorrelationID: "conversation-9", Headers: map[string]any{rpc.HeaderReplyTo: viaHeader}})
 		body, _ := json.Marshal(priceRequest{SKU: "ABC"})
-		if err := client.Publish(bg, acemq.Outbound{RoutingKey: q, Envelope: req, Body: body, ContentType: "application/json", ReplyTo: viaProperty, CorrelationID: "amqp-corr-1"}); err != nil {
+		if err := brokertest.Publish(bg, client, brokertest.Outbound{RoutingKey: q, Envelope: req, Body: body, ContentType: "application/json", ReplyTo: viaProperty, CorrelationID: "amqp-corr-1"}); err != nil {
 			t.Fatal(err)
 		}
 		d := e.get(viaHeader)
@@ -136,16 +139,16 @@ func TestReplyOnTheWire(t *testing.T) {
 			t.Fatalf("the reply came through exchange %q with key %q; want the default exchange and %q", d.Exchange, d.RoutingKey, viaHeader)
 		}
 		h := d.Headers
-		id := str(h[acemq.HeaderID])
+		id := str(h[wire.HeaderID])
 		switch {
 		case id == "" || id == "req-1" || d.MessageID != id:
 			t.Fatalf("reply id %q, message-id %q: want a fresh id on both", id, d.MessageID)
-		case str(h[acemq.HeaderCorrelation]) != "conversation-9":
-			t.Fatalf("reply correlation %v, want the request's", h[acemq.HeaderCorrelation])
-		case str(h[acemq.HeaderCausation]) != "req-1":
-			t.Fatalf("reply causation %v, want the request's id", h[acemq.HeaderCausation])
-		case str(h[acemq.HeaderOrigin]) != "pricing@test":
-			t.Fatalf("reply origin %v", h[acemq.HeaderOrigin])
+		case str(h[wire.HeaderCorrelation]) != "conversation-9":
+			t.Fatalf("reply correlation %v, want the request's", h[wire.HeaderCorrelation])
+		case str(h[wire.HeaderCausation]) != "req-1":
+			t.Fatalf("reply causation %v, want the request's id", h[wire.HeaderCausation])
+		case str(h[wire.HeaderOrigin]) != "pricing@test":
+			t.Fatalf("reply origin %v", h[wire.HeaderOrigin])
 		case d.CorrelationID != "amqp-corr-1":
 			t.Fatalf("reply correlation-id %q, want the request's property", d.CorrelationID)
 		case h[rpc.HeaderError] != nil:
@@ -163,12 +166,12 @@ func TestReplyOnTheWire(t *testing.T) {
 		// Without a correlation-id property, the reply's property is the
 		// request's correlation.
 		req2 := acemq.MustEnvelope(acemq.Fields{ID: "req-2", CorrelationID: "conversation-10"})
-		if err := client.Publish(bg, acemq.Outbound{RoutingKey: q, Envelope: req2, Body: body, ReplyTo: viaProperty}); err != nil {
+		if err := brokertest.Publish(bg, client, brokertest.Outbound{RoutingKey: q, Envelope: req2, Body: body, ReplyTo: viaProperty}); err != nil {
 			t.Fatal(err)
 		}
 		d = e.get(viaProperty)
-		if d.CorrelationID != "conversation-10" || str(d.Headers[acemq.HeaderCorrelation]) != "conversation-10" {
-			t.Fatalf("correlation-id %q, correlation %v; want the request's correlation on both", d.CorrelationID, d.Headers[acemq.HeaderCorrelation])
+		if d.CorrelationID != "conversation-10" || str(d.Headers[wire.HeaderCorrelation]) != "conversation-10" {
+			t.Fatalf("correlation-id %q, correlation %v; want the request's correlation on both", d.CorrelationID, d.Headers[wire.HeaderCorrelation])
 		}
 	})
 }
@@ -183,11 +186,11 @@ func TestReplyFailure(t *testing.T) {
 			return quote{Pence: 99}, errors.New("nope")
 		})
 		replies := e.queue("replies")
-		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`), ReplyTo: replies, CorrelationID: "c-1"}); err != nil {
+		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`), ReplyTo: replies, CorrelationID: "c-1"}); err != nil {
 			t.Fatal(err)
 		}
 		d := e.get(replies)
-		if str(d.Headers[rpc.HeaderError]) != "errorString: nope" {
+		if str(d.Headers[rpc.HeaderError]) != "Error: nope" {
 			t.Fatalf("acemq-error = %v", d.Headers[rpc.HeaderError])
 		}
 		if string(d.Body) != `{"pence":0}` {
@@ -197,11 +200,54 @@ func TestReplyFailure(t *testing.T) {
 			t.Fatalf("failure reply correlation-id %q", d.CorrelationID)
 		}
 		dead := e.get(acemq.DeadLetterQueue(q))
-		if r := str(dead.Headers[acemq.HeaderError]); r != "the handler rejected it: errorString: nope" {
+		if r := str(dead.Headers[wire.HeaderError]); r != "the handler rejected it: Error: nope" {
 			t.Fatalf("dead-letter reason %q", r)
 		}
 		if responder.Answered() != 0 {
 			t.Fatalf("Answered() = %d after a failure", responder.Answered())
+		}
+	})
+}
+
+// A refused request (an expected business failure): the caller sees the
+// same failure at once, through the requester, but the request is accepted,
+// not dead-lettered; Refused counts it.
+func TestReplyRefused(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("prices")
+		errUnknownSKU := errors.New("unknown SKU")
+		settled := make(chan acemq.Settlement, 4)
+		defer conn.OnSettle(func(s acemq.Settlement) { settled <- s })()
+		responder := serve(t, conn, q, func(_ context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			if m.Payload.SKU == "nope" {
+				return quote{}, rpc.Refuse(fmt.Errorf("pricing %s: %w", m.Payload.SKU, errUnknownSKU))
+			}
+			return quote{Pence: 100}, nil
+		})
+		r := open[priceRequest, quote](t, e.connect(), "", q)
+		_, err := r.Ask(bg, priceRequest{SKU: "nope"})
+		var re *rpc.ResponderError
+		if !errors.As(err, &re) || re.Text != "Error: pricing nope: unknown SKU" {
+			t.Fatalf("Ask of a refused request: %v, want a *ResponderError with the handler's text", err)
+		}
+		if s := brokertest.Receive(t, settled); s.Outcome != acemq.OutcomeAcked {
+			t.Fatalf("a refused request was settled %s, want acked", s.Outcome)
+		}
+		if got, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil || got.Pence != 100 {
+			t.Fatalf("a second request: %v, %v", got, err)
+		}
+		if d := brokertest.Depth(t, e.admin, acemq.DeadLetterQueue(q)); d != 0 {
+			t.Fatalf("%s holds %d messages; a refused request must not be dead-lettered", acemq.DeadLetterQueue(q), d)
+		}
+		if responder.Refused() != 1 || responder.Answered() != 1 {
+			t.Fatalf("Refused() = %d, Answered() = %d; want 1, 1", responder.Refused(), responder.Answered())
+		}
+		if rpc.Refuse(nil) != nil {
+			t.Fatal("Refuse(nil) is not nil")
+		}
+		if !errors.Is(rpc.Refuse(errUnknownSKU), errUnknownSKU) {
+			t.Fatal("Refuse hides the error it marks from errors.Is")
 		}
 	})
 }
@@ -217,11 +263,11 @@ func TestReplyUnanswerable(t *testing.T) {
 			ran.Store(true)
 			return price(ctx, m)
 		})
-		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`)}); err != nil {
+		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		dead := e.get(acemq.DeadLetterQueue(q))
-		if r := str(dead.Headers[acemq.HeaderError]); !strings.Contains(r, "names no reply address") || !strings.HasPrefix(r, "the handler reported an unprocessable message: ") {
+		if r := str(dead.Headers[wire.HeaderError]); !strings.Contains(r, "names no reply address") || !strings.HasPrefix(r, "the handler reported an unprocessable message: ") {
 			t.Fatalf("dead-letter reason %q", r)
 		}
 		if responder.Unanswerable() != 1 || responder.Answered() != 0 || ran.Load() {
@@ -238,7 +284,7 @@ func TestReplyUnroutableIsNotAnError(t *testing.T) {
 		settled := recordSettlements(t, conn)
 		q := e.queue("prices")
 		responder := serve(t, conn, q, price)
-		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`), ReplyTo: "gone-" + q}); err != nil {
+		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`), ReplyTo: "gone-" + q}); err != nil {
 			t.Fatal(err)
 		}
 		s := settled.wait(t, 1)[0]
@@ -274,11 +320,11 @@ func TestReplyPublishFails(t *testing.T) {
 			return quote{Pence: 1}, nil
 		}, acemq.WithRetry(acemq.FixedRetry(2, time.Millisecond)))
 
-		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"ok"}`), ReplyTo: "refused-x"}); err != nil {
+		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"ok"}`), ReplyTo: "refused-x"}); err != nil {
 			t.Fatal(err)
 		}
 		dead := e.get(acemq.DeadLetterQueue(q))
-		reason := str(dead.Headers[acemq.HeaderError])
+		reason := str(dead.Headers[wire.HeaderError])
 		if !strings.HasPrefix(reason, "exhausted 2 attempts: ") || !strings.Contains(reason, "the reply could not be published") {
 			t.Fatalf("dead-letter reason %q", reason)
 		}
@@ -299,11 +345,11 @@ func TestReplyPublishFails(t *testing.T) {
 			t.Fatalf("%d settlements; want attempt 1 retried and attempt 2 dead-lettered", len(ss))
 		}
 
-		if err := conn.Publish(bg, acemq.Outbound{RoutingKey: q, Body: []byte(`{"sku":"fail"}`), ReplyTo: "refused-y"}); err != nil {
+		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"fail"}`), ReplyTo: "refused-y"}); err != nil {
 			t.Fatal(err)
 		}
 		dead = e.get(acemq.DeadLetterQueue(q))
-		reason = str(dead.Headers[acemq.HeaderError])
+		reason = str(dead.Headers[wire.HeaderError])
 		if !strings.HasPrefix(reason, "exhausted 2 attempts: ") || !strings.Contains(reason, "the failure reply could not be published") {
 			t.Fatalf("dead-letter reason %q", reason)
 		}
@@ -364,7 +410,7 @@ func TestCountersCountABacklog(t *testing.T) {
 			})
 		}
 		testenv.Eventually(t, "the backlog to build", func() bool { return e.depth(q) == n })
-		responder := serve(t, conn, q, price, acemq.Concurrency(4))
+		responder := serve(t, conn, q, price, acemq.WithConcurrency(4))
 		wg.Wait()
 		if got := responder.Answered(); got != n {
 			t.Fatalf("Answered() = %d right after %d answers arrived", got, n)
@@ -381,14 +427,14 @@ func TestReplyUnencodable(t *testing.T) {
 		responder := serve(t, conn, q, func(context.Context, acemq.Message[priceRequest]) (func(), error) {
 			return func() {}, nil
 		})
-		r := open[priceRequest, json.RawMessage](t, conn, "", q, rpc.Timeout(time.Hour))
+		r := open[priceRequest, json.RawMessage](t, conn, "", q, rpc.WithTimeout(time.Hour))
 		_, err := r.Ask(bg, priceRequest{SKU: "A"})
 		var re *rpc.ResponderError
 		if !errors.As(err, &re) || !strings.Contains(re.Text, "rpc: encoding the reply with application/json") {
 			t.Fatalf("Ask = %v; want a responder error about encoding the reply", err)
 		}
 		dead := e.get(acemq.DeadLetterQueue(q))
-		if reason := str(dead.Headers[acemq.HeaderError]); !strings.HasPrefix(reason, "the handler rejected it: ") {
+		if reason := str(dead.Headers[wire.HeaderError]); !strings.HasPrefix(reason, "the handler rejected it: ") {
 			t.Fatalf("dead-letter reason %q", reason)
 		}
 		if responder.Answered() != 0 {

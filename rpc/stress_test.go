@@ -57,7 +57,7 @@ func TestFastResponderRace(t *testing.T) {
 		caller := e.connectHooked(h)
 		q := e.queue("prices")
 		serve(t, e.connect(), q, price)
-		r := open[priceRequest, quote](t, caller, "", q, rpc.Timeout(time.Minute))
+		r := open[priceRequest, quote](t, caller, "", q, rpc.WithTimeout(time.Minute))
 		for range 10 {
 			got, err := r.Ask(bg, priceRequest{SKU: "AB"})
 			if err != nil || got.Pence != 200 {
@@ -83,7 +83,7 @@ func TestThousandConcurrentAsks(t *testing.T) {
 		q := e.queue("echo")
 		responder := serve(t, conn, q, func(_ context.Context, m acemq.Message[int]) (int, error) {
 			return m.Payload * 2, nil
-		}, acemq.Concurrency(8), acemq.Prefetch(50))
+		}, acemq.WithConcurrency(8), acemq.WithPrefetch(50))
 		r := open[int, int](t, conn, "", q)
 		const n = 1000
 		start := time.Now()
@@ -129,11 +129,11 @@ func TestResponderKilledRequestRedelivered(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		q := e.queue("prices")
 		caller := e.connect()
-		r := open[priceRequest, quote](t, caller, "", q, rpc.Timeout(time.Minute))
+		r := open[priceRequest, quote](t, caller, "", q, rpc.WithTimeout(time.Minute))
 
 		doomedConn := e.connect()
 		started := make(chan struct{}, 1)
-		doomed := serve(t, doomedConn, q, stalling(started), acemq.DrainTimeout(50*time.Millisecond))
+		doomed := serve(t, doomedConn, q, stalling(started), acemq.WithDrainTimeout(50*time.Millisecond))
 
 		type answer struct {
 			q   quote
@@ -177,10 +177,10 @@ func TestResponderKilledRequestNotLost(t *testing.T) {
 		conn := e.connect()
 		r := open[priceRequest, quote](t, conn, "", q)
 		started := make(chan struct{}, 1)
-		doomed := serve(t, conn, q, stalling(started), acemq.DrainTimeout(50*time.Millisecond))
+		doomed := serve(t, conn, q, stalling(started), acemq.WithDrainTimeout(50*time.Millisecond))
 		done := make(chan error, 1)
 		go func() {
-			_, err := r.Ask(bg, priceRequest{SKU: "A"}, rpc.Timeout(500*time.Millisecond))
+			_, err := r.Ask(bg, priceRequest{SKU: "A"}, rpc.WithTimeout(500*time.Millisecond))
 			done <- err
 		}()
 		<-started

@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/plumbing"
+	acemqtel "github.com/acemq/acemq/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -13,7 +14,7 @@ import (
 )
 
 // Outcome is how a call ended, as acemq.request.total, acemq.request.duration
-// and the request span name it (WIRE.md §10.3).
+// and the request span name it (docs/wire.md §10.3).
 type Outcome string
 
 // The request outcomes.
@@ -28,13 +29,7 @@ const (
 	OutcomeFailed Outcome = "failed"
 )
 
-// Metric names written by the requester (and only by the requester).
-const (
-	MetricRequestTotal    = "acemq.request.total"
-	MetricRequestDuration = "acemq.request.duration"
-)
-
-// Span attribute names of the request span (WIRE.md §10.4).
+// Span attribute names of the request span (docs/wire.md §10.4).
 const (
 	attrSystem         = "messaging.system"
 	attrDestination    = "messaging.destination.name"
@@ -46,7 +41,7 @@ const (
 )
 
 type telemetry struct {
-	conn     *acemq.Conn
+	conn     *plumbing.Conn
 	tracer   trace.Tracer
 	total    metric.Int64Counter
 	duration metric.Float64Histogram
@@ -60,10 +55,10 @@ type telemetry struct {
 // noSpan stands for the span of a call made without tracing.
 var noSpan = trace.SpanFromContext(context.Background())
 
-func newTelemetry(conn *acemq.Conn, exchange, routingKey string) *telemetry {
+func newTelemetry(conn *plumbing.Conn, exchange, routingKey string) *telemetry {
 	t := &telemetry{
 		conn:   conn,
-		tracer: conn.TracerProvider().Tracer(acemq.InstrumentationScope),
+		tracer: conn.TracerProvider().Tracer(acemqtel.Scope),
 		dest:   exchange,
 		key:    routingKey,
 		attrs:  map[Outcome]metric.MeasurementOption{},
@@ -77,15 +72,15 @@ func newTelemetry(conn *acemq.Conn, exchange, routingKey string) *telemetry {
 	if exchange == "" {
 		t.dest = routingKey
 	}
-	meter := conn.MeterProvider().Meter(acemq.InstrumentationScope)
+	meter := conn.MeterProvider().Meter(acemqtel.Scope)
 	var err error
-	t.total, err = meter.Int64Counter(MetricRequestTotal,
+	t.total, err = meter.Int64Counter(acemqtel.RequestTotal,
 		metric.WithDescription("Requests made by requesters, by how they ended."))
 	if err != nil {
 		t.total = noop.Int64Counter{}
 	}
-	t.duration, err = meter.Float64Histogram(MetricRequestDuration,
-		metric.WithUnit("s"),
+	t.duration, err = meter.Float64Histogram(acemqtel.RequestDuration,
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(acemqtel.DurationBuckets()...),
 		metric.WithDescription("Round trip of a request, from before its publish to its reply or its deadline."))
 	if err != nil {
 		t.duration = noop.Float64Histogram{}
@@ -94,7 +89,7 @@ func newTelemetry(conn *acemq.Conn, exchange, routingKey string) *telemetry {
 }
 
 // start opens the CLIENT span of one call. Without tracing (see
-// acemq.Conn.Tracing) it returns ctx and a span that records nothing,
+// the connection's Tracing) it returns ctx and a span that records nothing,
 // without building one.
 func (t *telemetry) start(ctx context.Context, id, msgType string) (context.Context, trace.Span) {
 	if !t.conn.Tracing() {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rpc"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,7 +26,7 @@ type observed struct {
 	spans  *tracetest.SpanRecorder
 }
 
-func observe(t *testing.T) (observed, []acemq.Option) {
+func observe(t *testing.T) (observed, []acemq.ConnOption) {
 	o := observed{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.spans))
@@ -32,7 +34,7 @@ func observe(t *testing.T) (observed, []acemq.Option) {
 		_ = mp.Shutdown(context.Background())
 		_ = tp.Shutdown(context.Background())
 	})
-	return o, []acemq.Option{acemq.WithMeterProvider(mp), acemq.WithTracerProvider(tp)}
+	return o, []acemq.ConnOption{acemq.WithMeterProvider(mp), acemq.WithTracerProvider(tp)}
 }
 
 func (o observed) metrics(t *testing.T) map[string]metricdata.Metrics {
@@ -44,7 +46,7 @@ func (o observed) metrics(t *testing.T) map[string]metricdata.Metrics {
 	out := map[string]metricdata.Metrics{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sm.Scope.Name == acemq.InstrumentationScope {
+			if sm.Scope.Name == telemetry.Scope {
 				out[m.Name] = m
 			}
 		}
@@ -76,7 +78,7 @@ func TestRequestMetricsAndSpans(t *testing.T) {
 			}
 			return price(ctx, m)
 		})
-		if err := e.admin.Transport().Bind(bg, driver.Binding{Queue: prices, Exchange: "amq.direct", RoutingKey: prices}); err != nil {
+		if err := brokertest.Driver(e.admin).Bind(bg, driver.Binding{Queue: prices, Exchange: "amq.direct", RoutingKey: prices}); err != nil {
 			t.Fatal(err)
 		}
 		silent := e.queue("silent")
@@ -84,7 +86,7 @@ func TestRequestMetricsAndSpans(t *testing.T) {
 
 		direct := open[priceRequest, quote](t, conn, "", prices)
 		viaExchange := open[priceRequest, quote](t, conn, "amq.direct", prices)
-		slow := open[priceRequest, quote](t, conn, "", silent, rpc.Timeout(30*time.Millisecond))
+		slow := open[priceRequest, quote](t, conn, "", silent, rpc.WithTimeout(30*time.Millisecond))
 		nowhere := open[priceRequest, quote](t, conn, "", missing)
 
 		if _, err := direct.Ask(bg, priceRequest{SKU: "A"}); err != nil {
@@ -223,7 +225,7 @@ func TestRequestMetricsWithoutTracing(t *testing.T) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
 		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 		conn := e.connect(acemq.WithMeterProvider(mp))
-		if conn.Tracing() {
+		if brokertest.Tracing(conn) {
 			t.Fatal("a connection without a tracer provider says it traces")
 		}
 		prices := e.queue("prices")
