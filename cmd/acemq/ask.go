@@ -40,6 +40,7 @@ routing key); 1 anything else.`,
 			return runAsk(cmd, args, f)
 		},
 	}
+	addBrokerFlags(cmd, sharedURLDefault)
 	fl := cmd.Flags()
 	fl.StringVar(&f.exchange, "exchange", "", `exchange to send the request to ("" is the default exchange)`)
 	fl.StringVar(&f.routingKey, "routing-key", "", "routing key (on the default exchange, the responder's queue)")
@@ -71,23 +72,19 @@ func runAsk(cmd *cobra.Command, args []string, f askFlags) error {
 	if err != nil {
 		return withCode(exitFailure, err)
 	}
-	conn, err := connect(cmd)
+	s, err := openSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer closeConn(cmd, conn)
+	defer s.close()
 
 	octx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
-	req, err := rpc.Open[[]byte, []byte](octx, conn, f.exchange, f.routingKey, rpc.WithCodec(rawCodec{contentType: f.ct}), rpc.Timeout(f.timeout))
+	req, err := rpc.Open[[]byte, []byte](octx, s.conn, f.exchange, f.routingKey, rpc.WithCodec(rawCodec{contentType: f.ct}), rpc.WithTimeout(f.timeout))
 	cancel()
 	if err != nil {
 		return withCode(exitFailure, fmt.Errorf("opening a requester: %w", err))
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = req.Close(ctx)
-	}()
+	defer closeQuietly(req.Close)
 
 	reply, err := req.Ask(cmd.Context(), body, rpc.WithEnvelope(env))
 	if err != nil {
@@ -97,7 +94,9 @@ func runAsk(cmd *cobra.Command, args []string, f askFlags) error {
 		case errors.As(err, &re):
 			return withCode(exitResponder, fmt.Errorf("the responder failed: %s", re.Text))
 		case errors.As(err, &ue):
-			return withCode(exitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); the request was not delivered", ue.Exchange, ue.RoutingKey, ue.Code, ue.Text))
+			return withCode(exitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); the request was not delivered%s", ue.Exchange, ue.RoutingKey, ue.Code, ue.Text, s.hint()))
+		case errors.Is(err, acemq.ErrNotFound):
+			return withCode(exitFailure, fmt.Errorf("%w (declare the exchange first)%s", err, s.hint()))
 		case errors.Is(err, rpc.ErrTimeout):
 			if cmd.Context().Err() != nil {
 				return withCode(exitFailure, errors.New("interrupted while waiting for the reply"))

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/perf"
 	"github.com/acemq/acemq/rpc"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -102,9 +101,12 @@ percentiles p50, p95, p99 and max:
             with P callers at once
 
 --compare-raw runs the same work through plain github.com/rabbitmq/amqp091-go
-(the same queue type, confirms, mandatory, prefetch and acknowledgements) in
-the same run and prints acemq's figures divided by the raw client's: the cost
-of envelopes, codecs and settlement. It needs an amqp:// or amqps:// URL.
+(the same queue type, confirms, windows, mandatory, prefetch and
+acknowledgements, and the same headers the envelope puts on every message,
+UUID message ids included) in the same run and prints acemq's figures
+divided by the raw client's: the cost of the library's work (building and
+reading envelopes, codecs, settlement, telemetry), not of the bytes the
+contract adds, which both clients send. It needs an amqp:// or amqps:// URL.
 
 Numbers from one run on a shared machine are indicative: run several times
 and on an idle broker before drawing conclusions. bench deletes the queues it
@@ -116,9 +118,10 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
 			return runBench(cmd, f)
 		},
 	}
+	addBrokerFlags(cmd, sharedURLDefault)
 	fl := cmd.Flags()
 	fl.IntVar(&f.messages, "messages", 10000, "messages to publish and consume")
-	fl.IntVar(&f.size, "size", 1024, "body size in bytes (at least 8)")
+	fl.IntVar(&f.size, "size", 1024, fmt.Sprintf("body size in bytes (at least %d)", perf.StampSize))
 	fl.StringVar(&f.queueType, "queue-type", "quorum", "queue type: quorum or classic")
 	fl.IntVar(&f.producers, "producers", 1, "concurrent publishers (and concurrent callers with --rpc)")
 	fl.IntVar(&f.consumers, "consumers", 1, "concurrent consumers")
@@ -137,8 +140,8 @@ func (f benchFlags) validate(url string) error {
 	switch {
 	case f.messages < 1:
 		return fmt.Errorf("--messages must be at least 1, not %d", f.messages)
-	case f.size < 8:
-		return fmt.Errorf("--size must be at least 8 (the send time rides in the first 8 bytes), not %d", f.size)
+	case f.size < perf.StampSize:
+		return fmt.Errorf("--size must be at least %d (the send time rides in the first %d bytes), not %d", perf.StampSize, perf.StampSize, f.size)
 	case f.queueType != "quorum" && f.queueType != "classic":
 		return fmt.Errorf("--queue-type must be quorum or classic, not %q", f.queueType)
 	case f.producers < 1 || f.consumers < 1:
@@ -156,31 +159,25 @@ func (f benchFlags) validate(url string) error {
 }
 
 func runBench(cmd *cobra.Command, f benchFlags) error {
-	url := brokerURL(cmd)
+	url, _ := brokerURL(cmd)
 	if err := f.validate(url); err != nil {
 		return withCode(exitFailure, err)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	mx, err := newMetrics(cmd, f.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer mx.close()
-	conn, err := connect(cmd, append(mx.connectOptions(), acemq.WithMaxOutstanding(max(1000, f.producers*f.window)))...)
-	if err != nil {
-		return err
-	}
-	defer closeConn(cmd, conn)
-	mx.start(cmd, conn)
-
 	rawTLS, err := tlsConfig(cmd)
 	if err != nil {
 		return err
 	}
-	b := &bench{f: f, conn: conn, url: url, tls: rawTLS, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
+	s, err := openSession(cmd, f.metricsAddr, acemq.WithMaxOutstanding(max(1000, f.producers*f.window)))
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	b := &bench{f: f, conn: s.conn, url: url, tls: rawTLS, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
 	defer b.cleanup()
-	rep := benchReport{URL: driver.RedactURL(url), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
+	rep := benchReport{URL: s.conn.URL(), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
 		Producers: f.producers, Consumers: f.consumers, Window: f.window, Prefetch: f.prefetch, OK: true}
 	if f.rpc {
 		rep.Requests = f.requests
@@ -207,7 +204,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	add(pub, con)
 	if f.compareRaw && ctx.Err() == nil {
 		b.status("publish and consume through plain amqp091-go")
-		rpub, rcon, err := rawPubSub(ctx, b)
+		rpub, rcon, err := b.rawPubSub(ctx)
 		if err != nil {
 			fail(err)
 		}
@@ -223,7 +220,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		add(req)
 		if f.compareRaw && ctx.Err() == nil {
 			b.status("request/reply through plain amqp091-go")
-			rreq, err := rawRPC(ctx, b)
+			rreq, err := b.rawRPC(ctx)
 			if err != nil {
 				fail(err)
 			}
@@ -261,8 +258,8 @@ type bench struct {
 	progress bool
 	errOut   io.Writer
 
-	mu     sync.Mutex
-	queues []string
+	mu        sync.Mutex
+	deletions []*acemq.Topology
 }
 
 func (b *bench) status(s string) {
@@ -271,18 +268,15 @@ func (b *bench) status(s string) {
 	}
 }
 
-// queue declares a fresh queue of the configured type and registers it (and
-// the dead-letter half a consumer declares) for deletion.
+// queue declares a fresh durable queue of the configured type and
+// registers it (and the dead-letter half a consumer declares) for deletion.
 func (b *bench) queue(ctx context.Context, name string) (string, error) {
 	q := "acemq-bench-" + b.sfx + "." + name
-	args := driver.Table{}
-	if b.f.queueType == "quorum" {
-		args["x-queue-type"] = "quorum"
-	}
 	b.mu.Lock()
-	b.queues = append(b.queues, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	b.deletions = append(b.deletions, acemq.NewTopology().Queue(q).Queue(acemq.DeadLetterQueue(q)).Queue(acemq.ParkedQueue(q)))
 	b.mu.Unlock()
-	if _, err := b.conn.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true, Args: args}); err != nil {
+	topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueType(b.f.queueType)))
+	if err := topo.Apply(ctx, b.conn); err != nil {
 		return "", fmt.Errorf("declaring %s: %w", q, err)
 	}
 	return q, nil
@@ -293,9 +287,9 @@ func (b *bench) cleanup() {
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, q := range b.queues {
-		if _, err := b.conn.Transport().DeleteQueue(ctx, q); err != nil && !errors.Is(err, driver.ErrNotFound) {
-			fmt.Fprintf(b.errOut, "acemq: deleting %s: %v\n", q, err)
+	for _, topo := range b.deletions {
+		if err := topo.Delete(ctx, b.conn); err != nil {
+			fmt.Fprintf(b.errOut, "acemq: %v\n", err)
 		}
 	}
 }
@@ -310,59 +304,34 @@ func (b *bench) bar(n int, what string) *progressbar.ProgressBar {
 		progressbar.OptionClearOnFinish())
 }
 
-// stamp makes a body of the configured size carrying now in its first 8
-// bytes.
-func (b *bench) stamp() []byte {
-	body := make([]byte, b.f.size)
-	binary.BigEndian.PutUint64(body, uint64(time.Now().UnixNano()))
-	return body
+// tick advances bar, when there is one.
+func tick(bar *progressbar.ProgressBar) {
+	if bar != nil {
+		_ = bar.Add(1)
+	}
 }
 
-// sentAt reads the send time from a body.
-func sentAt(body []byte) (time.Time, bool) {
-	if len(body) < 8 {
-		return time.Time{}, false
+// finish completes bar, when there is one.
+func finish(bar *progressbar.ProgressBar) {
+	if bar != nil {
+		_ = bar.Finish()
 	}
-	return time.Unix(0, int64(binary.BigEndian.Uint64(body))), true
 }
 
-// shares splits n into k nearly equal parts.
-func shares(n, k int) []int {
-	out := make([]int, k)
-	for i := range out {
-		out[i] = n / k
-		if i < n%k {
-			out[i]++
-		}
+// body is a message body of the configured size carrying its send time.
+func (b *bench) body() []byte { return perf.Stamp(b.f.size) }
+
+// delivered records the end-to-end latency of a delivery of body.
+func delivered(lat *perf.Latencies, body []byte) {
+	now := time.Now()
+	if t, ok := perf.SentAt(body); ok {
+		lat.Add(now.Sub(t), now)
 	}
-	return out
 }
 
 // benchStall is how long the consumers may go without a delivery before
 // the messages still missing are counted as lost.
 const benchStall = 30 * time.Second
-
-// awaitDeliveries waits until done is closed, ctx ends, or no message has
-// arrived for benchStall.
-func awaitDeliveries(ctx context.Context, done <-chan struct{}, received *atomic.Int64) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	last, since := received.Load(), time.Now()
-	for {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if n := received.Load(); n != last {
-				last, since = n, time.Now()
-			} else if time.Since(since) > benchStall {
-				return
-			}
-		}
-	}
-}
 
 // firstError keeps the first error reported by many goroutines.
 type firstError struct {
@@ -384,61 +353,15 @@ func (f *firstError) get() error {
 	return f.err
 }
 
-// latencies collects durations from many goroutines.
-type latencies struct {
-	mu          sync.Mutex
-	d           []time.Duration
-	first, last time.Time
-}
-
-func (l *latencies) add(d time.Duration, at time.Time) {
-	l.mu.Lock()
-	l.d = append(l.d, d)
-	if l.first.IsZero() || at.Before(l.first) {
-		l.first = at
+// phaseResult summarises the latencies of a phase of total operations, errs of
+// which failed, that took elapsed.
+func phaseResult(phase, client string, lat *perf.Latencies, total, errs int, elapsed time.Duration) benchResult {
+	s := lat.Summary()
+	return benchResult{
+		Phase: phase, Client: client, Messages: total, Errors: errs, Seconds: elapsed.Seconds(),
+		Rate: perf.Rate(s.Count, elapsed),
+		P50:  ms(s.P50), P95: ms(s.P95), P99: ms(s.P99), Max: ms(s.Max),
 	}
-	if at.After(l.last) {
-		l.last = at
-	}
-	l.mu.Unlock()
-}
-
-// done records an operation that started at t0 and ended now, and ticks
-// the progress bar when there is one.
-func (l *latencies) done(t0 time.Time, bar *progressbar.ProgressBar) {
-	now := time.Now()
-	l.add(now.Sub(t0), now)
-	if bar != nil {
-		_ = bar.Add(1)
-	}
-}
-
-func (l *latencies) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.d)
-}
-
-// result summarises the latencies of a phase that took elapsed.
-func (l *latencies) result(phase, client string, total, errs int, elapsed time.Duration) benchResult {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	r := benchResult{Phase: phase, Client: client, Messages: total, Errors: errs, Seconds: elapsed.Seconds()}
-	if elapsed > 0 {
-		r.Rate = float64(len(l.d)) / elapsed.Seconds()
-	}
-	if len(l.d) == 0 {
-		return r
-	}
-	d := slices.Clone(l.d)
-	slices.Sort(d)
-	pct := func(p float64) float64 {
-		i := int(p*float64(len(d))+0.5) - 1
-		i = min(max(i, 0), len(d)-1)
-		return ms(d[i])
-	}
-	r.P50, r.P95, r.P99, r.Max = pct(0.50), pct(0.95), pct(0.99), ms(d[len(d)-1])
-	return r
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -455,36 +378,30 @@ func ratio(phase string, a, raw benchResult) benchRatio {
 	return r
 }
 
-// acemqPubSub publishes and consumes through the library.
+// acemqPubSub publishes and consumes through the library: f.consumers
+// consumers at f.prefetch, and f.producers producers each keeping up to
+// f.window Sends waiting for their confirm.
 func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err error) {
 	f := b.f
 	q, err := b.queue(ctx, "acemq")
 	if err != nil {
 		return benchResult{Phase: "publish", Client: "acemq"}, benchResult{Phase: "consume", Client: "acemq"}, err
 	}
-	var conLat latencies
-	done := make(chan struct{})
-	var received atomic.Int64
+	var conLat perf.Latencies
+	done := perf.NewCountdown(f.messages)
 	codec := acemq.WithCodec(rawCodec{contentType: "application/octet-stream"})
 	var consumers []*acemq.Consumer
 	defer func() {
 		for _, c := range consumers {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = c.Close(cctx)
-			cancel()
+			closeQuietly(c.Close)
 		}
 	}()
 	for i := 0; i < f.consumers; i++ {
 		c, err := acemq.Consume(ctx, b.conn, q, func(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
-			now := time.Now()
-			if t, ok := sentAt(m.Body); ok {
-				conLat.add(now.Sub(t), now)
-			}
-			if received.Add(1) == int64(f.messages) {
-				close(done)
-			}
+			delivered(&conLat, m.Body)
+			done.Tick()
 			return acemq.Accept()
-		}, codec, acemq.Prefetch(f.prefetch), acemq.ConsumerTag(fmt.Sprintf("acemq-bench-%d", i+1)))
+		}, codec, acemq.WithPrefetch(f.prefetch), acemq.WithConsumerTag(fmt.Sprintf("acemq-bench-%d", i+1)))
 		if err != nil {
 			return benchResult{Phase: "publish", Client: "acemq"}, benchResult{Phase: "consume", Client: "acemq"}, err
 		}
@@ -492,47 +409,42 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 	}
 
 	p := acemq.NewPublisher[[]byte](b.conn, "", codec)
-	var pubLat latencies
+	var pubLat perf.Latencies
 	var failed atomic.Int64
 	var firstErr firstError
 	bar := b.bar(f.messages, "publish")
 	start := time.Now()
 	var wg sync.WaitGroup
-	for _, n := range shares(f.messages, f.producers) {
-		wg.Add(1)
-		go func(n int) {
-			defer wg.Done()
+	for _, n := range perf.Shares(f.messages, f.producers) {
+		wg.Go(func() {
 			sem := make(chan struct{}, f.window)
 			var inner sync.WaitGroup
 			for i := 0; i < n && ctx.Err() == nil; i++ {
 				sem <- struct{}{}
-				inner.Add(1)
-				go func() {
-					defer func() { <-sem; inner.Done() }()
-					body := b.stamp()
+				inner.Go(func() {
+					defer func() { <-sem }()
+					body := b.body()
 					t0 := time.Now()
 					if _, err := p.Send(ctx, q, body); err != nil {
 						failed.Add(1)
 						firstErr.set(err)
 						return
 					}
-					pubLat.done(t0, bar)
-				}()
+					pubLat.Since(t0)
+					tick(bar)
+				})
 			}
 			inner.Wait()
-		}(n)
+		})
 	}
 	wg.Wait()
 	pubElapsed := time.Since(start)
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	pub = pubLat.result("publish", "acemq", f.messages, int(failed.Load()), pubElapsed)
+	finish(bar)
+	pub = phaseResult("publish", "acemq", &pubLat, f.messages, int(failed.Load()), pubElapsed)
 	if failed.Load() == 0 {
-		awaitDeliveries(ctx, done, &received)
+		done.Wait(ctx, benchStall)
 	}
-	conElapsed := conLat.last.Sub(start)
-	con = conLat.result("consume", "acemq", f.messages, f.messages-conLat.count(), conElapsed)
+	con = phaseResult("consume", "acemq", &conLat, f.messages, f.messages-conLat.Count(), conLat.Summary().Last.Sub(start))
 	if e := firstErr.get(); e != nil {
 		return pub, con, fmt.Errorf("publishing through acemq: %w", e)
 	}
@@ -550,36 +462,31 @@ func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
 	codec := rawCodec{contentType: "application/octet-stream"}
 	resp, err := rpc.Serve(ctx, b.conn, q, func(_ context.Context, m acemq.Message[[]byte]) ([]byte, error) {
 		return m.Payload, nil
-	}, acemq.WithCodec(codec), acemq.Prefetch(f.prefetch), acemq.Concurrency(f.producers))
+	}, acemq.WithCodec(codec), acemq.WithPrefetch(f.prefetch), acemq.WithConcurrency(f.producers))
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = resp.Close(cctx)
-		cancel()
-	}()
-	req, err := rpc.Open[[]byte, []byte](ctx, b.conn, "", q, rpc.WithCodec(codec))
+	defer closeQuietly(resp.Close)
+	req, err := rpc.Open[[]byte, []byte](ctx, b.conn, "", q, rpc.WithCodec(codec), rpc.WithTimeout(benchCallTimeout))
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = req.Close(cctx)
-		cancel()
-	}()
+	defer closeQuietly(req.Close)
 	return b.rounds(ctx, "acemq", "asking through acemq", func() error {
-		_, err := req.Ask(ctx, b.stamp())
+		_, err := req.Ask(ctx, b.body())
 		return err
 	})
 }
+
+// benchCallTimeout is how long a call waits for its reply, on both sides.
+const benchCallTimeout = rpc.DefaultTimeout
 
 // rounds runs f.requests round trips, f.producers at once, each timed from
 // before ask to its return, and summarises them as the request phase of
 // client.
 func (b *bench) rounds(ctx context.Context, client, what string, ask func() error) (benchResult, error) {
 	f := b.f
-	var lat latencies
+	var lat perf.Latencies
 	var firstErr firstError
 	label := "request"
 	if client != "acemq" {
@@ -588,7 +495,7 @@ func (b *bench) rounds(ctx context.Context, client, what string, ask func() erro
 	bar := b.bar(f.requests, label)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for _, n := range shares(f.requests, f.producers) {
+	for _, n := range perf.Shares(f.requests, f.producers) {
 		wg.Go(func() {
 			for i := 0; i < n && ctx.Err() == nil; i++ {
 				t0 := time.Now()
@@ -596,15 +503,14 @@ func (b *bench) rounds(ctx context.Context, client, what string, ask func() erro
 					firstErr.set(err)
 					continue
 				}
-				lat.done(t0, bar)
+				lat.Since(t0)
+				tick(bar)
 			}
 		})
 	}
 	wg.Wait()
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	res := lat.result("request", client, f.requests, f.requests-lat.count(), time.Since(start))
+	finish(bar)
+	res := phaseResult("request", client, &lat, f.requests, f.requests-lat.Count(), time.Since(start))
 	if e := firstErr.get(); e != nil {
 		return res, fmt.Errorf("%s: %w", what, e)
 	}

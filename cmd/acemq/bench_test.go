@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acemq/acemq"
 )
 
 // benchReportOf parses bench --json output.
@@ -38,7 +41,7 @@ func checkResult(t *testing.T, rep benchReport, phase, client string, n int) {
 }
 
 func TestBenchOnMemory(t *testing.T) {
-	r := runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "300", "--size", "64", "--producers", "2", "--consumers", "2", "--rpc", "--requests", "50", "--json").wantCode(t, 0)
+	r := runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "300", "--size", "64", "--producers", "2", "--consumers", "2", "--rpc", "--requests", "50", "--json").wantCode(t, 0)
 	rep := benchReportOf(t, r.stdout)
 	if !rep.OK || rep.Messages != 300 || rep.Producers != 2 || rep.QueueType != "quorum" {
 		t.Errorf("report %+v", rep)
@@ -47,7 +50,7 @@ func TestBenchOnMemory(t *testing.T) {
 	checkResult(t, rep, "consume", "acemq", 300)
 	checkResult(t, rep, "request", "acemq", 50)
 
-	text := runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "50", "--queue-type", "classic").wantCode(t, 0)
+	text := runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "50", "--queue-type", "classic").wantCode(t, 0)
 	for _, want := range []string{"P50 MS", "P99 MS", "MAX MS", "publish", "consume", "every message was confirmed and delivered"} {
 		if !strings.Contains(text.stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.stdout)
@@ -56,9 +59,9 @@ func TestBenchOnMemory(t *testing.T) {
 }
 
 func TestBenchUsage(t *testing.T) {
-	runCLI(t, "", "--url", "memory://x", "bench", "--size", "4").wantCode(t, 1)
-	runCLI(t, "", "--url", "memory://x", "bench", "--queue-type", "stream").wantCode(t, 1)
-	r := runCLI(t, "", "--url", "memory://x", "bench", "--compare-raw").wantCode(t, 1)
+	runCLI(t, "", "bench", "--url", "memory://x", "--size", "4").wantCode(t, 1)
+	runCLI(t, "", "bench", "--url", "memory://x", "--queue-type", "stream").wantCode(t, 1)
+	r := runCLI(t, "", "bench", "--url", "memory://x", "--compare-raw").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "amqp://") {
 		t.Errorf("stderr %q", r.stderr)
 	}
@@ -66,7 +69,7 @@ func TestBenchUsage(t *testing.T) {
 
 func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
 	conn, url := brokerConn(t)
-	r := runCLI(t, "", "--url", url, "bench", "--messages", "500", "--size", "128", "--rpc", "--requests", "100", "--compare-raw", "--json").wantCode(t, 0)
+	r := runCLI(t, "", "bench", "--url", url, "--messages", "500", "--size", "128", "--rpc", "--requests", "100", "--compare-raw", "--json").wantCode(t, 0)
 	rep := benchReportOf(t, r.stdout)
 	for _, c := range []string{"acemq", "raw"} {
 		checkResult(t, rep, "publish", c, 500)
@@ -88,15 +91,15 @@ func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, q := range []string{"acemq", "raw", "rpc", "rpc-raw", "acemq.dlq", "rpc.parked"} {
-		if _, err := conn.Transport().InspectQueue(ctx, rep.QueuePrefix+q); err == nil {
-			t.Errorf("bench left %s%s behind", rep.QueuePrefix, q)
-			_, _ = conn.Transport().DeleteQueue(ctx, rep.QueuePrefix+q)
+		if _, err := conn.Inspect(ctx, rep.QueuePrefix+q); !errors.Is(err, acemq.ErrNotFound) {
+			t.Errorf("bench left %s%s behind (%v)", rep.QueuePrefix, q, err)
+			_ = acemq.NewTopology().Queue(rep.QueuePrefix+q).Delete(ctx, conn)
 		}
 	}
 }
 
 func TestBenchMetricsAddr(t *testing.T) {
-	r := runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "100", "--size", "64", "--metrics-addr", "127.0.0.1:0").wantCode(t, 0)
+	r := runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "100", "--size", "64", "--metrics-addr", "127.0.0.1:0").wantCode(t, 0)
 	if !strings.Contains(r.stderr, "metrics on http://127.0.0.1:") {
 		t.Errorf("bench did not serve its metrics; stderr:\n%s", r.stderr)
 	}
@@ -106,7 +109,7 @@ func TestBenchMetricsAddr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r = runCLI(t, "", "--url", "memory://bench-"+suffix(), "bench", "--messages", "10", "--metrics-addr", ln.Addr().String()).wantCode(t, 1)
+	r = runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "10", "--metrics-addr", ln.Addr().String()).wantCode(t, 1)
 	if !strings.Contains(r.stderr, "--metrics-addr") {
 		t.Errorf("stderr %q", r.stderr)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -46,10 +47,10 @@ func testQueue(t *testing.T, conn *acemq.Conn, prefix string) string {
 	name := fmt.Sprintf("acemq-cli-test.%s.%s", prefix, suffix())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: name, Durable: true}); err != nil {
+	deleteAtEnd(t, conn, name)
+	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatalf("declaring %s: %v", name, err)
 	}
-	deleteAtEnd(t, conn, name)
 	return name
 }
 
@@ -58,8 +59,12 @@ func deleteAtEnd(t *testing.T, conn *acemq.Conn, names ...string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		topo := acemq.NewTopology()
 		for _, n := range names {
-			_, _ = conn.Transport().DeleteQueue(ctx, n)
+			topo.Queue(n)
+		}
+		if err := topo.Delete(ctx, conn); err != nil {
+			t.Errorf("deleting %v: %v", names, err)
 		}
 	})
 }
@@ -69,7 +74,7 @@ func queueDepth(t *testing.T, conn *acemq.Conn, q string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	info, err := conn.Transport().InspectQueue(ctx, q)
+	info, err := conn.Inspect(ctx, q)
 	if err != nil {
 		t.Fatalf("inspecting %s: %v", q, err)
 	}
@@ -92,7 +97,7 @@ func TestPublishAndConsumeJSON(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := testQueue(t, conn, "pubcon")
 
-	r := runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", q,
+	r := runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", q,
 		"--type", "order.placed", "--header", "x-tenant=acme", "--correlation-id", "corr-9", "--causation-id", "cause-9",
 		`{"id":"o-1"}`).wantCode(t, 0)
 	id := strings.TrimSpace(r.stdout)
@@ -100,16 +105,16 @@ func TestPublishAndConsumeJSON(t *testing.T) {
 		t.Fatalf("publish printed %q, want a message id", r.stdout)
 	}
 	// Body from standard input, not UTF-8.
-	runCLI(t, "\xff\xfe\x00", "--url", url, "publish", "--exchange", "", "--routing-key", q, "-").wantCode(t, 0)
+	runCLI(t, "\xff\xfe\x00", "publish", "--url", url, "--exchange", "", "--routing-key", q, "-").wantCode(t, 0)
 
 	// A look without taking: both come back, then are still there.
-	look := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--requeue", "--json").wantCode(t, 0).stdout)
+	look := jsonLines(t, runCLI(t, "", "consume", "--url", url, "--queue", q, "--requeue", "--json").wantCode(t, 0).stdout)
 	if len(look) != 2 {
 		t.Fatalf("consume --requeue read %d messages, want 2", len(look))
 	}
 	eventually(t, "the messages to be put back", func() bool { return queueDepth(t, conn, q) == 2 })
 
-	lines := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--count", "2", "--json").wantCode(t, 0).stdout)
+	lines := jsonLines(t, runCLI(t, "", "consume", "--url", url, "--queue", q, "--count", "2", "--json").wantCode(t, 0).stdout)
 	if len(lines) != 2 {
 		t.Fatalf("consume read %d messages, want 2", len(lines))
 	}
@@ -150,15 +155,15 @@ func TestPublishAndConsumeJSON(t *testing.T) {
 
 func TestPublishUnroutableExitsFour(t *testing.T) {
 	_, url := brokerConn(t)
-	r := runCLI(t, "", "--url", url, "publish", "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "x").wantCode(t, 4)
+	r := runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "x").wantCode(t, 4)
 	if !strings.Contains(r.stderr, "unroutable") || r.stdout != "" {
 		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
-	runCLI(t, "", "--url", url, "publish", "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "--count", "3", "x").wantCode(t, 4)
+	runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "--count", "3", "x").wantCode(t, 4)
 }
 
 func TestPublishRefusesReservedHeader(t *testing.T) {
-	r := runCLI(t, "", "--url", "memory://x", "publish", "--exchange", "", "--routing-key", "q", "--header", "x-acemq-id=1", "x").wantCode(t, 1)
+	r := runCLI(t, "", "publish", "--url", "memory://x", "--exchange", "", "--routing-key", "q", "--header", "x-acemq-id=1", "x").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "x-acemq-id") {
 		t.Errorf("stderr %q", r.stderr)
 	}
@@ -168,7 +173,7 @@ func TestPublishRefusesReservedHeader(t *testing.T) {
 func TestPublishCount(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := testQueue(t, conn, "count")
-	r := runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", q, "--count", "450", "hello").wantCode(t, 0)
+	r := runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", q, "--count", "450", "hello").wantCode(t, 0)
 	if ids := strings.Fields(r.stdout); len(ids) != 450 {
 		t.Errorf("printed %d ids, want 450", len(ids))
 	}
@@ -176,7 +181,7 @@ func TestPublishCount(t *testing.T) {
 		t.Errorf("stderr %q", r.stderr)
 	}
 	eventually(t, "450 messages", func() bool { return queueDepth(t, conn, q) == 450 })
-	lines := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--count", "3", "--json").wantCode(t, 0).stdout)
+	lines := jsonLines(t, runCLI(t, "", "consume", "--url", url, "--queue", q, "--count", "3", "--json").wantCode(t, 0).stdout)
 	for i, m := range lines {
 		if got := m["headers"].(map[string]any)[seqHeader]; got != json.Number(fmt.Sprint(i+1)) {
 			t.Errorf("message %d has %s = %v", i, seqHeader, got)
@@ -187,14 +192,14 @@ func TestPublishCount(t *testing.T) {
 func TestConsumeTimeoutExitsThree(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := testQueue(t, conn, "timeout")
-	runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", q, "one").wantCode(t, 0)
-	r := runCLI(t, "", "--url", url, "consume", "--queue", q, "--count", "2", "--timeout", "500ms").wantCode(t, 3)
+	runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", q, "one").wantCode(t, 0)
+	r := runCLI(t, "", "consume", "--url", url, "--queue", q, "--count", "2", "--timeout", "500ms").wantCode(t, 3)
 	if !strings.Contains(r.stdout, "one") || !strings.Contains(r.stderr, "timed out") {
 		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
 	// Empty queue without --count: nothing to read is success.
-	runCLI(t, "", "--url", url, "consume", "--queue", q).wantCode(t, 0)
-	runCLI(t, "", "--url", url, "consume", "--queue", q+".missing").wantCode(t, 1)
+	runCLI(t, "", "consume", "--url", url, "--queue", q).wantCode(t, 0)
+	runCLI(t, "", "consume", "--url", url, "--queue", q+".missing").wantCode(t, 1)
 }
 
 // background is a acemqBinary running while a test talks to it.
@@ -272,7 +277,7 @@ func waitConsumers(t *testing.T, conn *acemq.Conn, q string, n int, b *backgroun
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		info, err := conn.Transport().InspectQueue(ctx, q)
+		info, err := conn.Inspect(ctx, q)
 		cancel()
 		if err == nil && info.Consumers == n {
 			return
@@ -293,15 +298,15 @@ func TestServeAndAsk(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.serve." + suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-	srv := startCLI(t, "--url", url, "serve", "--queue", q, "--declare", "--concurrency", "2", "--json", "--",
+	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--concurrency", "2", "--json", "--",
 		"sh", "-c", `read body; if [ "$body" = fail ]; then echo "some detail" >&2; echo boom >&2; exit 1; fi; printf '%s/%s' "$body" "$ACEMQ_TYPE" | tr a-z A-Z`)
 	waitConsumers(t, conn, q, 1, srv)
 
-	r := runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--type", "greeting", "--timeout", "20s", "hello").wantCode(t, 0)
+	r := runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", q, "--type", "greeting", "--timeout", "20s", "hello").wantCode(t, 0)
 	if r.stdout != "HELLO/GREETING" {
 		t.Errorf("reply %q, want HELLO/GREETING", r.stdout)
 	}
-	r = runCLI(t, "fail\n", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "20s", "-").wantCode(t, 2)
+	r = runCLI(t, "fail\n", "ask", "--url", url, "--exchange", "", "--routing-key", q, "--timeout", "20s", "-").wantCode(t, 2)
 	if !strings.Contains(r.stderr, "CommandError: boom") || strings.Contains(r.stderr, "some detail") || r.stdout != "" {
 		t.Errorf("responder failure: stdout %q stderr %q", r.stdout, r.stderr)
 	}
@@ -320,9 +325,9 @@ func TestServeFailingCommandExitsTwoForAsk(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.fail." + suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-	srv := startCLI(t, "--url", url, "serve", "--queue", q, "--declare", "--", "sh", "-c", "echo boom >&2; exit 1")
+	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo boom >&2; exit 1")
 	waitConsumers(t, conn, q, 1, srv)
-	r := runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "20s", "x").wantCode(t, 2)
+	r := runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", q, "--timeout", "20s", "x").wantCode(t, 2)
 	if !strings.Contains(r.stderr, "boom") {
 		t.Errorf("stderr %q", r.stderr)
 	}
@@ -337,16 +342,16 @@ func TestServeFailingCommandExitsTwoForAsk(t *testing.T) {
 func TestAskTimeoutAndUnroutable(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := testQueue(t, conn, "nobody-answers")
-	r := runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "300ms", "x").wantCode(t, 3)
+	r := runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", q, "--timeout", "300ms", "x").wantCode(t, 3)
 	if !strings.Contains(r.stderr, "no reply within 300ms") {
 		t.Errorf("stderr %q", r.stderr)
 	}
-	runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", "acemq-cli-test.nothing."+suffix(), "x").wantCode(t, 4)
+	runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", "acemq-cli-test.nothing."+suffix(), "x").wantCode(t, 4)
 }
 
 func TestServeUsage(t *testing.T) {
 	runCLI(t, "", "serve", "--queue", "q").wantCode(t, 1)
-	r := runCLI(t, "", "--url", "memory://x", "serve", "--queue", "q", "--", "no-such-command-acemq").wantCode(t, 1)
+	r := runCLI(t, "", "serve", "--url", "memory://x", "--queue", "q", "--", "no-such-command-acemq").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "no-such-command-acemq") {
 		t.Errorf("stderr %q", r.stderr)
 	}
@@ -363,15 +368,17 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 	sfx := rest[:8]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".documents", ".fulfil.validate", ".fulfil.dispatch.dlq"} {
+	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".pricing.parked",
+		".documents", ".documents.dlq", ".documents.parked", ".fulfil.validate", ".fulfil.reserve.dlq", ".fulfil.dispatch.parked"} {
 		name := "acemq-demo-" + sfx + q
-		if _, err := conn.Transport().InspectQueue(ctx, name); err == nil {
-			t.Errorf("the demo left %s behind", name)
-			_, _ = conn.Transport().DeleteQueue(ctx, name)
+		if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
+			t.Errorf("the demo left %s behind (%v)", name, err)
+			_ = acemq.NewTopology().Queue(name).Delete(ctx, conn)
 		}
 	}
+	// The portable API has no passive check of an exchange.
 	for _, ex := range []string{".orders", ".fulfil"} {
-		if err := conn.Transport().InspectExchange(ctx, "acemq-demo-"+sfx+ex); err == nil {
+		if err := brokertest.Driver(conn).InspectExchange(ctx, "acemq-demo-"+sfx+ex); err == nil {
 			t.Errorf("the demo left exchange acemq-demo-%s%s behind", sfx, ex)
 		}
 	}
@@ -383,28 +390,28 @@ func TestReplay(t *testing.T) {
 	dlq := acemq.DeadLetterQueue(q)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: dlq, Durable: true}); err != nil {
+	deleteAtEnd(t, conn, dlq)
+	if err := acemq.NewTopology().Queue(dlq, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	deleteAtEnd(t, conn, dlq)
 	for i, typ := range []string{"order.placed", "order.cancelled", "order.placed", "order.placed"} {
-		runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", dlq, "--type", typ, fmt.Sprintf(`{"n":%d}`, i)).wantCode(t, 0)
+		runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", dlq, "--type", typ, fmt.Sprintf(`{"n":%d}`, i)).wantCode(t, 0)
 	}
 
-	r := runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--type", "order.cancelled", "--json").wantCode(t, 0)
+	r := runCLI(t, "", "replay", "--url", url, "--queue", dlq, "--type", "order.cancelled", "--json").wantCode(t, 0)
 	res := jsonLines(t, r.stdout)
 	if len(res) != 1 || res[0]["moved"] != json.Number("1") || res[0]["skipped"] != json.Number("3") || res[0]["reason"] != "drained" || res[0]["routingKey"] != q {
 		t.Fatalf("filtered replay: %v", r.stdout)
 	}
-	r = runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--limit", "1").wantCode(t, 0)
+	r = runCLI(t, "", "replay", "--url", url, "--queue", dlq, "--limit", "1").wantCode(t, 0)
 	if !strings.Contains(r.stdout, "moved 1, skipped 0") || !strings.Contains(r.stdout, "stopped: limit") {
 		t.Errorf("limited replay: %q", r.stdout)
 	}
-	r = runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--keep-attempts").wantCode(t, 0)
+	r = runCLI(t, "", "replay", "--url", url, "--queue", dlq, "--keep-attempts").wantCode(t, 0)
 	if !strings.Contains(r.stdout, "moved 2, skipped 0") || !strings.Contains(r.stdout, "stopped: drained") {
 		t.Errorf("replay: %q", r.stdout)
 	}
-	lines := jsonLines(t, runCLI(t, "", "--url", url, "consume", "--queue", q, "--json").wantCode(t, 0).stdout)
+	lines := jsonLines(t, runCLI(t, "", "consume", "--url", url, "--queue", q, "--json").wantCode(t, 0).stdout)
 	if len(lines) != 4 {
 		t.Fatalf("%d messages back on %s, want 4", len(lines), q)
 	}
@@ -422,9 +429,9 @@ func TestReplay(t *testing.T) {
 	}
 
 	// To an exchange and routing key.
-	runCLI(t, "", "--url", url, "publish", "--exchange", "", "--routing-key", dlq, "x").wantCode(t, 0)
+	runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", dlq, "x").wantCode(t, 0)
 	other := testQueue(t, conn, "replay-to")
-	r = runCLI(t, "", "--url", url, "replay", "--queue", dlq, "--to-exchange", "", "--to-routing-key", other).wantCode(t, 0)
+	r = runCLI(t, "", "replay", "--url", url, "--queue", dlq, "--to-exchange", "", "--to-routing-key", other).wantCode(t, 0)
 	if !strings.Contains(r.stdout, "moved 1") {
 		t.Errorf("replay --to: %q", r.stdout)
 	}
@@ -432,9 +439,9 @@ func TestReplay(t *testing.T) {
 }
 
 func TestReplayUsage(t *testing.T) {
-	runCLI(t, "", "--url", "memory://x", "replay", "--queue", "orders.new").wantCode(t, 1)
-	runCLI(t, "", "--url", "memory://x", "replay", "--queue", "orders.new.dlq", "--to-exchange", "x").wantCode(t, 1)
-	r := runCLI(t, "", "--url", "memory://x", "replay", "--queue", "orders.new.dlq").wantCode(t, 1)
+	runCLI(t, "", "replay", "--url", "memory://x", "--queue", "orders.new").wantCode(t, 1)
+	runCLI(t, "", "replay", "--url", "memory://x", "--queue", "orders.new.dlq", "--to-exchange", "x").wantCode(t, 1)
+	r := runCLI(t, "", "replay", "--url", "memory://x", "--queue", "orders.new.dlq").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("stderr %q", r.stderr)
 	}
@@ -444,7 +451,7 @@ func TestServeMetricsAddr(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.metrics." + suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-	srv := startCLI(t, "--url", url, "serve", "--queue", q, "--declare", "--metrics-addr", "127.0.0.1:0", "--", "cat")
+	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--metrics-addr", "127.0.0.1:0", "--", "cat")
 	waitConsumers(t, conn, q, 1, srv)
 	var base string
 	eventually(t, "the metrics address on stderr", func() bool {
@@ -456,7 +463,7 @@ func TestServeMetricsAddr(t *testing.T) {
 		base = "http://" + addr
 		return true
 	})
-	runCLI(t, "", "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "20s", `{"ping":1}`).wantCode(t, 0)
+	runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", q, "--timeout", "20s", `{"ping":1}`).wantCode(t, 0)
 
 	get := func(path string) (int, string) {
 		resp, err := http.Get(base + path)

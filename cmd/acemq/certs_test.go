@@ -98,19 +98,19 @@ func TestTLSFlagsWithDevelopmentCertificates(t *testing.T) {
 	url := "amqps://guest:guest@localhost:" + port + "/"
 	ca := filepath.Join(dir, devcert.CACertFile)
 
-	r := runCLI(t, "", "--url", url, "--tls-ca", ca, "consume", "--queue", "q").wantCode(t, 1)
+	r := runCLI(t, "", "consume", "--url", url, "--tls-ca", ca, "--queue", "q").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "development certificate") {
 		t.Errorf("without --tls-allow-development: %s", r.stderr)
 	}
-	r = runCLI(t, "", "--url", url, "--tls-ca", ca, "--tls-allow-development", "consume", "--queue", "q").wantCode(t, 1)
+	r = runCLI(t, "", "consume", "--url", url, "--tls-ca", ca, "--tls-allow-development", "--queue", "q").wantCode(t, 1)
 	if strings.Contains(r.stderr, "development certificate") || strings.Contains(r.stderr, "certificate signed by unknown authority") {
 		t.Errorf("with --tls-allow-development the certificate was still refused: %s", r.stderr)
 	}
-	r = runCLI(t, "", "--url", url, "--tls-allow-development", "consume", "--queue", "q").wantCode(t, 1)
+	r = runCLI(t, "", "consume", "--url", url, "--tls-allow-development", "--queue", "q").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "unknown authority") {
 		t.Errorf("without --tls-ca the development CA should be unknown: %s", r.stderr)
 	}
-	r = runCLI(t, "", "--url", "amqp://localhost:1/", "--tls-ca", ca, "consume", "--queue", "q").wantCode(t, 1)
+	r = runCLI(t, "", "consume", "--url", "amqp://localhost:1/", "--tls-ca", ca, "--queue", "q").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "amqps://") {
 		t.Errorf("TLS flags with amqp://: %s", r.stderr)
 	}

@@ -9,53 +9,157 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rabbitmq"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
 // connectTimeout bounds the first connection of a command.
 const connectTimeout = 15 * time.Second
 
-// brokerURL is the --url flag's value, else $ACEMQ_URL, else the local
-// RabbitMQ.
-func brokerURL(cmd *cobra.Command) string {
-	if u, _ := cmd.Flags().GetString("url"); u != "" {
-		return u
-	}
-	return defaultURL()
+// addBrokerFlags gives a command that connects to a broker --url and the
+// TLS flags. urlDefault says what --url defaults to. The default is
+// resolved when the command runs, so --help never prints a password that
+// $ACEMQ_URL carries.
+func addBrokerFlags(cmd *cobra.Command, urlDefault string) {
+	fl := cmd.Flags()
+	fl.String("url", "", "broker URL: amqp://user:pass@host:5672/vhost, amqps://…, or memory://NAME, a broker inside this one process (default "+urlDefault+")")
+	fl.String("tls-ca", "", "PEM file of certificate authorities to verify an amqps:// broker with, in addition to the system's")
+	fl.String("tls-cert", "", "PEM client certificate for an amqps:// broker that asks for one (with --tls-key)")
+	fl.String("tls-key", "", "PEM key of --tls-cert")
+	fl.Bool("tls-allow-development", false, "accept a broker presenting a development certificate (from acemq certs); never in production")
 }
 
-// connect opens a connection to --url, named after the command so that the
-// broker's management UI says who is connected.
-func connect(cmd *cobra.Command, opts ...acemq.Option) (*acemq.Conn, error) {
-	url := brokerURL(cmd)
+// sharedURLDefault is what --url defaults to on the commands that need a
+// broker other commands can see.
+const sharedURLDefault = "$ACEMQ_URL, else " + defaultAMQPURL
+
+// brokerURL is the --url flag's value, else $ACEMQ_URL, else the local
+// RabbitMQ; builtin reports that last case, the URL nobody chose.
+func brokerURL(cmd *cobra.Command) (url string, builtin bool) {
+	if u, _ := cmd.Flags().GetString("url"); u != "" {
+		return u, false
+	}
+	if u := os.Getenv("ACEMQ_URL"); u != "" {
+		return u, false
+	}
+	return defaultAMQPURL, true
+}
+
+// isMemory reports whether url names an in-process memory:// broker.
+func isMemory(url string) bool {
+	scheme, _, ok := strings.Cut(url, "://")
+	return ok && strings.EqualFold(scheme, "memory")
+}
+
+// memoryNote says, for a command that needs a broker other commands can
+// see, what a memory:// URL gives it instead.
+func memoryNote(url string) string {
+	return fmt.Sprintf("%s is this process's own in-memory broker, empty when the command starts: another acemq command cannot see what it holds; set --url or ACEMQ_URL to a broker they share, such as RabbitMQ", driver.RedactURL(url))
+}
+
+// memoryHint is memoryNote in parentheses, to end an error with, for a
+// memory:// URL; "" for any other.
+func memoryHint(url string) string {
+	if !isMemory(url) {
+		return ""
+	}
+	return " (" + memoryNote(url) + ")"
+}
+
+// session is what a command that talks to a broker opens first: its
+// connection, named after the command, and the --metrics-addr endpoints
+// when asked for.
+type session struct {
+	cmd  *cobra.Command
+	url  string // as given, password included
+	conn *acemq.Conn
+	mx   *metrics
+}
+
+// openSession is the preamble of every command that connects: it resolves
+// the broker URL, opens the --metrics-addr listener when metricsAddr is
+// set (so that a taken port fails the command before it connects),
+// connects with the TLS flags and opts, and starts serving the metrics.
+// Close it when done.
+func openSession(cmd *cobra.Command, metricsAddr string, opts ...acemq.ConnOption) (*session, error) {
+	url, builtin := brokerURL(cmd)
+	mx, err := newMetrics(cmd, metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := connect(cmd, url, builtin, append(mx.connectOptions(), opts...)...)
+	if err != nil {
+		mx.close()
+		return nil, err
+	}
+	mx.start(cmd, conn)
+	return &session{cmd: cmd, url: url, conn: conn, mx: mx}, nil
+}
+
+// close closes the connection within a bounded time, then the metrics.
+func (s *session) close() {
+	closeConn(s.cmd, s.conn)
+	s.mx.close()
+}
+
+// hint is memoryHint for the session's broker.
+func (s *session) hint() string { return memoryHint(s.url) }
+
+// requireQueue checks that queue exists; a missing queue fails the command
+// (exit 1) saying so, followed by advice (for example how to create it)
+// and, on memory://, why it is not there.
+func (s *session) requireQueue(ctx context.Context, queue, advice string) (acemq.QueueInfo, error) {
+	info, err := s.conn.Inspect(ctx, queue)
+	if errors.Is(err, acemq.ErrNotFound) {
+		return info, withCode(exitFailure, fmt.Errorf("queue %q does not exist%s%s", queue, advice, s.hint()))
+	}
+	if err != nil {
+		return info, withCode(exitFailure, err)
+	}
+	return info, nil
+}
+
+// connect opens a connection to url, named after the command so that the
+// broker's management UI says who is connected. builtin says url is the
+// built-in default, which nobody chose.
+func connect(cmd *cobra.Command, url string, builtin bool, opts ...acemq.ConnOption) (*acemq.Conn, error) {
 	ctx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
 	defer cancel()
 	tlsOpts, err := tlsOptions(cmd)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(append([]acemq.Option{acemq.WithName("acemq " + cmd.Name())}, tlsOpts...), opts...)
+	opts = append(append([]acemq.ConnOption{acemq.WithName("acemq " + cmd.Name())}, tlsOpts...), opts...)
 	conn, err := acemq.Connect(ctx, url, opts...)
 	if err != nil {
-		return nil, connectError(url, err)
+		return nil, connectError(url, builtin, err)
 	}
 	return conn, nil
 }
 
 // connectError explains a failed connection. The library's error already
-// names the (redacted) URL.
-func connectError(url string, err error) error {
+// names the (redacted) URL. A failure at the built-in default URL is most
+// often a machine without a broker, so it says how to name one.
+func connectError(url string, builtin bool, err error) error {
 	if errors.Is(err, rabbitmq.ErrDevelopmentCertificate) {
 		return withCode(exitFailure, fmt.Errorf("%w (to accept it from this command, add --tls-allow-development; never in production)", err))
+	}
+	if builtin {
+		what := "no broker answered at the default URL"
+		var dial *net.OpError
+		if !errors.As(err, &dial) { // something answered, and refused
+			what = "could not connect to the default URL"
+		}
+		return withCode(exitFailure, fmt.Errorf("%s %s: set --url or ACEMQ_URL to your broker's URL, e.g. amqp://user:pass@host:5672/vhost (memory://NAME is a broker inside this one command, which suits only demo and bench) (%w)", what, driver.RedactURL(url), err))
 	}
 	if !strings.Contains(err.Error(), driver.RedactURL(url)) {
 		return withCode(exitFailure, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err))
@@ -63,18 +167,10 @@ func connectError(url string, err error) error {
 	return withCode(exitFailure, err)
 }
 
-// tlsFlags are the global TLS flags.
+// tlsFlags are the TLS flags of a command that connects.
 type tlsFlags struct {
 	ca, cert, key string
 	allowDev      bool
-}
-
-// addTLSFlags adds the TLS flags every command takes.
-func addTLSFlags(fl *pflag.FlagSet) {
-	fl.String("tls-ca", "", "PEM file of certificate authorities to verify an amqps:// broker with, in addition to the system's")
-	fl.String("tls-cert", "", "PEM client certificate for an amqps:// broker that asks for one (with --tls-key)")
-	fl.String("tls-key", "", "PEM key of --tls-cert")
-	fl.Bool("tls-allow-development", false, "accept a broker presenting a development certificate (from acemq certs); never in production")
 }
 
 func readTLSFlags(cmd *cobra.Command) tlsFlags {
@@ -123,7 +219,7 @@ func tlsConfig(cmd *cobra.Command) (*tls.Config, error) {
 }
 
 // tlsOptions are the Connect options the TLS flags describe.
-func tlsOptions(cmd *cobra.Command) ([]acemq.Option, error) {
+func tlsOptions(cmd *cobra.Command) ([]acemq.ConnOption, error) {
 	cfg, err := tlsConfig(cmd)
 	if err != nil || cfg == nil {
 		return nil, err
@@ -131,7 +227,28 @@ func tlsOptions(cmd *cobra.Command) ([]acemq.Option, error) {
 	if readTLSFlags(cmd).allowDev {
 		cfg = rabbitmq.AllowDevelopmentCertificates(cfg)
 	}
-	return []acemq.Option{acemq.WithTLS(cfg)}, nil
+	return []acemq.ConnOption{acemq.WithTLS(cfg)}, nil
+}
+
+// within is parent bounded by d, or not bounded when d is 0 (the
+// commands' --timeout 0: no limit; Ctrl-C stops).
+func within(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(parent, d)
+	}
+	return context.WithCancel(parent)
+}
+
+// closeTimeout bounds closing a consumer, responder or requester a command
+// started.
+const closeTimeout = 10 * time.Second
+
+// closeQuietly closes what close closes within closeTimeout, ignoring a
+// failure: it runs on the way out, after the command's own result.
+func closeQuietly(close func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = close(ctx)
 }
 
 // closeConn closes conn within a bounded time, reporting a failure on stderr.
@@ -174,7 +291,7 @@ func parseHeaders(kvs []string) (map[string]any, error) {
 		if !ok || k == "" {
 			return nil, withCode(exitFailure, fmt.Errorf("--header %q: expected name=value", kv))
 		}
-		if acemq.IsReserved(k) {
+		if wire.IsReserved(k) {
 			reserved = append(reserved, k)
 			continue
 		}

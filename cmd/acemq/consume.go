@@ -7,10 +7,10 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
-	"github.com/acemq/acemq/driver"
 	"github.com/spf13/cobra"
 )
 
@@ -22,10 +22,9 @@ type consumeFlags struct {
 	json    bool
 }
 
-// deliveryJSON is one line of consume --json: the envelope fields exactly as
-// envelope decode prints them, then the delivery's own.
+// deliveryJSON is what a line of consume --json adds after the envelope's
+// JSON form: the delivery's own fields.
 type deliveryJSON struct {
-	envelopeJSON
 	RoutingKey  string  `json:"routingKey"`
 	Exchange    string  `json:"exchange"`
 	ContentType string  `json:"contentType"`
@@ -63,6 +62,7 @@ redelivered, replyTo, and body (UTF-8 text) or bodyBase64 (anything else).`,
 			return runConsume(cmd, f)
 		},
 	}
+	addBrokerFlags(cmd, sharedURLDefault)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "queue to read")
 	fl.IntVar(&f.count, "count", 0, "read this many messages (0: until the queue is empty)")
@@ -80,28 +80,25 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	if f.timeout <= 0 {
 		return withCode(exitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
 	}
-	conn, err := connect(cmd)
+	s, err := openSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer closeConn(cmd, conn)
-	t := conn.Transport()
+	defer s.close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	if _, err := t.InspectQueue(ctx, f.queue); err != nil {
-		if errors.Is(err, driver.ErrNotFound) {
-			return withCode(exitFailure, fmt.Errorf("queue %q does not exist", f.queue))
-		}
+	b, err := s.conn.Browse(ctx, f.queue)
+	if errors.Is(err, acemq.ErrNotFound) {
+		return withCode(exitFailure, fmt.Errorf("queue %q does not exist%s", f.queue, s.hint()))
+	}
+	if err != nil {
 		return withCode(exitFailure, err)
 	}
-
-	var held []driver.Delivery
 	defer func() {
-		// Put back everything held, whatever happened, with a fresh deadline.
-		for i := range held {
-			if nerr := held[i].Nack(true); nerr != nil && err == nil {
-				err = fmt.Errorf("putting message %d back: %w", i+1, nerr)
-			}
+		// Put back everything still held (all that was read, with
+		// --requeue), whatever happened.
+		if cerr := b.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("putting the messages back on %s: %w", f.queue, cerr)
 		}
 	}()
 
@@ -109,7 +106,7 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	read := 0
 	wait := 10 * time.Millisecond
 	for f.count == 0 || read < f.count {
-		d, ok, gerr := t.Get(ctx, f.queue)
+		m, ok, gerr := b.Next(ctx)
 		if gerr != nil {
 			if ctx.Err() != nil {
 				break
@@ -132,18 +129,12 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 		}
 		wait = 10 * time.Millisecond
 		read++
-		if f.requeue {
-			held = append(held, d)
-		}
-		if perr := printDelivery(out, read, d, f.json); perr != nil {
-			if !f.requeue {
-				_ = d.Nack(true)
-			}
-			return withCode(exitFailure, perr)
+		if perr := printMessage(out, read, m, f.json); perr != nil {
+			return withCode(exitFailure, perr) // m is held: Close puts it back
 		}
 		if !f.requeue {
-			if aerr := d.Ack(); aerr != nil {
-				return withCode(exitFailure, fmt.Errorf("acknowledging message %d: %w", read, aerr))
+			if terr := b.Take(m); terr != nil {
+				return withCode(exitFailure, fmt.Errorf("acknowledging message %d: %w", read, terr))
 			}
 		}
 	}
@@ -166,28 +157,41 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	return nil
 }
 
-// printDelivery prints one message, as text or as one JSON line.
-func printDelivery(w io.Writer, n int, d driver.Delivery, asJSON bool) error {
-	env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+// messageJSON is one line of consume --json: the envelope's JSON form (the
+// library's, exactly as envelope decode prints it), then the delivery's
+// fields, spliced into one object.
+func messageJSON(m acemq.Message[[]byte]) ([]byte, error) {
+	env, err := m.Envelope.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	d := deliveryJSON{RoutingKey: m.RoutingKey, Exchange: m.Exchange, ContentType: m.ContentType, Redelivered: m.Redelivered, ReplyTo: m.ReplyTo}
+	d.Body, d.BodyBase64 = bodyJSON(m.Body)
+	rest, err := marshalLine(d)
+	if err != nil {
+		return nil, err
+	}
+	// {"id":…,"headers":{…}} and {"routingKey":…}\n make
+	// {"id":…,"headers":{…},"routingKey":…}\n.
+	line := make([]byte, 0, len(env)+len(rest))
+	line = append(line, env[:len(env)-1]...)
+	line = append(line, ',')
+	return append(line, rest[1:]...), nil
+}
+
+// printMessage prints one message, as text or as one JSON line.
+func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool) error {
 	if asJSON {
-		line := deliveryJSON{
-			envelopeJSON: newEnvelopeJSON(env),
-			RoutingKey:   d.RoutingKey,
-			Exchange:     d.Exchange,
-			ContentType:  d.ContentType,
-			Redelivered:  d.Redelivered,
-			ReplyTo:      d.ReplyTo,
-		}
-		line.Body, line.BodyBase64 = bodyJSON(d.Body)
-		b, err := marshalLine(line)
+		line, err := messageJSON(m)
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(b)
+		_, err = w.Write(line)
 		return err
 	}
+	env := m.Envelope
 	var b strings.Builder
-	fmt.Fprintf(&b, "--- message %d: exchange=%q routingKey=%q contentType=%q redelivered=%t\n", n, d.Exchange, d.RoutingKey, d.ContentType, d.Redelivered)
+	fmt.Fprintf(&b, "--- message %d: exchange=%q routingKey=%q contentType=%q redelivered=%t\n", n, m.Exchange, m.RoutingKey, m.ContentType, m.Redelivered)
 	fmt.Fprintf(&b, "    id=%s type=%s version=%d attempt=%d correlation=%s", env.ID(), env.Type(), env.Version(), env.Attempt(), env.CorrelationID())
 	if c := env.CausationID(); c != "" {
 		fmt.Fprintf(&b, " causation=%s", c)
@@ -195,11 +199,11 @@ func printDelivery(w io.Writer, n int, d driver.Delivery, asJSON bool) error {
 	if o := env.Origin(); o != "" {
 		fmt.Fprintf(&b, " origin=%s", o)
 	}
-	if env.FirstSeenKnown() {
+	if _, known := env.Age(); known {
 		fmt.Fprintf(&b, " firstSeen=%s", env.FirstSeen().UTC().Format(time.RFC3339Nano))
 	}
 	b.WriteString("\n")
-	if e := env.Error(); e != "" {
+	if e := env.Reason(); e != "" {
 		fmt.Fprintf(&b, "    error: %s\n", e)
 	}
 	if c := env.Claim(); c != "" {
@@ -208,28 +212,49 @@ func printDelivery(w io.Writer, n int, d driver.Delivery, asJSON bool) error {
 	if r := env.Route(); len(r) > 0 {
 		fmt.Fprintf(&b, "    route: %s (position %d, run %s)\n", strings.Join(r, " → "), env.RoutePosition(), env.RouteID())
 	}
-	if d.ReplyTo != "" {
-		fmt.Fprintf(&b, "    replyTo: %s\n", d.ReplyTo)
+	if m.ReplyTo != "" {
+		fmt.Fprintf(&b, "    replyTo: %s\n", m.ReplyTo)
 	}
-	h := headersToJSON(env.Headers())
-	for _, k := range sortedKeys(h) {
-		v, _ := marshalLine(h[k])
-		fmt.Fprintf(&b, "    header %s: %s", k, v)
+	headers, err := headersJSON(env)
+	if err != nil {
+		return err
 	}
-	if key, ok := claimcheck.KeyOf(d.Body); ok {
+	for _, k := range sortedKeys(env.Headers()) {
+		fmt.Fprintf(&b, "    header %s: %s\n", k, headers[jsonName(k)])
+	}
+	if key, ok := claimcheck.KeyOf(m.Body); ok {
 		fmt.Fprintf(&b, "    claim check: the payload is in the producer's store under key %s; the body is only the reference\n", key)
-	} else if claimcheck.IsFramed(d.Body) {
+	} else if claimcheck.IsFramed(m.Body) {
 		fmt.Fprintf(&b, "    claim check: an inline payload behind a 3-byte frame\n")
 	}
-	text, b64 := bodyJSON(d.Body)
+	text, b64 := bodyJSON(m.Body)
 	if text != nil {
 		b.WriteString(*text)
 		if !strings.HasSuffix(*text, "\n") {
 			b.WriteString("\n")
 		}
 	} else {
-		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(d.Body), *b64)
+		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(m.Body), *b64)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// jsonName is name as a JSON object's key reads back: encoding/json writes
+// each byte that is not UTF-8 as U+FFFD.
+func jsonName(name string) string {
+	if utf8.ValidString(name) {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, size := utf8.DecodeRuneInString(name[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(name[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

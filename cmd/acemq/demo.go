@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/cmd/acemq/internal/reasons"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rpc"
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ const demoURL = "memory://demo"
 const demoDeadline = 55 * time.Second
 
 func newDemoCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a small order system in one process and narrate every message",
 		Long: `demo runs a small order system in one process: a publisher, a consumer
@@ -44,8 +45,8 @@ queues and exchanges that it deletes at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			url := demoURL
-			if cmd.Flags().Changed("url") {
-				url = brokerURL(cmd)
+			if u, _ := cmd.Flags().GetString("url"); u != "" {
+				url = u
 			}
 			tlsOpts, err := tlsOptions(cmd)
 			if err != nil {
@@ -61,6 +62,8 @@ queues and exchanges that it deletes at the end.`,
 			return nil
 		},
 	}
+	addBrokerFlags(cmd, demoURL+"; $ACEMQ_URL is not used")
+	return cmd
 }
 
 // order is the demo's payload.
@@ -114,10 +117,10 @@ func (d *demo) narrate(verb, what string, env acemq.Envelope) {
 	if r := env.Route(); len(r) > 0 {
 		fmt.Fprintf(&b, " route=%s@%d", strings.Join(r, ","), env.RoutePosition())
 	}
-	if n, ok := env.Header(acemq.HeaderReplayCount); ok {
+	if n, ok := env.Header(wire.HeaderReplayCount); ok {
 		fmt.Fprintf(&b, " replays=%v", n)
 	}
-	if e := env.Error(); e != "" {
+	if e := env.Reason(); e != "" {
 		fmt.Fprintf(&b, " error=%q", e)
 	}
 	d.say("%s", b.String())
@@ -194,15 +197,15 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 
 // runDemo runs the demo against url; ok reports whether every step did what
 // it says.
-func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.Option) (ok bool, err error) {
+func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.ConnOption) (ok bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, demoDeadline)
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, connectTimeout)
-	opts = append([]acemq.Option{acemq.WithName("acemq demo"), acemq.WithOrigin("acemq-demo@" + hostPart())}, opts...)
+	opts = append([]acemq.ConnOption{acemq.WithName("acemq demo"), acemq.WithOrigin("acemq-demo@" + hostPart())}, opts...)
 	conn, err := acemq.Connect(cctx, url, opts...)
 	ccancel()
 	if err != nil {
-		return false, connectError(url, err)
+		return false, connectError(url, false, err)
 	}
 	d := &demo{conn: conn, out: out, sfx: suffix(), counters: map[[2]string]int{}}
 	remove := conn.OnSettle(func(s acemq.Settlement) {
@@ -212,7 +215,7 @@ func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.Op
 		d.narrateSettlement(s)
 	})
 	start := time.Now()
-	d.say("acemq demo on %s (names end in %s)\n", driver.RedactURL(url), d.sfx)
+	d.say("acemq demo on %s (names end in %s)\n", conn.URL(), d.sfx)
 
 	d.runSteps(ctx)
 
@@ -247,29 +250,23 @@ func (d *demo) runSteps(ctx context.Context) {
 // names of the orders part.
 type ordersNames struct {
 	exchange, queue string
+	policy          acemq.RetryPolicy
 }
 
 // setupOrders declares the orders exchange (topic) and queue (quorum, with
-// the broker's dead-letter backstop) and registers their deletion.
+// the broker's dead-letter backstop and the retry rung its consumer's
+// policy waits on) and registers their deletion.
 func (d *demo) setupOrders(ctx context.Context) (ordersNames, error) {
 	n := ordersNames{
 		exchange: "acemq-demo-" + d.sfx + ".orders",
 		queue:    "acemq-demo-" + d.sfx + ".orders.new",
+		policy:   acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second),
 	}
-	t := d.conn.Transport()
-	if err := t.DeclareExchange(ctx, driver.Exchange{Name: n.exchange, Kind: driver.Topic, Durable: true}); err != nil {
-		return n, err
-	}
-	d.cleanupExchange(n.exchange)
-	if _, err := t.DeclareQueue(ctx, driver.Queue{Name: n.queue, Durable: true, Args: driver.Table{
-		"x-queue-type":              "quorum",
-		"x-dead-letter-exchange":    acemq.DeadLetterExchange,
-		"x-dead-letter-routing-key": acemq.DeadLetterQueue(n.queue),
-	}}); err != nil {
-		return n, err
-	}
-	d.cleanupQueues(n.queue, acemq.DeadLetterQueue(n.queue), acemq.ParkedQueue(n.queue))
-	if err := t.Bind(ctx, driver.Binding{Queue: n.queue, Exchange: n.exchange, RoutingKey: "order.*"}); err != nil {
+	topo := acemq.NewTopology().
+		Exchange(n.exchange, acemq.ExchangeTopic).
+		Queue(n.queue, acemq.WithDeadLettering(), acemq.WithRetry(n.policy)).
+		Bind(n.exchange, n.queue, "order.*")
+	if err := d.apply(ctx, topo); err != nil {
 		return n, err
 	}
 	d.say("topology: exchange %s (topic) → queue %s (quorum), binding order.*", n.exchange, n.queue)
@@ -287,34 +284,29 @@ func (d *demo) closeAtEnd(close func(context.Context) error) {
 	})
 }
 
-// declareQueue declares a durable quorum queue for a step and registers it
-// (and its dead-letter half) for deletion.
+// apply declares topo and registers its deletion at the end (the library's
+// shared acemq.dlx and acemq.retry stay: Topology.Delete never deletes
+// them).
+func (d *demo) apply(ctx context.Context, topo *acemq.Topology) error {
+	d.deleteAtEnd(topo)
+	return topo.Apply(ctx, d.conn)
+}
+
+// deleteAtEnd registers topo's deletion at the end.
+func (d *demo) deleteAtEnd(topo *acemq.Topology) {
+	d.cleanups = append(d.cleanups, func(ctx context.Context) {
+		if err := topo.Delete(ctx, d.conn); err != nil {
+			d.say("cleanup: %v", err)
+		}
+	})
+}
+
+// declareQueue declares a durable (so quorum) queue for a step and
+// registers it, and the dead-letter half its consumer declares, for
+// deletion.
 func (d *demo) declareQueue(ctx context.Context, name string) error {
-	if _, err := d.conn.Transport().DeclareQueue(ctx, driver.Queue{Name: name, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}); err != nil {
-		return err
-	}
-	d.cleanupQueues(name, acemq.DeadLetterQueue(name), acemq.ParkedQueue(name))
-	return nil
-}
-
-// cleanupQueues registers queues for deletion at the end.
-func (d *demo) cleanupQueues(names ...string) {
-	d.cleanups = append(d.cleanups, func(ctx context.Context) {
-		for _, q := range names {
-			if _, err := d.conn.Transport().DeleteQueue(ctx, q); err != nil && !errors.Is(err, driver.ErrNotFound) {
-				d.say("cleanup: deleting queue %s: %v", q, err)
-			}
-		}
-	})
-}
-
-// cleanupExchange registers an exchange for deletion at the end.
-func (d *demo) cleanupExchange(name string) {
-	d.cleanups = append(d.cleanups, func(ctx context.Context) {
-		if err := d.conn.Transport().DeleteExchange(ctx, name); err != nil && !errors.Is(err, driver.ErrNotFound) {
-			d.say("cleanup: deleting exchange %s: %v", name, err)
-		}
-	})
+	d.deleteAtEnd(acemq.NewTopology().Queue(acemq.DeadLetterQueue(name)).Queue(acemq.ParkedQueue(name)))
+	return d.apply(ctx, acemq.NewTopology().Queue(name))
 }
 
 // ordersStep publishes orders and consumes them: most are accepted, one
@@ -323,9 +315,8 @@ func (d *demo) cleanupExchange(name string) {
 func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	const promise = "accept 4 orders, one of them after a retry through a broker rung; dead-letter 1 poison order; park 1 unreadable"
 	d.say("step 1: orders — %s", promise)
-	policy := acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)
+	policy := n.policy
 	d.say("  retry policy %s: a retry waits 1 s on the rung %s", policy, acemq.RungQueue(n.queue, time.Second))
-	d.cleanupQueues(acemq.RungQueue(n.queue, time.Second))
 
 	var failedOnce sync.Map
 	h := func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -339,16 +330,16 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 			}
 			d.say("            %s: succeeded on attempt %d", o.ID, m.Envelope.Attempt())
 		case "poison":
-			if from, ok := m.Envelope.Header(acemq.HeaderReplayedFrom); ok {
+			if from, ok := m.Envelope.Header(wire.HeaderReplayedFrom); ok {
 				d.say("            %s: replayed from %v after the quantity rule was fixed; accepting", o.ID, from)
 				return acemq.Accept()
 			}
 			d.say("            %s: quantity %d can never be fulfilled; rejecting", o.ID, o.Qty)
-			return acemq.Reject(&InvalidOrderError{ID: o.ID, Reason: fmt.Sprintf("quantity %d", o.Qty)})
+			return acemq.Reject(&reasons.InvalidOrderError{ID: o.ID, Reason: fmt.Sprintf("quantity %d", o.Qty)})
 		}
 		return acemq.Accept()
 	}
-	c, err := acemq.Consume(ctx, d.conn, n.queue, h, acemq.WithRetry(policy), acemq.DrainTimeout(5*time.Second))
+	c, err := acemq.Consume(ctx, d.conn, n.queue, h, acemq.WithRetry(policy), acemq.WithDrainTimeout(5*time.Second))
 	if err != nil {
 		d.step("orders", promise, err, "")
 		return
@@ -369,16 +360,19 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 			d.step("orders", promise, fmt.Errorf("publishing %s: %w", o.ID, err), "")
 			return
 		}
-		d.narrate("publish", o.ID+" ("+o.Note+")", env.WithType(env.WireType("order.placed")))
+		d.narrate("publish", o.ID+" ("+o.Note+")", typed(env, "order.placed"))
 	}
 	// An order whose body is not JSON: the consumer cannot decode it, so the
-	// handler never sees it and the engine parks it.
+	// handler never sees it and the engine parks it. The raw codec sends the
+	// bytes as they are, labelled JSON.
 	bad := acemq.MustEnvelope(acemq.Fields{Type: "order.placed"})
-	if err := d.conn.Publish(ctx, acemq.Outbound{Exchange: n.exchange, RoutingKey: "order.placed", Envelope: bad, ContentType: "application/json", Body: []byte("{o-6: not json")}); err != nil {
+	unreadable := acemq.NewPublisher[[]byte](d.conn, n.exchange, acemq.WithCodec(rawCodec{contentType: "application/json"}))
+	sent, err := unreadable.Send(ctx, "order.placed", []byte("{o-6: not json"), acemq.WithEnvelope(bad))
+	if err != nil {
 		d.step("orders", promise, fmt.Errorf("publishing the unreadable order: %w", err), "")
 		return
 	}
-	d.narrate("publish", "o-6 (unreadable)", bad)
+	d.narrate("publish", "o-6 (unreadable)", sent)
 
 	want := func() bool {
 		return d.count(n.queue, acemq.OutcomeAcked) >= 4 &&
@@ -408,7 +402,7 @@ func (d *demo) expectQueue(ctx context.Context, q string, n int) error {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := waitFor(wctx, q+" to hold "+fmt.Sprint(n), func() bool {
-		info, err := d.conn.Transport().InspectQueue(wctx, q)
+		info, err := d.conn.Inspect(wctx, q)
 		if err != nil {
 			lastErr = err
 			return false
@@ -468,15 +462,22 @@ func (d *demo) summary(took time.Duration) bool {
 	return ok
 }
 
-// InvalidOrderError is the demo's reason for rejecting an order; the
-// dead letter's x-acemq-error reads "…: InvalidOrderError: …".
-type InvalidOrderError struct{ ID, Reason string }
-
-func (e *InvalidOrderError) Error() string { return "order " + e.ID + " is not valid: " + e.Reason }
+// typed is env as a publish with routingKey wrote it: an envelope sent
+// without a type is typed with the routing key on the wire.
+func typed(env acemq.Envelope, routingKey string) acemq.Envelope {
+	if env.Type() != "" {
+		return env
+	}
+	t, err := env.Change(func(f *acemq.Fields) { f.Type = routingKey })
+	if err != nil {
+		return env
+	}
+	return t
+}
 
 // hostPart is this machine's host name as the default origin names it.
 func hostPart() string {
-	o := acemq.DefaultOrigin()
+	o := wire.DefaultOrigin()
 	if _, h, ok := strings.Cut(o, "@"); ok {
 		return h
 	}

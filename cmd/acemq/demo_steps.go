@@ -11,6 +11,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
+	"github.com/acemq/acemq/cmd/acemq/internal/reasons"
 	"github.com/acemq/acemq/replay"
 	"github.com/acemq/acemq/route"
 	"github.com/acemq/acemq/rpc"
@@ -38,16 +39,16 @@ func (d *demo) pricingStep(ctx context.Context) {
 		d.narrate("request", m.Payload, m.Envelope)
 		p, ok := prices[m.Payload]
 		if !ok {
-			return quote{}, &UnknownSKUError{SKU: m.Payload}
+			return quote{}, &reasons.UnknownSKUError{SKU: m.Payload}
 		}
 		return quote{SKU: m.Payload, Pence: p}, nil
-	}, acemq.DrainTimeout(5*time.Second))
+	}, acemq.WithDrainTimeout(5*time.Second))
 	if err != nil {
 		d.step("pricing", promise, err, "")
 		return
 	}
 	d.closeAtEnd(resp.Close)
-	ask, err := rpc.Open[string, quote](ctx, d.conn, "", q, rpc.Timeout(10*time.Second))
+	ask, err := rpc.Open[string, quote](ctx, d.conn, "", q, rpc.WithTimeout(10*time.Second))
 	if err != nil {
 		d.step("pricing", promise, err, "")
 		return
@@ -56,7 +57,7 @@ func (d *demo) pricingStep(ctx context.Context) {
 	d.say("  requester replies on %s (exclusive, auto-delete)", ask.ReplyQueue())
 
 	answered := 0
-	priceRequest := func() rpc.AskOption {
+	priceRequest := func() rpc.CallOption {
 		return rpc.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "price.request"}))
 	}
 	for _, sku := range []string{"A-1", "B-7"} {
@@ -86,12 +87,6 @@ func (d *demo) pricingStep(ctx context.Context) {
 	}
 	d.step("pricing", promise, nil, fmt.Sprintf("%d answered; Z-0 failed at once with %q", answered, re.Text))
 }
-
-// UnknownSKUError is the pricing service's failure; the caller sees
-// "UnknownSKUError: no price for SKU …".
-type UnknownSKUError struct{ SKU string }
-
-func (e *UnknownSKUError) Error() string { return "no price for SKU " + e.SKU }
 
 // document is the demo's large payload.
 type document struct {
@@ -130,7 +125,7 @@ func (d *demo) documentStep(ctx context.Context) {
 		d.narrate("consume", fmt.Sprintf("document (%d lines)", len(m.Payload.Lines)), m.Envelope)
 		received <- got{bodyLen: len(m.Body), key: key, sum: sha256.Sum256([]byte(strings.Join(m.Payload.Lines, "\n"))), lines: len(m.Payload.Lines)}
 		return acemq.Accept()
-	}, acemq.WithCodec(codec), acemq.DrainTimeout(5*time.Second))
+	}, acemq.WithCodec(codec), acemq.WithDrainTimeout(5*time.Second))
 	if err != nil {
 		d.step("documents", promise, err, "")
 		return
@@ -143,7 +138,7 @@ func (d *demo) documentStep(ctx context.Context) {
 		d.step("documents", promise, err, "")
 		return
 	}
-	d.narrate("publish", fmt.Sprintf("document (%d lines)", len(doc.Lines)), env.WithType(env.WireType(q)))
+	d.narrate("publish", fmt.Sprintf("document (%d lines)", len(doc.Lines)), typed(env, q))
 	select {
 	case g := <-received:
 		payload, perr := store.Get(ctx, g.key)
@@ -175,11 +170,12 @@ func (d *demo) routeStep(ctx context.Context) {
 		d.step("route", promise, err, "")
 		return
 	}
-	d.cleanupExchange(p.Name())
+	halves := acemq.NewTopology() // the dead-letter halves the steps' consumers declare
 	for _, s := range steps {
-		d.cleanupQueues(p.Queue(s), acemq.DeadLetterQueue(p.Queue(s)), acemq.ParkedQueue(p.Queue(s)))
+		halves.Queue(acemq.DeadLetterQueue(p.Queue(s))).Queue(acemq.ParkedQueue(p.Queue(s)))
 	}
-	if err := p.Declare(ctx); err != nil {
+	d.deleteAtEnd(halves)
+	if err := d.apply(ctx, p.Topology()); err != nil {
 		d.step("route", promise, err, "")
 		return
 	}
@@ -193,7 +189,7 @@ func (d *demo) routeStep(ctx context.Context) {
 	for i, s := range steps {
 		last := i == len(steps)-1
 		step := s
-		c, err := route.Step(ctx, p, step, func(ctx context.Context, m acemq.Message[order]) (route.Result[order], error) {
+		c, err := route.Step(ctx, p, step, func(ctx context.Context, m acemq.Message[order]) (route.Output[order], error) {
 			d.narrate(step, m.Payload.ID, m.Envelope)
 			hops <- hop{step: step, env: m.Envelope}
 			if last {
@@ -202,7 +198,7 @@ func (d *demo) routeStep(ctx context.Context) {
 			o := m.Payload
 			o.Note = o.Note + "+" + step
 			return route.Forward(o), nil
-		}, acemq.DrainTimeout(5*time.Second))
+		}, acemq.WithDrainTimeout(5*time.Second))
 		if err != nil {
 			d.step("route", promise, err, "")
 			return

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // decodeMap runs decodeEnvelope and parses its output.
@@ -295,4 +297,62 @@ func FuzzEnvelopeDecode(f *testing.F) {
 			t.Fatalf("round trip changed the envelope:\n in  %s\n 1st %s\n 2nd %s", in, out, out2)
 		}
 	})
+}
+
+// TestEncodeOriginRule: encode stamps this host's origin, as a connection
+// does, on an envelope that names none (absent or null), and none on one
+// whose origin is "" (as decode prints an absent origin).
+func TestEncodeOriginRule(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{`{}`, wire.DefaultOrigin()},
+		{`{"origin":null}`, wire.DefaultOrigin()},
+		{`{"Origin":"x@y"}`, "x@y"},
+		{`{"origin":""}`, ""},
+	} {
+		out, err := encodeEnvelope([]byte(`{"routingKey":"k","envelope":` + tc.env + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := parseObject(t, out)["headers"].(map[string]any)[wire.HeaderOrigin].(string)
+		if got != tc.want {
+			t.Errorf("envelope %s: origin %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
+
+// TestConsumeLinesSpliceTheLibrarysJSON: a line of consume --json is the
+// envelope's JSON form, as decode prints it, followed by the delivery's
+// fields; the text form prints the same header values.
+func TestConsumeLinesSpliceTheLibrarysJSON(t *testing.T) {
+	headers := map[string]any{wire.HeaderFirstSeen: int64(1767323045678), "x-tenant": "acme", "raw": []byte{0, 1}, "h<&>": 1.5}
+	m := acemq.Message[[]byte]{
+		Envelope: acemq.ReadEnvelope(headers, "orders", "m-1"), RoutingKey: "orders",
+		ContentType: "application/json", Redelivered: true, Body: []byte(`{"id":"o-1"}`),
+	}
+	m.Payload = m.Body
+	var b bytes.Buffer
+	if err := printMessage(&b, 1, m, true); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"m-1","type":"orders","version":1,"correlationId":"m-1","causationId":"","attempt":1,"firstSeen":1767323045678,"origin":"","error":"","claim":"","route":[],"routePosition":0,"routeId":"","headers":{"h<&>":1.5,"raw":{"$bytes":"AAE="},"x-tenant":"acme"},` +
+		`"routingKey":"orders","exchange":"","contentType":"application/json","redelivered":true,"replyTo":"","body":"{\"id\":\"o-1\"}"}` + "\n"
+	if b.String() != want {
+		t.Errorf("consume --json printed\n %s\nwant\n %s", b.String(), want)
+	}
+	dec, err := decodeEnvelope([]byte(`{"routingKey":"orders","messageId":"m-1","headers":{"x-acemq-first-seen":1767323045678,"x-tenant":"acme","raw":{"$bytes":"AAE="},"h<&>":1.5}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), strings.TrimSuffix(string(dec), "}\n")+",") {
+		t.Errorf("consume --json does not begin with what decode prints:\n %s\n %s", b.String(), dec)
+	}
+	b.Reset()
+	if err := printMessage(&b, 1, m, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"    header h<&>: 1.5\n", "    header raw: {\"$bytes\":\"AAE=\"}\n", "    header x-tenant: \"acme\"\n", "    id=m-1 type=orders version=1 attempt=1 correlation=m-1 firstSeen=2026-01-02T03:04:05.678Z\n"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("consume printed\n%s\nwithout %q", b.String(), line)
+		}
+	}
 }

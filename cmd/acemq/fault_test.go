@@ -21,11 +21,11 @@ func TestFaultPublishCountThroughRecovery(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := testQueue(t, conn, "fault-count")
 	const n = 50000
-	pub := startCLI(t, "--url", url, "publish", "--exchange", "", "--routing-key", q, "--count", "50000", "--timeout", "3m", "payload")
+	pub := startCLI(t, "publish", "--url", url, "--exchange", "", "--routing-key", q, "--count", "50000", "--timeout", "3m", "payload")
 	eventually(t, "publishing to be under way", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		info, err := conn.Transport().InspectQueue(ctx, q)
+		info, err := conn.Inspect(ctx, q)
 		return err == nil && info.Messages > 1000
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -52,7 +52,7 @@ func TestFaultPublishCountThroughRecovery(t *testing.T) {
 	eventually(t, "every copy on the queue", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		info, err := conn.Transport().InspectQueue(ctx, q)
+		info, err := conn.Inspect(ctx, q)
 		return err == nil && info.Messages >= n
 	})
 }

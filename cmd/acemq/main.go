@@ -3,9 +3,10 @@
 // measures a broker, encodes and decodes envelopes, and writes development
 // certificates.
 //
-// Every command takes --url (default $ACEMQ_URL, else
-// amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo) and
-// --help. Exit codes:
+// The commands that connect to a broker (demo, publish, consume, ask, serve,
+// replay, bench) take --url (default $ACEMQ_URL, else
+// amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo)
+// and the TLS flags; every command takes --help. Exit codes:
 //
 //	0  success
 //	1  usage or any other error
@@ -101,10 +102,6 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// The default is resolved when a command runs, so --help never prints a
-	// password that $ACEMQ_URL carries.
-	root.PersistentFlags().String("url", "", "broker URL: amqp://user:pass@host:5672/vhost, amqps://…, or memory://NAME (default $ACEMQ_URL, else "+defaultAMQPURL+")")
-	addTLSFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(exitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
@@ -120,12 +117,4 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newCertsCmd(),
 	)
 	return root
-}
-
-// defaultURL is $ACEMQ_URL, else the local RabbitMQ.
-func defaultURL() string {
-	if u := os.Getenv("ACEMQ_URL"); u != "" {
-		return u
-	}
-	return defaultAMQPURL
 }

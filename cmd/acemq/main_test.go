@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 )
 
@@ -183,5 +186,145 @@ func TestHelpNeverPrintsThePasswordOfACEMQURL(t *testing.T) {
 	r = acemqEnv(t, []string{"ACEMQ_URL=memory2://nowhere"}, "", "consume", "--queue", "q").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "memory2") {
 		t.Errorf("$ACEMQ_URL was not used: %s", r.stderr)
+	}
+}
+
+// brokerFlags are the flags of a command that connects to a broker.
+var brokerFlags = []string{"url", "tls-ca", "tls-cert", "tls-key", "tls-allow-development"}
+
+// TestBrokerFlagsOnlyOnCommandsThatConnect: --url and the TLS flags belong
+// to the commands that connect, and appear nowhere else (not on the root,
+// not on envelope or certs).
+func TestBrokerFlagsOnlyOnCommandsThatConnect(t *testing.T) {
+	connects := map[string]bool{"demo": true, "publish": true, "consume": true, "ask": true, "serve": true, "replay": true, "bench": true}
+	root := newRootCmd()
+	for _, name := range brokerFlags {
+		if root.PersistentFlags().Lookup(name) != nil || root.Flags().Lookup(name) != nil {
+			t.Errorf("the root command has --%s", name)
+		}
+	}
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			want := connects[sub.Name()] && c == root
+			if want {
+				seen++
+			}
+			for _, name := range brokerFlags {
+				if got := sub.Flags().Lookup(name) != nil; got != want {
+					t.Errorf("%s: has --%s = %v, want %v", sub.CommandPath(), name, got, want)
+				}
+			}
+			walk(sub)
+		}
+	}
+	walk(root)
+	if seen != len(connects) {
+		t.Errorf("found %d of the %d commands that connect", seen, len(connects))
+	}
+
+	for _, args := range [][]string{{"envelope", "decode", "--url", "memory://x"}, {"certs", "--tls-ca", "ca.pem"}, {"--url", "memory://x", "envelope", "decode"}} {
+		r := runCLI(t, "{}", args...).wantCode(t, 1)
+		if !strings.Contains(r.stderr, "unknown flag") {
+			t.Errorf("acemq %s: stderr %q, want an unknown flag", strings.Join(args, " "), r.stderr)
+		}
+	}
+	if r := runCLI(t, "", "--help").wantCode(t, 0); strings.Contains(r.stdout, "--url") || strings.Contains(r.stdout, "--tls-") {
+		t.Errorf("acemq --help lists broker flags:\n%s", r.stdout)
+	}
+	if r := runCLI(t, "", "envelope", "encode", "--help").wantCode(t, 0); strings.Contains(r.stdout, "--url") {
+		t.Errorf("acemq envelope encode --help lists --url:\n%s", r.stdout)
+	}
+	for _, c := range []string{"publish", "bench", "demo"} {
+		r := runCLI(t, "", c, "--help").wantCode(t, 0)
+		for _, name := range brokerFlags {
+			if !strings.Contains(r.stdout, "--"+name) {
+				t.Errorf("acemq %s --help lacks --%s:\n%s", c, name, r.stdout)
+			}
+		}
+	}
+	if r := runCLI(t, "", "demo", "--help").wantCode(t, 0); !strings.Contains(r.stdout, "default memory://demo") {
+		t.Errorf("acemq demo --help does not give its own default:\n%s", r.stdout)
+	}
+}
+
+// TestBuiltinDefaultURL: only a command given neither --url nor $ACEMQ_URL
+// uses the built-in default, and a failure to connect there says how to
+// name a broker.
+func TestBuiltinDefaultURL(t *testing.T) {
+	parse := func(args ...string) (string, bool) {
+		t.Helper()
+		cmd, rest, err := newRootCmd().Find(append([]string{"consume"}, args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatal(err)
+		}
+		return brokerURL(cmd)
+	}
+	t.Setenv("ACEMQ_URL", "")
+	if url, builtin := parse(); url != defaultAMQPURL || !builtin {
+		t.Errorf("no --url, no $ACEMQ_URL: %q, builtin %v", url, builtin)
+	}
+	if url, builtin := parse("--url", "amqp://h/"); url != "amqp://h/" || builtin {
+		t.Errorf("--url: %q, builtin %v", url, builtin)
+	}
+	t.Setenv("ACEMQ_URL", "amqp://env/")
+	if url, builtin := parse(); url != "amqp://env/" || builtin {
+		t.Errorf("$ACEMQ_URL: %q, builtin %v", url, builtin)
+	}
+
+	refused := fmt.Errorf("acemq: cannot connect to the broker: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
+	msg := connectError(defaultAMQPURL, true, refused).Error()
+	for _, want := range []string{"no broker answered at the default URL amqp://guest:xxxxx@localhost:5672/", "set --url or ACEMQ_URL", "memory://", "connection refused"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the default's failure %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "guest:guest") {
+		t.Errorf("the default's failure shows the password: %q", msg)
+	}
+	// A broker that answers and refuses (the guest user is not allowed,
+	// say) did answer.
+	msg = connectError(defaultAMQPURL, true, errors.New(`Exception (403) Reason: "username or password not allowed"`)).Error()
+	if !strings.Contains(msg, "could not connect to the default URL amqp://guest:xxxxx@localhost:5672/: set --url or ACEMQ_URL") {
+		t.Errorf("the default's refusal: %q", msg)
+	}
+	if msg := connectError("amqp://guest:guest@rabbit:5672/", false, refused).Error(); strings.Contains(msg, "default") {
+		t.Errorf("a chosen URL's failure talks about the default: %q", msg)
+	}
+	var ee *exitError
+	if !errors.As(connectError(defaultAMQPURL, true, refused), &ee) || ee.code != exitFailure {
+		t.Errorf("the default's failure does not exit %d", exitFailure)
+	}
+}
+
+// TestMemoryURLHint: the commands that need a broker other commands share
+// explain, when what they look for is missing on memory://, that it is
+// this process's own broker.
+func TestMemoryURLHint(t *testing.T) {
+	const hint = "memory://x is this process's own in-memory broker, empty when the command starts: another acemq command cannot see what it holds; set --url or ACEMQ_URL"
+	for _, tc := range []struct {
+		code int
+		args []string
+	}{
+		{exitUnroutable, []string{"publish", "--url", "memory://x", "--exchange", "", "--routing-key", "orders", "x"}},
+		{exitFailure, []string{"publish", "--url", "memory://x", "--exchange", "orders", "--routing-key", "k", "x"}},
+		{exitFailure, []string{"consume", "--url", "memory://x", "--queue", "orders"}},
+		{exitUnroutable, []string{"ask", "--url", "memory://x", "--exchange", "", "--routing-key", "pricing", "x"}},
+		{exitFailure, []string{"serve", "--url", "memory://x", "--queue", "pricing", "--", "cat"}},
+		{exitFailure, []string{"replay", "--url", "memory://x", "--queue", "orders.dlq"}},
+	} {
+		r := runCLI(t, "", tc.args...).wantCode(t, tc.code)
+		if !strings.Contains(r.stderr, hint) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("acemq %s: stderr %q, want one line with the memory:// hint", strings.Join(tc.args, " "), r.stderr)
+		}
+	}
+	// Elsewhere, no hint: a missing queue on another broker is just missing.
+	r := runCLI(t, "", "consume", "--url", "memory2://nowhere", "--queue", "q").wantCode(t, 1)
+	if strings.Contains(r.stderr, "in-memory broker") {
+		t.Errorf("a non-memory URL got the memory:// hint: %q", r.stderr)
 	}
 }

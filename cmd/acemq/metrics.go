@@ -19,7 +19,7 @@ func addMetricsFlag(fl *pflag.FlagSet, addr *string) {
 
 // metrics serves the actuator endpoints for one command.
 type metrics struct {
-	act  *actuator.Actuator
+	act  *actuator.Endpoints
 	ln   net.Listener
 	stop context.CancelFunc
 	done chan error
@@ -44,11 +44,11 @@ func newMetrics(cmd *cobra.Command, addr string) (*metrics, error) {
 }
 
 // connectOptions record a connection's metrics through the actuator.
-func (m *metrics) connectOptions() []acemq.Option {
+func (m *metrics) connectOptions() []acemq.ConnOption {
 	if m == nil {
 		return nil
 	}
-	return []acemq.Option{acemq.WithMeterProvider(m.act.MeterProvider())}
+	return []acemq.ConnOption{acemq.WithMeterProvider(m.act.MeterProvider())}
 }
 
 // start watches conn and serves the endpoints until close.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -62,6 +61,7 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 			return runPublish(cmd, args, f)
 		},
 	}
+	addBrokerFlags(cmd, sharedURLDefault)
 	fl := cmd.Flags()
 	fl.StringVar(&f.exchange, "exchange", "", `exchange to publish to ("" is the default exchange, which routes by queue name)`)
 	fl.StringVar(&f.routingKey, "routing-key", "", "routing key")
@@ -96,23 +96,19 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 	if f.ct == "" {
 		f.ct = guessContentType(body)
 	}
-	ctx := cmd.Context()
-	if f.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
-	conn, err := connect(cmd)
+	ctx, cancel := within(cmd.Context(), f.timeout)
+	defer cancel()
+	s, err := openSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer closeConn(cmd, conn)
+	defer s.close()
 
 	opts := []acemq.PublisherOption{acemq.WithCodec(rawCodec{contentType: f.ct})}
 	if f.transient {
-		opts = append(opts, acemq.Transient())
+		opts = append(opts, acemq.WithPersistent(false))
 	}
-	pub := acemq.NewPublisher[[]byte](conn, f.exchange, opts...)
+	pub := acemq.NewPublisher[[]byte](s.conn, f.exchange, opts...)
 	newEnv := func(seq int) (acemq.Envelope, error) {
 		h := headers
 		if f.count > 1 {
@@ -137,7 +133,7 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 			sent, err = pub.Send(ctx, f.routingKey, body, acemq.WithEnvelope(env))
 		}
 		if err != nil {
-			return publishError(ctx, err)
+			return publishError(ctx, s, err)
 		}
 		fmt.Fprintln(out, sent.ID())
 		return nil
@@ -194,19 +190,19 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), msg)
 	if stopErr != nil {
-		return publishError(ctx, stopErr)
+		return publishError(ctx, s, stopErr)
 	}
 	return nil
 }
 
 // publishError maps a publish failure to an exit code.
-func publishError(ctx context.Context, err error) error {
+func publishError(ctx context.Context, s *session, err error) error {
 	var re *acemq.UnroutableError
 	switch {
 	case errors.As(err, &re):
-		return withCode(exitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); nothing was delivered", re.Exchange, re.RoutingKey, re.Code, re.Text))
-	case errors.Is(err, driver.ErrNotFound):
-		return withCode(exitFailure, fmt.Errorf("%w (declare the exchange first)", err))
+		return withCode(exitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); nothing was delivered%s", re.Exchange, re.RoutingKey, re.Code, re.Text, s.hint()))
+	case errors.Is(err, acemq.ErrNotFound):
+		return withCode(exitFailure, fmt.Errorf("%w (declare the exchange first)%s", err, s.hint()))
 	case ctx.Err() == context.DeadlineExceeded:
 		return withCode(exitTimeout, fmt.Errorf("timed out: %w", err))
 	}

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/replay"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -75,6 +73,7 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
 			return runReplay(cmd, f)
 		},
 	}
+	addBrokerFlags(cmd, sharedURLDefault)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "the queue to move messages out of (Q.dlq or Q.parked)")
 	fl.StringVar(&f.toExchange, "to-exchange", "", "publish to this exchange instead of Q (with --to-routing-key)")
@@ -100,35 +99,29 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 			return withCode(exitFailure, fmt.Errorf("%q ends in neither .dlq nor .parked, so there is no queue to put its messages back on: give --to-exchange and --to-routing-key", f.queue))
 		}
 	}
-	ctx := cmd.Context()
-	if f.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
-	conn, err := connect(cmd)
+	ctx, cancel := within(cmd.Context(), f.timeout)
+	defer cancel()
+	s, err := openSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer closeConn(cmd, conn)
-	info, err := conn.Transport().InspectQueue(ctx, f.queue)
+	defer s.close()
+	conn := s.conn
+	info, err := s.requireQueue(ctx, f.queue, "")
 	if err != nil {
-		if errors.Is(err, driver.ErrNotFound) {
-			return withCode(exitFailure, fmt.Errorf("queue %q does not exist", f.queue))
-		}
-		return withCode(exitFailure, err)
+		return err
 	}
 
 	var opts []replay.Option
 	if f.setExchange {
-		opts = append(opts, replay.To(f.toExchange, f.toRoutingKey))
+		opts = append(opts, replay.WithTarget(f.toExchange, f.toRoutingKey))
 	}
 	if f.keepAttempts {
-		opts = append(opts, replay.KeepAttempts())
+		opts = append(opts, replay.WithKeptAttempts())
 	}
 	if f.typ != "" {
 		typ := f.typ
-		opts = append(opts, replay.Filter(func(env acemq.Envelope) bool { return env.Type() == typ }))
+		opts = append(opts, replay.WithFilter(func(env acemq.Envelope) bool { return env.Type() == typ }))
 	}
 
 	var bar *progressbar.ProgressBar
@@ -147,7 +140,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 		// runs in one piece: in pieces, each would fetch the declined
 		// messages again.
 		if f.limit > 0 {
-			opts = append(opts, replay.Limit(f.limit))
+			opts = append(opts, replay.WithLimit(f.limit))
 		}
 		res, _ = replay.Run(ctx, conn, f.queue, opts...)
 		if bar != nil {
@@ -160,7 +153,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 			if f.limit > 0 {
 				chunk = min(chunk, f.limit-res.Moved)
 			}
-			r, _ := replay.Run(ctx, conn, f.queue, append(opts, replay.Limit(chunk))...)
+			r, _ := replay.Run(ctx, conn, f.queue, append(opts, replay.WithLimit(chunk))...)
 			if bar != nil {
 				_ = bar.Add(r.Moved)
 			}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/cmd/acemq/internal/reasons"
 	"github.com/acemq/acemq/rpc"
 	"github.com/spf13/cobra"
 )
@@ -30,19 +30,6 @@ type serveFlags struct {
 	json           bool
 	metricsAddr    string
 }
-
-// CommandError is the failure a responder sends back when COMMAND exits
-// non-zero: the last line of its standard error. Callers see it as
-// "CommandError: <line>".
-type CommandError struct {
-	// Line is the last non-empty line the command wrote on standard error,
-	// or a description of how it ended when it wrote none.
-	Line string
-	// ExitCode is the command's exit status (-1 when it was killed).
-	ExitCode int
-}
-
-func (e *CommandError) Error() string { return e.Line }
 
 func newServeCmd() *cobra.Command {
 	var f serveFlags
@@ -79,6 +66,7 @@ SIGINT or SIGTERM stops taking requests, lets the running commands finish
 			return runServe(cmd, args, f)
 		},
 	}
+	addBrokerFlags(cmd, sharedURLDefault)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "queue to answer requests on")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "requests handled at once")
@@ -107,32 +95,27 @@ func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
 	if err != nil {
 		return withCode(exitFailure, fmt.Errorf("cannot run %q: %w", args[0], err))
 	}
-	mx, err := newMetrics(cmd, f.metricsAddr)
+	s, err := openSession(cmd, f.metricsAddr)
 	if err != nil {
 		return err
 	}
-	defer mx.close()
-	conn, err := connect(cmd, mx.connectOptions()...)
-	if err != nil {
-		return err
-	}
-	defer closeConn(cmd, conn)
+	defer s.close()
+	conn := s.conn
 	ctx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
 	defer cancel()
 	if f.declare {
-		if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: f.queue, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}); err != nil {
+		// A durable queue: a quorum queue, as the topology's are by default.
+		if err := acemq.NewTopology().Queue(f.queue).Apply(ctx, conn); err != nil {
 			return withCode(exitFailure, fmt.Errorf("declaring %s: %w", f.queue, err))
 		}
-	} else if _, err := conn.Transport().InspectQueue(ctx, f.queue); err != nil {
-		if errors.Is(err, driver.ErrNotFound) {
-			return withCode(exitFailure, fmt.Errorf("queue %q does not exist (use --declare to create it)", f.queue))
-		}
-		return withCode(exitFailure, err)
+	} else if _, err := s.requireQueue(ctx, f.queue, " (use --declare to create it)"); err != nil {
+		return err
 	}
 
-	mx.start(cmd, conn)
-
 	errOut := &lockedWriter{w: cmd.ErrOrStderr()}
+	if isMemory(s.url) {
+		fmt.Fprintf(errOut, "note: %s\n", memoryNote(s.url))
+	}
 	var failed atomic.Int64
 	h := func(hctx context.Context, m acemq.Message[[]byte]) ([]byte, error) {
 		out, err := runCommand(hctx, path, args, m, f.commandTimeout, errOut)
@@ -142,8 +125,8 @@ func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
 		return out, err
 	}
 	resp, err := rpc.Serve(ctx, conn, f.queue, h,
-		acemq.WithCodec(rawCodec{contentType: f.ct}), acemq.Concurrency(f.concurrency),
-		acemq.Prefetch(max(f.concurrency, 1)), acemq.DrainTimeout(f.drain))
+		acemq.WithCodec(rawCodec{contentType: f.ct}), acemq.WithConcurrency(f.concurrency),
+		acemq.WithPrefetch(max(f.concurrency, 1)), acemq.WithDrainTimeout(f.drain))
 	if err != nil {
 		return withCode(exitFailure, fmt.Errorf("starting the responder on %s: %w", f.queue, err))
 	}
@@ -215,9 +198,9 @@ func runCommand(ctx context.Context, path string, args []string, m acemq.Message
 		case line == "":
 			line = fmt.Sprintf("%s exited with %s and wrote nothing on standard error", args[0], ee.ProcessState)
 		}
-		return nil, &CommandError{Line: line, ExitCode: ee.ExitCode()}
+		return nil, &reasons.CommandError{Line: line, ExitCode: ee.ExitCode()}
 	}
-	return nil, &CommandError{Line: fmt.Sprintf("could not run %s: %v", args[0], err), ExitCode: -1}
+	return nil, &reasons.CommandError{Line: fmt.Sprintf("could not run %s: %v", args[0], err), ExitCode: -1}
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -19,10 +19,10 @@ func TestServeCtrlCLetsRunningCommandsFinish(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.ctrlc." + suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-	srv := startCLIGroup(t, "--url", url, "serve", "--queue", q, "--declare", "--", "sh", "-c", "echo running-now >&2; sleep 1; echo finished")
+	srv := startCLIGroup(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo running-now >&2; sleep 1; echo finished")
 	waitConsumers(t, conn, q, 1, srv)
 
-	ask := startCLI(t, "--url", url, "ask", "--exchange", "", "--routing-key", q, "--timeout", "30s", "x")
+	ask := startCLI(t, "ask", "--url", url, "--exchange", "", "--routing-key", q, "--timeout", "30s", "x")
 	eventually(t, "the command to start", func() bool { return strings.Contains(srv.stderr.String(), "\nrunning-now") })
 	if err := syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func fullyPopulated(tb testing.TB) acemq.Envelope {
 		Attempt:       3,
 		FirstSeen:     time.UnixMilli(1_760_000_000_000),
 		Origin:        "perf@bench",
-		Error:         "the handler rejected it: errorString: out of stock",
+		Reason:        "the handler rejected it: Error: out of stock",
 		Claim:         "s3://bucket/claims/7f3c9a12",
 		Route:         []string{"validate", "price", "ship"},
 		RoutePosition: 1,

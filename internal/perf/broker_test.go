@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +46,7 @@ func ctxFor(tb testing.TB, d time.Duration) context.Context {
 // dialRaw opens a plain amqp091 connection, closed at cleanup.
 func dialRaw(tb testing.TB, url string) *amqp.Connection {
 	tb.Helper()
-	ac, err := amqp.DialConfig(url, amqp.Config{Properties: amqp.Table{"connection_name": "acemq-perf raw " + tb.Name()}})
+	ac, err := DialRaw(url, "acemq-perf raw "+tb.Name(), nil)
 	if err != nil {
 		tb.Fatalf("dialling RabbitMQ: %v", err)
 	}
@@ -56,9 +55,9 @@ func dialRaw(tb testing.TB, url string) *amqp.Connection {
 }
 
 // connect opens an acemq connection, closed at cleanup.
-func connect(tb testing.TB, url string, opts ...acemq.Option) *acemq.Conn {
+func connect(tb testing.TB, url string, opts ...acemq.ConnOption) *acemq.Conn {
 	tb.Helper()
-	opts = append([]acemq.Option{acemq.WithName("acemq-perf " + tb.Name())}, opts...)
+	opts = append([]acemq.ConnOption{acemq.WithName("acemq-perf " + tb.Name())}, opts...)
 	c, err := acemq.Connect(ctxFor(tb, 30*time.Second), url, opts...)
 	if err != nil {
 		tb.Fatalf("acemq.Connect: %v", err)
@@ -139,26 +138,12 @@ func fillUnlabelled(tb testing.TB, url, queue string, n int) {
 
 // rawHeaders is what a careful application writes with plain amqp091 to
 // carry the same information as a full envelope: the same header names and
-// values acemq writes. Used only by the raw+headers variant.
-func rawHeaders(id string) amqp.Table {
-	return amqp.Table{
-		"x-acemq-id": id, "x-acemq-type": "order.created", "x-acemq-version": int32(2),
-		"x-acemq-correlation": "corr-3b2f6c1d-8e4a-4f7b-9c0d-1a2b3c4d5e6f",
-		"x-acemq-causation":   "cause-9d8c7b6a-5f4e-4d3c-2b1a-0f9e8d7c6b5a",
-		"x-acemq-attempt":     int32(1), "x-acemq-first-seen": time.Now().UnixMilli(),
-		"x-acemq-origin": "perf@bench", "tenant": "acme", "priority": int32(5),
-	}
-}
+// values acemq writes (FullEnvelope's table). Used only by the raw+headers
+// variants.
+func rawHeaders(id string) amqp.Table { return fullTable.For(id, "") }
 
-// percentile returns the p-th percentile (0..1) of ds, sorting ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	i := int(p * float64(len(ds)-1))
-	return ds[i]
-}
+// fullTable writes FullEnvelope's tables.
+var fullTable = FullEnvelope.Prepare()
 
 func brokerURL(tb testing.TB) string { return testenv.AMQPURL(tb) }
 

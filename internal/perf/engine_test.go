@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 )
 
 // A driver with no broker behind it: Publish returns at once and a
@@ -123,7 +124,7 @@ func BenchmarkEngine(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			c := newConn(b)
-			nc := c.Transport().(*nullConn)
+			nc := brokertest.DriverAs[*nullConn](c)
 			nc.delivery = driver.Delivery{
 				RoutingKey: "orders", ContentType: "application/json", MessageID: "m-1",
 				Persistent: true, Headers: newFullEnvelope().AppendHeaders(nil, "orders"),
@@ -140,7 +141,7 @@ func BenchmarkEngine(b *testing.B) {
 					close(done)
 				}
 				return acemq.Accept()
-			}, acemq.Concurrency(conc), acemq.NoDeclare())
+			}, acemq.WithConcurrency(conc), acemq.WithDeclarations(false))
 			if err != nil {
 				b.Fatal(err)
 			}

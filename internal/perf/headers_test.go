@@ -36,25 +36,17 @@ func BenchmarkHeaderCost(b *testing.B) {
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			q := declare(b, url, quorum)
-			ch := rawConfirmChannel(b, url)
-			confs := ch.NotifyPublish(make(chan amqp.Confirmation, window))
+			pub := rawPublisher(b, url)
 			ctx := ctxFor(b, 10*time.Minute)
 			b.ReportMetric(float64(tableBytes(v.headers("12345"))), "header-bytes")
 			m := startMeter()
-			out := 0
-			for i := range b.N {
-				for ; out >= window; out-- {
-					<-confs
-				}
+			err := pub.Window(ctx, "", q, b.N, window, false, func(i int) amqp.Publishing {
 				p := rawPublishing(uint64(i), false)
 				p.Headers = v.headers(p.MessageId)
-				if err := ch.PublishWithContext(ctx, "", q, true, false, p); err != nil {
-					b.Fatal(err)
-				}
-				out++
-			}
-			for ; out > 0; out-- {
-				<-confs
+				return p
+			}, nil)
+			if err != nil {
+				b.Fatal(err)
 			}
 			m.stop(b, b.N)
 		})

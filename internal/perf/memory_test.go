@@ -45,7 +45,7 @@ func newQueue(t *testing.T, url string, kind queueKind) string {
 	}
 	c := connect(t, url)
 	name := unique("mem")
-	if err := acemq.NewTopology().Queue(name, acemq.ClassicQueue()).Apply(ctxFor(t, 10*time.Second), c); err != nil {
+	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctxFor(t, 10*time.Second), c); err != nil {
 		t.Fatal(err)
 	}
 	return name
@@ -79,7 +79,7 @@ func roundTrip(t *testing.T, c *acemq.Conn, q string, n int, keep func(acemq.Mes
 			close(done)
 		}
 		return acemq.Accept()
-	}, acemq.Concurrency(4), acemq.Prefetch(prefetch), acemq.NoDeclare())
+	}, acemq.WithConcurrency(4), acemq.WithPrefetch(prefetch), acemq.WithDeclarations(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestIdleConnectionIsQuiet(t *testing.T) {
 			q := newQueue(t, url, kind)
 			cons, err := acemq.Consume(ctx, c, q, func(context.Context, acemq.Message[Order]) acemq.Ack {
 				return acemq.Accept()
-			}, acemq.Concurrency(4), acemq.NoDeclare(), acemq.ConsumerTag(fmt.Sprintf("idle-%d", i)))
+			}, acemq.WithConcurrency(4), acemq.WithDeclarations(false), acemq.WithConsumerTag(fmt.Sprintf("idle-%d", i)))
 			if err != nil {
 				t.Fatal(err)
 			}

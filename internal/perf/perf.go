@@ -11,6 +11,15 @@
 // (ACEMQ_TEST_AMQP_URL) and run only with -bench; scripts/perf-compare
 // runs them several times and prints one table of ratios, and
 // docs/performance.md explains the numbers.
+//
+// The package's non-test code is the harness the benchmarks share with
+// `acemq bench` (cmd/acemq), so that both measure the same work the same
+// way: the payloads (Order; Stamp and SentAt for bodies that carry their
+// send time), latency recording with nearest-rank percentiles
+// (Latencies, Percentile), Countdown, and the raw amqp091-go references
+// acemq is measured against — RawPublisher, RawConsumer, RawRequester and
+// RawResponder — which, given an EnvelopeTable, write by hand the headers
+// acemq's contract puts on every message (the rawhdr variants).
 package perf
 
 import (

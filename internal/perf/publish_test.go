@@ -2,7 +2,6 @@ package perf
 
 import (
 	"encoding/json"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
-	"github.com/google/uuid"
+	"github.com/acemq/acemq/internal/brokertest"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -35,12 +34,13 @@ import (
 //     1,000 before sending the next 1,000, as PublishBatch and SendAll do:
 //     the cost of the batch boundary;
 //   - driver publishes the same headers through the rabbitmq driver
-//     (conn.Transport(): PublishBatch of 1,000 for batch, Publish for
+//     (brokertest.Driver(conn): PublishBatch of 1,000 for batch, Publish for
 //     send16): the cost of the driver's confirm tracking and, for batch,
 //     of waiting for every confirm of a batch before sending the next.
 //
 // What acemq adds on top of driver is the envelope, the codec and the
-// telemetry hooks.
+// telemetry hooks. The raw sides are RawPublisher (Window for batch, Send
+// for send16), which `acemq bench --compare-raw` measures against too.
 func BenchmarkPublish(b *testing.B) {
 	url := brokerURL(b)
 	b.Run("batch", func(b *testing.B) {
@@ -60,27 +60,20 @@ func BenchmarkPublish(b *testing.B) {
 	})
 }
 
+// rawPublishing is message seq of the raw sides: the Order encoded with
+// encoding/json, persistent, with a message-id and a content type; with
+// headers, the headers a full envelope writes and, as the contract and
+// acemq have them, a UUID for its id.
 func rawPublishing(seq uint64, headers bool) amqp.Publishing {
 	body, err := json.Marshal(NewOrderCached())
 	if err != nil {
 		panic(err)
 	}
-	id := strconv.FormatUint(seq, 10)
+	var env *EnvelopeTable
 	if headers {
-		// The same work as acemq: the contract's ids are UUIDs, and their
-		// bytes cost the broker and amqp091 too.
-		id = uuid.NewString()
+		env = fullTable
 	}
-	p := amqp.Publishing{
-		ContentType:  "application/json",
-		DeliveryMode: amqp.Persistent,
-		MessageId:    id,
-		Body:         body,
-	}
-	if headers {
-		p.Headers = rawHeaders(id)
-	}
-	return p
+	return RawMessage(seq, "", "application/json", body, env)
 }
 
 var cachedOrder = NewOrder()
@@ -88,61 +81,39 @@ var cachedOrder = NewOrder()
 // NewOrderCached returns the benchmark payload without rebuilding it.
 func NewOrderCached() Order { return cachedOrder }
 
-func rawConfirmChannel(b *testing.B, url string) *amqp.Channel {
+// rawPublisher opens a RawPublisher on a raw connection of its own,
+// closed at cleanup.
+func rawPublisher(b *testing.B, url string) *RawPublisher {
 	b.Helper()
-	ch, err := dialRaw(b, url).Channel()
+	p, err := NewRawPublisher(dialRaw(b, url))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ch.Confirm(false); err != nil {
-		b.Fatal(err)
-	}
-	return ch
+	b.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // rawPublishWindow publishes b.N messages keeping up to window of them
-// unconfirmed. batched waits instead for every confirm of each window
-// before sending the next one, as PublishBatch and SendAll do.
+// unconfirmed (RawPublisher.Window). batched waits instead for every
+// confirm of each window before sending the next one, as PublishBatch and
+// SendAll do.
 func rawPublishWindow(b *testing.B, url string, headers, batched bool) {
 	q := declare(b, url, quorum)
-	ch := rawConfirmChannel(b, url)
-	confs := ch.NotifyPublish(make(chan amqp.Confirmation, window))
+	p := rawPublisher(b, url)
 	ctx := ctxFor(b, 10*time.Minute)
 	b.ReportAllocs()
 	b.ResetTimer()
 	m := startMeter()
-	outstanding := 0
-	await := func() {
-		c := <-confs
-		if !c.Ack {
-			b.Fatal("the broker nacked a publish")
-		}
-		outstanding--
-	}
-	for i := range b.N {
-		if outstanding == window {
-			keep := window - 1
-			if batched {
-				keep = 0
-			}
-			for outstanding > keep {
-				await()
-			}
-		}
-		if err := ch.PublishWithContext(ctx, "", q, true, false, rawPublishing(uint64(i), headers)); err != nil {
-			b.Fatal(err)
-		}
-		outstanding++
-	}
-	for outstanding > 0 {
-		await()
+	err := p.Window(ctx, "", q, b.N, window, batched, func(i int) amqp.Publishing { return rawPublishing(uint64(i), headers) }, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
 	m.stop(b, b.N)
 }
 
 func rawPublishConcurrent(b *testing.B, url string, headers bool) {
 	q := declare(b, url, quorum)
-	ch := rawConfirmChannel(b, url)
+	p := rawPublisher(b, url)
 	ctx := ctxFor(b, 10*time.Minute)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -156,13 +127,8 @@ func rawPublishConcurrent(b *testing.B, url string, headers bool) {
 				if i > int64(b.N) {
 					return
 				}
-				dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", q, true, false, rawPublishing(uint64(i), headers))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if ok, err := dc.WaitContext(ctx); err != nil || !ok {
-					b.Errorf("no confirm: ack %v, %v", ok, err)
+				if err := p.Send(ctx, "", q, rawPublishing(uint64(i), headers)); err != nil {
+					b.Errorf("no confirm: %v", err)
 					return
 				}
 			}
@@ -219,19 +185,20 @@ func acemqSend(b *testing.B, url string) {
 }
 
 // newFullEnvelope builds the envelope an application sends with each
-// message: a fresh id and first-seen, and every other field set.
+// message: a fresh id and first-seen, and every other field set, those of
+// FullEnvelope (which the rawhdr sides write by hand).
 func newFullEnvelope() acemq.Envelope {
 	return acemq.MustEnvelope(acemq.Fields{
-		Type:          "order.created",
-		Version:       2,
-		CorrelationID: "corr-3b2f6c1d-8e4a-4f7b-9c0d-1a2b3c4d5e6f",
-		CausationID:   "cause-9d8c7b6a-5f4e-4d3c-2b1a-0f9e8d7c6b5a",
-		Origin:        "perf@bench",
+		Type:          FullEnvelope.Type,
+		Version:       int(FullEnvelope.Version),
+		CorrelationID: FullEnvelope.Correlation,
+		CausationID:   FullEnvelope.Causation,
+		Origin:        FullEnvelope.Origin,
 		Headers:       appHeaders,
 	})
 }
 
-var appHeaders = map[string]any{"tenant": "acme", "priority": int32(5)}
+var appHeaders = map[string]any(FullEnvelope.Headers)
 
 // driverMessage is the raw+headers publish as a driver message.
 func driverMessage(q string, seq uint64) driver.Message {
@@ -244,7 +211,7 @@ func driverMessage(q string, seq uint64) driver.Message {
 
 func driverPublishBatch(b *testing.B, url string) {
 	q := declare(b, url, quorum)
-	t := connect(b, url, acemq.WithMaxOutstanding(window)).Transport()
+	t := brokertest.Driver(connect(b, url, acemq.WithMaxOutstanding(window)))
 	ctx := ctxFor(b, 10*time.Minute)
 	batch := make([]driver.Message, 0, window)
 	b.ReportAllocs()
@@ -267,7 +234,7 @@ func driverPublishBatch(b *testing.B, url string) {
 
 func driverPublishConcurrent(b *testing.B, url string) {
 	q := declare(b, url, quorum)
-	t := connect(b, url, acemq.WithMaxOutstanding(window)).Transport()
+	t := brokertest.Driver(connect(b, url, acemq.WithMaxOutstanding(window)))
 	ctx := ctxFor(b, 10*time.Minute)
 	var next atomic.Int64
 	var wg sync.WaitGroup

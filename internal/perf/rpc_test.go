@@ -3,7 +3,6 @@ package perf
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,15 +10,12 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/rpc"
-	"github.com/google/uuid"
-	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // The responder's shape, the same on both sides.
 const (
 	rpcCallers        = 32
 	rpcResponderConc  = 8
-	rpcReplyPrefetch  = acemq.DefaultPrefetch // what rpc.Open's reply consumer uses
 	rpcRequestTimeout = 30 * time.Second
 )
 
@@ -38,12 +34,14 @@ const (
 // does: the request is published persistent, mandatory and confirmed with
 // reply-to and correlation-id to the request queue; the caller waits for
 // both the confirm and the reply, which arrives on an exclusive,
-// auto-delete reply queue read with manual acks at prefetch 20. The
+// auto-delete reply queue read with manual acks at prefetch 20
+// (RawReplyPrefetch, what rpc.Open's reply consumer uses). The
 // responder reads the request queue at prefetch 200 with 8 goroutines,
 // decodes the request, publishes the answer (confirmed, not mandatory) to
 // the reply-to queue, waits for that confirm and acks. acemq uses
-// rpc.Open and Requester.Ask against rpc.Serve with Concurrency(8) and
-// Prefetch(200).
+// rpc.Open and Requester.Ask against rpc.Serve with WithConcurrency(8) and
+// WithPrefetch(200). The raw sides are RawRequester and RawResponder, which
+// `acemq bench --compare-raw` measures against too.
 func BenchmarkRPC(b *testing.B) {
 	url := brokerURL(b)
 	b.Run("seq", func(b *testing.B) {
@@ -70,13 +68,13 @@ func runRPC(b *testing.B, callers int, ask asker) {
 	if _, err := ask(ctx, order); err != nil {
 		b.Fatal(err)
 	}
-	lat := make([][]time.Duration, callers)
+	var lat Latencies
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
 	m := startMeter()
-	for g := range callers {
+	for range callers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
 				t0 := time.Now()
@@ -84,18 +82,15 @@ func runRPC(b *testing.B, callers int, ask asker) {
 					b.Error(err)
 					return
 				}
-				lat[g] = append(lat[g], time.Since(t0))
+				lat.Since(t0)
 			}
 		})
 	}
 	wg.Wait()
 	m.stop(b, b.N)
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	b.ReportMetric(float64(percentile(all, 0.50).Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(percentile(all, 0.99).Nanoseconds())/1e3, "p99-µs")
+	sum := lat.Summary()
+	b.ReportMetric(float64(sum.P50.Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(sum.P99.Nanoseconds())/1e3, "p99-µs")
 }
 
 func newAcemqRPC(b *testing.B, url string) asker {
@@ -104,13 +99,13 @@ func newAcemqRPC(b *testing.B, url string) asker {
 	ctx := ctxFor(b, time.Minute)
 	resp, err := rpc.Serve(ctx, server, q, func(_ context.Context, m acemq.Message[Order]) (Order, error) {
 		return m.Payload, nil
-	}, acemq.Concurrency(rpcResponderConc), acemq.Prefetch(prefetch), acemq.NoDeclare())
+	}, acemq.WithConcurrency(rpcResponderConc), acemq.WithPrefetch(prefetch), acemq.WithDeclarations(false))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = resp.Close(context.Background()) })
 	client := connect(b, url)
-	req, err := rpc.Open[Order, Order](ctx, client, "", q, rpc.Timeout(rpcRequestTimeout))
+	req, err := rpc.Open[Order, Order](ctx, client, "", q, rpc.WithTimeout(rpcRequestTimeout))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,179 +113,44 @@ func newAcemqRPC(b *testing.B, url string) asker {
 	return func(ctx context.Context, o Order) (Order, error) { return req.Ask(ctx, o) }
 }
 
-// rawRequester is a request/reply client written with amqp091 alone.
-type rawRequester struct {
-	pub     *amqp.Channel
-	queue   string
-	reply   string
-	headers bool
-	seq     atomic.Uint64
-	mu      sync.Mutex
-	calls   map[string]chan amqp.Delivery
-}
-
-// newRawRPC starts a raw responder and returns a raw requester's call;
-// with headers, both write the header tables acemq writes.
+// newRawRPC starts a raw responder (RawResponder) and returns a raw
+// requester's call (RawRequester); with headers, both write the header
+// tables acemq writes.
 func newRawRPC(b *testing.B, url string, headers bool) asker {
 	q := declare(b, url, classic)
-	startRawResponder(b, url, q, headers)
-
-	ac := dialRaw(b, url)
-	sub, err := ac.Channel()
-	if err != nil {
-		b.Fatal(err)
+	var env *EnvelopeTable
+	if headers {
+		env = Envelope{Origin: FullEnvelope.Origin}.Prepare()
 	}
-	if err := sub.Qos(rpcReplyPrefetch, 0, false); err != nil {
-		b.Fatal(err)
-	}
-	rq, err := sub.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dels, err := sub.Consume(rq.Name, "", false, true, false, false, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pub, err := ac.Channel()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pub.Confirm(false); err != nil {
-		b.Fatal(err)
-	}
-	r := &rawRequester{pub: pub, queue: q, reply: rq.Name, headers: headers, calls: map[string]chan amqp.Delivery{}}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for d := range dels {
-			r.mu.Lock()
-			c, ok := r.calls[d.CorrelationId]
-			delete(r.calls, d.CorrelationId)
-			r.mu.Unlock()
-			if ok {
-				c <- d
+	resp, err := StartRawResponder(dialRaw(b, url), RawResponderConfig{
+		Queue: q, Prefetch: prefetch, Handlers: rpcResponderConc, Envelope: env,
+		Answer: func(body []byte) ([]byte, error) {
+			var o Order
+			if err := json.Unmarshal(body, &o); err != nil {
+				return nil, err
 			}
-			_ = d.Ack(false)
-		}
+			return json.Marshal(o)
+		},
 	})
-	b.Cleanup(func() { _ = sub.Close(); wg.Wait() })
-	return r.ask
-}
-
-func (r *rawRequester) ask(ctx context.Context, o Order) (Order, error) {
-	body, err := json.Marshal(o)
 	if err != nil {
-		return Order{}, err
+		b.Fatal(err)
 	}
-	id := strconv.FormatUint(r.seq.Add(1), 10)
-	if r.headers {
-		id = uuid.NewString() // as rpc does: the contract's ids are UUIDs
-	}
-	c := make(chan amqp.Delivery, 1)
-	r.mu.Lock()
-	r.calls[id] = c
-	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, rpcRequestTimeout)
-	defer cancel()
-	p := amqp.Publishing{
-		ContentType: "application/json", DeliveryMode: amqp.Persistent,
-		MessageId: id, CorrelationId: id, ReplyTo: r.reply, Body: body,
-	}
-	if r.headers {
-		p.Headers = rawRequestHeaders(id, r.queue, r.reply)
-	}
-	dc, err := r.pub.PublishWithDeferredConfirmWithContext(ctx, "", r.queue, true, false, p)
+	b.Cleanup(func() { _ = resp.Close() })
+	req, err := NewRawRequester(dialRaw(b, url), "", q, env)
 	if err != nil {
-		return Order{}, err
+		b.Fatal(err)
 	}
-	if ok, err := dc.WaitContext(ctx); err != nil || !ok {
-		return Order{}, errNoConfirm
-	}
-	select {
-	case d := <-c:
+	b.Cleanup(func() { _ = req.Close() })
+	return func(ctx context.Context, o Order) (Order, error) {
+		body, err := json.Marshal(o)
+		if err != nil {
+			return Order{}, err
+		}
+		reply, err := req.Ask(ctx, "application/json", body, rpcRequestTimeout)
+		if err != nil {
+			return Order{}, err
+		}
 		var rep Order
-		return rep, json.Unmarshal(d.Body, &rep)
-	case <-ctx.Done():
-		return Order{}, ctx.Err()
+		return rep, json.Unmarshal(reply, &rep)
 	}
-}
-
-var errNoConfirm = errorString("the broker did not confirm the request")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
-// rawRequestHeaders is the header table rpc's requester writes on a
-// request: the envelope's always-written fields, its origin, and the reply
-// address.
-func rawRequestHeaders(id, queue, replyTo string) amqp.Table {
-	return amqp.Table{
-		"x-acemq-id": id, "x-acemq-type": queue, "x-acemq-version": int32(1),
-		"x-acemq-correlation": id, "x-acemq-attempt": int32(1),
-		"x-acemq-first-seen": time.Now().UnixMilli(), "x-acemq-origin": "perf@bench",
-		"acemq-reply-to": replyTo,
-	}
-}
-
-// rawReplyHeaders is the header table rpc's responder writes on a reply:
-// a fresh id, the request's correlation, the request's id as causation.
-func rawReplyHeaders(id, queue string, request amqp.Table) amqp.Table {
-	return amqp.Table{
-		"x-acemq-id": id, "x-acemq-type": queue, "x-acemq-version": int32(1),
-		"x-acemq-correlation": request["x-acemq-correlation"], "x-acemq-causation": request["x-acemq-id"],
-		"x-acemq-attempt": int32(1), "x-acemq-first-seen": time.Now().UnixMilli(),
-		"x-acemq-origin": "perf@bench",
-	}
-}
-
-// startRawResponder answers requests on q with amqp091 alone; with
-// headers, each reply carries the header table rpc's responder writes.
-func startRawResponder(b *testing.B, url, q string, headers bool) {
-	ac := dialRaw(b, url)
-	sub, err := ac.Channel()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := sub.Qos(prefetch, 0, false); err != nil {
-		b.Fatal(err)
-	}
-	dels, err := sub.Consume(q, "", false, false, false, false, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pub, err := ac.Channel()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pub.Confirm(false); err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for range rpcResponderConc {
-		wg.Go(func() {
-			for d := range dels {
-				var o Order
-				if err := json.Unmarshal(d.Body, &o); err != nil {
-					_ = d.Nack(false, false)
-					continue
-				}
-				body, _ := json.Marshal(o)
-				p := amqp.Publishing{
-					ContentType: "application/json", DeliveryMode: amqp.Persistent, CorrelationId: d.CorrelationId, Body: body,
-				}
-				if headers {
-					id := uuid.NewString()
-					p.MessageId = id
-					p.Headers = rawReplyHeaders(id, d.ReplyTo, d.Headers)
-				}
-				dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", d.ReplyTo, false, false, p)
-				if err == nil {
-					dc.Wait()
-				}
-				_ = d.Ack(false)
-			}
-		})
-	}
-	b.Cleanup(func() { _ = sub.Close(); wg.Wait() })
 }

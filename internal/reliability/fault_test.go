@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/brokertest"
 )
 
 // These scenarios hurt the broker for everyone using it: they run only with
@@ -143,7 +144,7 @@ func checkBlocked(r *loadRun, reason string) {
 	// out its time: that is failing fast.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := r.prod.Publish(ctx, acemq.Outbound{RoutingKey: r.queue, Body: []byte(`{"seq":-1}`), ContentType: "application/json"})
+	err := brokertest.Publish(ctx, r.prod, brokertest.Outbound{RoutingKey: r.queue, Body: []byte(`{"seq":-1}`), ContentType: "application/json"})
 	if !errors.Is(err, acemq.ErrBlocked) {
 		t.Errorf("a publish during the alarm: %v, want an error wrapping ErrBlocked", err)
 	} else if !strings.Contains(err.Error(), reason) {

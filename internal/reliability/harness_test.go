@@ -14,6 +14,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 )
@@ -29,11 +30,11 @@ func uniqueName(prefix string) string {
 }
 
 // connect opens a connection closed at cleanup.
-func connect(t testing.TB, url, name string, opts ...acemq.Option) *acemq.Conn {
+func connect(t testing.TB, url, name string, opts ...acemq.ConnOption) *acemq.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := acemq.Connect(ctx, url, append([]acemq.Option{acemq.WithName(name)}, opts...)...)
+	c, err := acemq.Connect(ctx, url, append([]acemq.ConnOption{acemq.WithName(name)}, opts...)...)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", url, err)
 	}
@@ -62,7 +63,7 @@ func deleteQueuesAtCleanup(t testing.TB, url string, names ...string) {
 		}
 		defer func() { _ = c.Close(ctx) }()
 		for _, n := range names {
-			if _, err := c.Transport().DeleteQueue(ctx, n); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			if _, err := brokertest.Driver(c).DeleteQueue(ctx, n); err != nil && !errors.Is(err, driver.ErrNotFound) {
 				t.Logf("cleanup: deleting %s: %v", n, err)
 			}
 		}
@@ -155,7 +156,7 @@ func brokerAnswers(url string) bool {
 		return false
 	}
 	defer func() { _ = c.Close(ctx) }()
-	return c.Transport().Ping(ctx) == nil
+	return brokertest.Driver(c).Ping(ctx) == nil
 }
 
 // figures is one scenario's RESULT line: key=value pairs in the order added.

@@ -21,12 +21,13 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rabbitmq"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // Scenario 6: deliveries with hostile headers and bodies, published raw
-// (conn.Transport().Publish, bypassing the envelope writer), are either
+// (brokertest.Driver(conn).Publish, bypassing the envelope writer), are either
 // handled or set aside with a reason, and the consumer keeps going: a good
 // message published after them is still processed. The same messages, read
 // by the CLI, do not crash it either.
@@ -40,10 +41,10 @@ import (
 // reservedNames is every x-acemq-* header the envelope knows, an unknown
 // one (carried through unchanged) and a known one in another letter case.
 var reservedNames = []string{
-	acemq.HeaderID, acemq.HeaderType, acemq.HeaderVersion, acemq.HeaderCorrelation,
-	acemq.HeaderCausation, acemq.HeaderAttempt, acemq.HeaderFirstSeen, acemq.HeaderOrigin,
-	acemq.HeaderError, acemq.HeaderClaim, acemq.HeaderRoute, acemq.HeaderRoutePosition,
-	acemq.HeaderRouteID, "x-acemq-from-the-future", "X-ACEMQ-ATTEMPT",
+	wire.HeaderID, wire.HeaderType, wire.HeaderVersion, wire.HeaderCorrelation,
+	wire.HeaderCausation, wire.HeaderAttempt, wire.HeaderFirstSeen, wire.HeaderOrigin,
+	wire.HeaderError, wire.HeaderClaim, wire.HeaderRoute, wire.HeaderRoutePosition,
+	wire.HeaderRouteID, "x-acemq-from-the-future", "X-ACEMQ-ATTEMPT",
 }
 
 type namedValue struct {
@@ -141,8 +142,8 @@ func hostileCases(huge int, rabbit bool) []hostileCase {
 		{"traceparent-table", driver.Table{"traceparent": driver.Table{"a": int32(1)}}},
 		{"traceparent-garbage", driver.Table{"traceparent": "00-zzzz-yyyy-01", "tracestate": strings.Repeat("k=v,", 5000)}},
 		{"traceparent-invalid-utf8", driver.Table{"traceparent": "\xff", "baggage": []any{int32(1)}}},
-		{"reply-to-table", driver.Table{acemq.HeaderReplyTo: driver.Table{}, acemq.HeaderRoutingSlip: true}},
-		{"routing-slip-garbage", driver.Table{acemq.HeaderRoutingSlip: "{not json", acemq.HeaderReplayCount: "x"}},
+		{"reply-to-table", driver.Table{wire.HeaderReplyTo: driver.Table{}, wire.HeaderRoutingSlip: true}},
+		{"routing-slip-garbage", driver.Table{wire.HeaderRoutingSlip: "{not json", wire.HeaderReplayCount: "x"}},
 	}
 	for _, a := range apps {
 		cs = append(cs, hostileCase{name: a.name, headers: a.value.(driver.Table)})
@@ -162,7 +163,7 @@ func hostileCases(huge int, rabbit bool) []hostileCase {
 	}
 	for _, b := range bodies {
 		cs = append(cs, hostileCase{name: b.name, contentType: b.ct, body: b.body, badBody: true,
-			headers: driver.Table{"x-death": []any{"garbage"}, acemq.HeaderAttempt: "nope"}})
+			headers: driver.Table{"x-death": []any{"garbage"}, wire.HeaderAttempt: "nope"}})
 	}
 	return cs
 }
@@ -190,7 +191,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	var lost []string
 	var lmu sync.Mutex
-	c := connect(t, url, "acemq-reliability-hostile", acemq.WithTracerProvider(tp), acemq.OnConnEvent(func(e acemq.ConnEvent) {
+	c := connect(t, url, "acemq-reliability-hostile", acemq.WithTracerProvider(tp), acemq.WithConnEvents(func(e acemq.ConnEvent) {
 		if e.Kind == driver.EventLost {
 			lmu.Lock()
 			lost = append(lost, fmt.Sprint(e.Err))
@@ -231,7 +232,8 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 		_ = m.Envelope.Headers()
 		_, _ = m.Envelope.Age()
 		_ = m.Envelope.Route()
-		_ = m.Envelope.UnknownReserved()
+		_ = m.Envelope.AppendHeaders(nil, q)
+		_ = m.Envelope.String()
 		_ = m.Envelope.Fields()
 		switch seq % 3 {
 		case 1:
@@ -242,7 +244,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 			return acemq.Park(errors.New("parked by the handler on purpose"))
 		}
 		return acemq.Accept()
-	}, acemq.WithRetry(hostilePolicy), acemq.Concurrency(4))
+	}, acemq.WithRetry(hostilePolicy), acemq.WithConcurrency(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 		for _, target := range []string{q, raw} {
 			m := driver.Message{RoutingKey: target, Mandatory: true, MessageID: fmt.Sprintf("hostile-%d", i+1),
 				ContentType: ct, Headers: hc.headers, Body: body}
-			if err := c.Transport().Publish(ctx, m); err != nil {
+			if err := brokertest.Driver(c).Publish(ctx, m); err != nil {
 				t.Errorf("publishing %s raw: %v", hc.name, err)
 				refused++
 				continue
@@ -317,7 +319,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	onBroker := 0
 	for _, side := range []string{acemq.ParkedQueue(q), acemq.DeadLetterQueue(q)} {
 		for {
-			d, ok, err := c.Transport().Get(ctx, side)
+			d, ok, err := brokertest.Driver(c).Get(ctx, side)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +328,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 			}
 			_ = d.Ack()
 			onBroker++
-			if env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID); env.Error() == "" {
+			if env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID); env.Reason() == "" {
 				t.Errorf("%s holds %s without a reason", side, d.MessageID)
 			}
 		}
@@ -418,16 +420,16 @@ func TestUnsendableRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lost atomic.Int64
-	c := connect(t, url, "acemq-reliability-unsendable", acemq.OnConnEvent(func(e acemq.ConnEvent) {
+	c := connect(t, url, "acemq-reliability-unsendable", acemq.WithConnEvents(func(e acemq.ConnEvent) {
 		if e.Kind == driver.EventLost {
 			lost.Add(1)
 			t.Logf("connection lost: %v", e.Err)
 		}
 	}))
-	if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: q}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q}); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := c.Transport().Consume(ctx, driver.ConsumeSpec{Queue: q})
+	sub, err := brokertest.Driver(c).Consume(ctx, driver.ConsumeSpec{Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,9 +467,9 @@ func TestUnsendableRefused(t *testing.T) {
 		// A good publish in flight alongside must not be hurt.
 		good := make(chan error, 1)
 		go func() {
-			good <- c.Transport().Publish(ctx, driver.Message{RoutingKey: q, Mandatory: true, MessageID: fmt.Sprintf("good-%d", i), Body: []byte("ok")})
+			good <- brokertest.Driver(c).Publish(ctx, driver.Message{RoutingKey: q, Mandatory: true, MessageID: fmt.Sprintf("good-%d", i), Body: []byte("ok")})
 		}()
-		err := c.Transport().Publish(ctx, m)
+		err := brokertest.Driver(c).Publish(ctx, m)
 		exact := tc.name == "frame-exact"
 		switch {
 		case exact && err != nil:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"go.uber.org/goleak"
 )
 
@@ -156,8 +157,8 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 	}
 	r.runID = r.queue[len(r.queue)-10:]
 	deleteQueuesAtCleanup(t, url, r.queue, acemq.DeadLetterQueue(r.queue), acemq.ParkedQueue(r.queue))
-	r.cons = connect(t, url, "acemq-reliability-consumer", acemq.OnConnEvent(r.onEvent("consumer")))
-	r.prod = connect(t, url, "acemq-reliability-producer", acemq.OnConnEvent(r.onEvent("producer")))
+	r.cons = connect(t, url, "acemq-reliability-consumer", acemq.WithConnEvents(r.onEvent("consumer")))
+	r.prod = connect(t, url, "acemq-reliability-producer", acemq.WithConnEvents(r.onEvent("producer")))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -171,7 +172,7 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 			r.ackFailed.Add(1)
 		}
 	})
-	consumer, err := acemq.Consume(ctx, r.cons, r.queue, r.handle, acemq.Concurrency(4), acemq.Prefetch(50))
+	consumer, err := acemq.Consume(ctx, r.cons, r.queue, r.handle, acemq.WithConcurrency(4), acemq.WithPrefetch(50))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 		}
 		qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		info, err := r.cons.Transport().InspectQueue(qctx, r.queue)
+		info, err := brokertest.Driver(r.cons).InspectQueue(qctx, r.queue)
 		if err != nil || info.Messages > 0 {
 			stable = 0
 			return false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rabbitmq"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -33,14 +34,14 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lost atomic.Int64
-	c := connect(t, url, "acemq-reliability-poison", acemq.OnConnEvent(func(e acemq.ConnEvent) {
+	c := connect(t, url, "acemq-reliability-poison", acemq.WithConnEvents(func(e acemq.ConnEvent) {
 		if e.Kind == driver.EventLost {
 			lost.Add(1)
 		}
 	}))
 	const limit = 2
 	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
-		acemq.QueueArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
+		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 
@@ -78,7 +79,7 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 	consumer, err := acemq.Consume(ctx, c, q, func(_ context.Context, m acemq.Message[payload]) acemq.Ack {
 		got <- m
 		return acemq.Accept()
-	}, acemq.Prefetch(1))
+	}, acemq.WithPrefetch(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 	}
 	var inDLQ int
 	poll(t, "the poison message in "+dlq, 30*time.Second, func() bool {
-		info, err := c.Transport().InspectQueue(ctx, dlq)
+		info, err := brokertest.Driver(c).InspectQueue(ctx, dlq)
 		inDLQ = info.Messages
 		return err == nil && info.Messages == 1
 	})
@@ -123,7 +124,7 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	c := connect(t, url, "acemq-reliability-oversized")
 	const limit = 3
 	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
-		acemq.QueueArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
+		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	var requeued, unsendable atomic.Int64
@@ -137,7 +138,7 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	})
 	big := driver.Message{RoutingKey: q, Mandatory: true, MessageID: "oversized", ContentType: "application/json",
 		Body: []byte(`{"seq":1}`), Headers: driver.Table{"big": strings.Repeat("b", 130900)}}
-	if err := c.Transport().Publish(ctx, big); err != nil {
+	if err := brokertest.Driver(c).Publish(ctx, big); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[payload](c, "").Send(ctx, q, payload{Seq: 2}); err != nil {
@@ -150,7 +151,7 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 			return acemq.Accept()
 		}
 		return acemq.Park(errors.New("parked on purpose"))
-	}, acemq.Prefetch(1))
+	}, acemq.WithPrefetch(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	poll(t, "the message behind the oversized one", 60*time.Second, func() bool { return good.Load() == 1 })
 	var inDLQ int
 	poll(t, "the oversized message in "+dlq, 30*time.Second, func() bool {
-		info, err := c.Transport().InspectQueue(ctx, dlq)
+		info, err := brokertest.Driver(c).InspectQueue(ctx, dlq)
 		inDLQ = info.Messages
 		return err == nil && info.Messages == 1
 	})

@@ -77,7 +77,7 @@ func retrySurvivesRestarts(t *testing.T, url string) {
 				return acemq.Accept()
 			}
 			return acemq.Retry(fmt.Errorf("attempt %d of %q fails on purpose", m.Envelope.Attempt(), m.Payload))
-		}, acemq.WithRetry(restartPolicy), acemq.Concurrency(2))
+		}, acemq.WithRetry(restartPolicy), acemq.WithConcurrency(2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,14 +117,14 @@ func retrySurvivesRestarts(t *testing.T, url string) {
 		if attempt < 3 {
 			// Nobody consumes q now: the retries are in the rung or, once its
 			// TTL ran out, back in q. Either way they are on the broker.
-			info, err := setup.Transport().InspectQueue(ctx, q)
+			info, err := brokertest.Driver(setup).InspectQueue(ctx, q)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if info.Consumers != 0 {
 				t.Errorf("after consumer %d stopped, %s still has %d consumers", attempt, q, info.Consumers)
 			}
-			r, err := setup.Transport().InspectQueue(ctx, rung)
+			r, err := brokertest.Driver(setup).InspectQueue(ctx, rung)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func retrySurvivesRestarts(t *testing.T, url string) {
 	// and the family's reason.
 	var dead []string
 	poll(t, "the exhausted message in "+dlq, 30*time.Second, func() bool {
-		d, ok, err := setup.Transport().Get(ctx, dlq)
+		d, ok, err := brokertest.Driver(setup).Get(ctx, dlq)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,8 +149,8 @@ func retrySurvivesRestarts(t *testing.T, url string) {
 		_ = d.Ack()
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 		dead = append(dead, env.ID())
-		if env.ID() != exhausts.ID() || env.Attempt() != 3 || !strings.HasPrefix(env.Error(), "exhausted 3 attempts: ") {
-			t.Errorf("dead letter: id %s attempt %d error %q, want %s, 3, exhausted 3 attempts: …", env.ID(), env.Attempt(), env.Error(), exhausts.ID())
+		if env.ID() != exhausts.ID() || env.Attempt() != 3 || !strings.HasPrefix(env.Reason(), "exhausted 3 attempts: ") {
+			t.Errorf("dead letter: id %s attempt %d error %q, want %s, 3, exhausted 3 attempts: …", env.ID(), env.Attempt(), env.Reason(), exhausts.ID())
 		}
 		return true
 	})
