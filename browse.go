@@ -114,20 +114,9 @@ func (b *Browser) Next(ctx context.Context) (m Message[[]byte], ok bool, err err
 	seq := b.seq
 	b.held[seq] = &d
 	b.mu.Unlock()
-	return Message[[]byte]{
-		Payload:       d.Body,
-		Envelope:      ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID),
-		Queue:         b.queue,
-		Exchange:      d.Exchange,
-		RoutingKey:    d.RoutingKey,
-		ContentType:   d.ContentType,
-		ReplyTo:       d.ReplyTo,
-		CorrelationID: d.CorrelationID,
-		Redelivered:   d.Redelivered,
-		Body:          d.Body,
-		browser:       b,
-		held:          seq,
-	}, true, nil
+	m = newMessage(d.Body, &d, ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID), b.queue)
+	m.browser, m.held = b, seq
+	return m, true, nil
 }
 
 // release removes m from what the browser holds and returns its delivery.

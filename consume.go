@@ -34,6 +34,22 @@ type Message[T any] struct {
 	held    uint64
 }
 
+// newMessage is the Message of delivery d, read from queue.
+func newMessage[T any](payload T, d *driver.Delivery, env Envelope, queue string) Message[T] {
+	return Message[T]{
+		Payload:       payload,
+		Envelope:      env,
+		Queue:         queue,
+		Exchange:      d.Exchange,
+		RoutingKey:    d.RoutingKey,
+		ContentType:   d.ContentType,
+		ReplyTo:       d.ReplyTo,
+		CorrelationID: d.CorrelationID,
+		Redelivered:   d.Redelivered,
+		Body:          d.Body,
+	}
+}
+
 // Handler processes one message and returns its decision.
 type Handler[T any] func(ctx context.Context, m Message[T]) Ack
 
@@ -98,18 +114,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		if err := decode(codec, d.Body, d.ContentType, &v); err != nil {
 			return Ack{}, err
 		}
-		return h(ctx, Message[T]{
-			Payload:       v,
-			Envelope:      env,
-			Queue:         queue,
-			Exchange:      d.Exchange,
-			RoutingKey:    d.RoutingKey,
-			ContentType:   d.ContentType,
-			ReplyTo:       d.ReplyTo,
-			CorrelationID: d.CorrelationID,
-			Redelivered:   d.Redelivered,
-			Body:          d.Body,
-		}), nil
+		return h(ctx, newMessage(v, d, env, queue)), nil
 	}
 	if err := k.start(ctx); err != nil {
 		return nil, err
