@@ -84,38 +84,6 @@ type application struct {
 	name, version string
 }
 
-type config struct {
-	app      application
-	registry *prometheus.Registry
-	sdkOpts  []sdkmetric.Option
-}
-
-// An Option configures New. Every option is a function named With….
-type Option interface{ apply(*config) }
-
-type option func(*config)
-
-func (f option) apply(c *config) { f(c) }
-
-// WithApplication names the application and its version for /acemq-info.
-func WithApplication(name, version string) Option {
-	return option(func(c *config) { c.app = application{name, version} })
-}
-
-// WithRegistry renders the metrics through reg instead of a registry of the
-// Endpoints' own, so that /acemq-metrics also shows what else is
-// registered there (for example Go runtime collectors). The family's
-// metrics must not collide with names already in reg.
-func WithRegistry(reg *prometheus.Registry) Option {
-	return option(func(c *config) { c.registry = reg })
-}
-
-// WithMeterProviderOptions passes options (a resource, more readers or
-// views) to the SDK meter provider New builds.
-func WithMeterProviderOptions(opts ...sdkmetric.Option) Option {
-	return option(func(c *config) { c.sdkOpts = append(c.sdkOpts, opts...) })
-}
-
 // New builds the Endpoints and their meter provider. Pass MeterProvider to
 // acemq.WithMeterProvider (or install it with otel.SetMeterProvider) so the
 // connections' metrics reach /acemq-metrics.

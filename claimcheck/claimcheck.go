@@ -59,23 +59,6 @@ type Codec struct {
 	newKey    func() string
 }
 
-// Option configures New.
-type Option func(*Codec)
-
-// WithThreshold sets the encoded size, in bytes, from which payloads are
-// offloaded (default 65,536). 0 offloads every payload; a negative
-// threshold is refused by New.
-func WithThreshold(n int) Option { return func(c *Codec) { c.threshold = n } }
-
-// WithTimeout bounds each store call (default 30 s). A Get that runs out of
-// time is a retryable decode failure; a Put that does, an encode failure.
-func WithTimeout(d time.Duration) Option { return func(c *Codec) { c.timeout = d } }
-
-// WithKeys replaces the key generator (default: a fresh UUID v4). Every
-// generated key must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}; Encode refuses
-// one that does not.
-func WithKeys(f func() string) Option { return func(c *Codec) { c.newKey = f } }
-
 // New returns a claim-check codec that encodes with inner and offloads
 // large payloads to store.
 func New(inner acemq.Codec, store Store, opts ...Option) (*Codec, error) {
@@ -87,7 +70,7 @@ func New(inner acemq.Codec, store Store, opts ...Option) (*Codec, error) {
 	}
 	c := &Codec{inner: inner, store: store, threshold: DefaultThreshold, timeout: DefaultTimeout, newKey: uuid.NewString}
 	for _, o := range opts {
-		o(c)
+		o.apply(c)
 	}
 	if c.threshold < 0 {
 		return nil, fmt.Errorf("claimcheck: the threshold must be 0 (offload everything) or more, not %d", c.threshold)
