@@ -48,7 +48,13 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 	}
 	var sc sendConfig
 	for _, o := range opts {
-		o.applySend(&sc)
+		// Every SendOption is a sendOption (applySend is unexported):
+		// calling it directly rather than through the interface lets the
+		// compiler keep the options, and WithEnvelope's closure, off the
+		// heap.
+		if so, ok := o.(sendOption); ok {
+			so(&sc)
+		}
 	}
 	m, env, err := p.message(key, v, sc.env)
 	if err != nil {

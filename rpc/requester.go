@@ -193,7 +193,15 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	var zero Rep
 	cfg := callConfig{timeout: r.timeout}
 	for _, o := range opts {
-		o.applyCall(&cfg)
+		// The CallOption types are this package's own (applyCall is
+		// unexported): applied without a call through the interface, the
+		// options stay off the heap on this per-call path.
+		switch o := o.(type) {
+		case callOption:
+			o(&cfg)
+		case timeoutOption:
+			o.applyCall(&cfg)
+		}
 	}
 	if cfg.timeout <= 0 {
 		return zero, fmt.Errorf("rpc: WithTimeout(%s): the request timeout must be positive", cfg.timeout)
