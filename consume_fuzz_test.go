@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/memory"
 )
 
@@ -47,7 +48,7 @@ func FuzzEngineSettlesAnything(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer c.Close(ctx)
-	tr := conn.Transport()
+	tr := brokertest.Driver(conn)
 
 	f.Fuzz(func(t *testing.T, attempt string, firstSeen int64, unknown string, body []byte, contentType string) {
 		headers := driver.Table{

@@ -138,7 +138,7 @@ func testRetryThroughBrokerRung(t *testing.T, b backend) {
 		return acemq.Accept()
 	}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
 	rung := r.q + ".retry.1s"
-	if _, err := r.conn.Transport().InspectQueue(context.Background(), rung); err != nil {
+	if _, err := brokertest.Driver(r.conn).InspectQueue(context.Background(), rung); err != nil {
 		t.Fatalf("the consumer did not declare its rung: %v", err)
 	}
 	env := r.publish("o-2", acemq.Envelope{})
@@ -188,7 +188,7 @@ func testRetryWaitsInConsumer(t *testing.T, b backend) {
 		t.Errorf("accepted attempt %d id %q", s.Envelope.Attempt(), s.Envelope.ID())
 	}
 	// No rung for a consumer-side policy.
-	if _, err := r.conn.Transport().InspectQueue(context.Background(), r.q+".retry.20ms"); !errors.Is(err, driver.ErrNotFound) {
+	if _, err := brokertest.Driver(r.conn).InspectQueue(context.Background(), r.q+".retry.20ms"); !errors.Is(err, driver.ErrNotFound) {
 		t.Errorf("a rung was declared for a consumer wait: %v", err)
 	}
 }
@@ -298,7 +298,7 @@ func testUndecodable(t *testing.T, b backend) {
 	}, acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)))
 	env := acemq.MustEnvelope(acemq.Fields{})
 	body := `{"id": "o-11"` // truncated
-	if err := r.conn.Publish(context.Background(), acemq.Outbound{RoutingKey: r.q, Envelope: env, ContentType: "application/json", Body: []byte(body)}); err != nil {
+	if err := brokertest.Publish(context.Background(), r.conn, brokertest.Outbound{RoutingKey: r.q, Envelope: env, ContentType: "application/json", Body: []byte(body)}); err != nil {
 		t.Fatal(err)
 	}
 	s := r.next()
@@ -419,7 +419,7 @@ func testMissingRung(t *testing.T, b backend) {
 		return acemq.Accept()
 	}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
 	rung := r.q + ".retry.1s"
-	if _, err := r.conn.Transport().DeleteQueue(context.Background(), rung); err != nil {
+	if _, err := brokertest.Driver(r.conn).DeleteQueue(context.Background(), rung); err != nil {
 		t.Fatal(err)
 	}
 	r.publish("o-17", acemq.Envelope{})
@@ -454,7 +454,7 @@ func testMissingDeadLetterQueue(t *testing.T, b backend) {
 		}
 		return acemq.Accept()
 	})
-	if _, err := r.conn.Transport().DeleteQueue(context.Background(), r.q+".dlq"); err != nil {
+	if _, err := brokertest.Driver(r.conn).DeleteQueue(context.Background(), r.q+".dlq"); err != nil {
 		t.Fatal(err)
 	}
 	r.publish("o-18", acemq.Envelope{})
@@ -733,7 +733,7 @@ func TestConsumeOptionsRefused(t *testing.T) {
 	if _, err := acemq.Consume(ctx, conn, "nowhere", h); err == nil || !errors.Is(err, driver.ErrNotFound) {
 		t.Errorf("consuming a missing queue: %v", err)
 	}
-	if _, err := conn.Transport().InspectQueue(ctx, "nowhere.dlq"); err != nil {
+	if _, err := brokertest.Driver(conn).InspectQueue(ctx, "nowhere.dlq"); err != nil {
 		t.Errorf("the dead-letter half was not declared: %v", err)
 	}
 }

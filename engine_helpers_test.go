@@ -38,11 +38,11 @@ func (recordingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn
 	if err != nil {
 		return nil, err
 	}
-	return &recordingConn{FullConn: inner.(acemq.FullConn)}, nil
+	return &recordingConn{FullConn: inner.(brokertest.FullConn)}, nil
 }
 
 type recordingConn struct {
-	acemq.FullConn
+	brokertest.FullConn
 	mu    sync.Mutex
 	decls []acemq.Declaration
 }
@@ -96,7 +96,7 @@ func connectRecording(t *testing.T) (*acemq.Conn, *recordingConn) {
 		_ = c.Close(context.Background())
 		memory.Reset(name)
 	})
-	return c, c.Transport().(*recordingConn)
+	return c, brokertest.Driver(c).(*recordingConn)
 }
 
 // backend is a broker the engine tests run against.
@@ -163,7 +163,7 @@ func newRig(t *testing.T, b backend) *rig {
 		names := slices.Clone(r.cleanup)
 		r.mu.Unlock()
 		for _, n := range names {
-			_, _ = conn.Transport().DeleteQueue(ctx, n)
+			_, _ = brokertest.Driver(conn).DeleteQueue(ctx, n)
 		}
 	})
 	remove := conn.OnSettle(func(s acemq.Settlement) {
@@ -213,7 +213,7 @@ func (r *rig) publish(id string, env acemq.Envelope) acemq.Envelope {
 		env = acemq.MustEnvelope(acemq.Fields{})
 	}
 	body := fmt.Sprintf(`{"id":%q}`, id)
-	err := r.conn.Publish(context.Background(), acemq.Outbound{RoutingKey: r.q, Envelope: env, ContentType: "application/json", Body: []byte(body)})
+	err := brokertest.Publish(context.Background(), r.conn, brokertest.Outbound{RoutingKey: r.q, Envelope: env, ContentType: "application/json", Body: []byte(body)})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func (r *rig) publishRaw(m driver.Message) {
 		m.RoutingKey = r.q
 	}
 	m.Mandatory = true
-	if err := r.conn.Transport().Publish(context.Background(), m); err != nil {
+	if err := brokertest.Driver(r.conn).Publish(context.Background(), m); err != nil {
 		r.t.Fatal(err)
 	}
 }

@@ -27,10 +27,10 @@ func wireConn(t *testing.T, url string) (*acemq.Conn, string) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	q := "acemq-envelope-test-" + hex.EncodeToString(b[:])
-	if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: q}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = c.Transport().DeleteQueue(context.Background(), q) })
+	t.Cleanup(func() { _, _ = brokertest.Driver(c).DeleteQueue(context.Background(), q) })
 	return c, q
 }
 
@@ -93,7 +93,7 @@ func TestUnknownReservedSurvivesRepublish(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c, q := wireConn(t, url)
 		ctx := context.Background()
-		err := c.Transport().Publish(ctx, driver.Message{
+		err := brokertest.Driver(c).Publish(ctx, driver.Message{
 			RoutingKey: q, MessageID: "m-1", ContentType: "application/json", Body: []byte(`1`),
 			Headers: map[string]any{
 				"x-acemq-id": "m-1", "x-acemq-attempt": "1", "x-acemq-first-seen": int64(1767323045678),
@@ -109,7 +109,7 @@ func TestUnknownReservedSurvivesRepublish(t *testing.T) {
 			t.Error("an unknown reserved header reached the application")
 		}
 		// The library's republish path: same message, next attempt.
-		if err := c.Publish(ctx, acemq.Outbound{RoutingKey: q, Envelope: env.Next(), ContentType: d.ContentType, Body: d.Body}); err != nil {
+		if err := brokertest.Publish(ctx, c, brokertest.Outbound{RoutingKey: q, Envelope: env.Next(), ContentType: d.ContentType, Body: d.Body}); err != nil {
 			t.Fatal(err)
 		}
 		r := brokertest.Get(t, c, q)

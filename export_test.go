@@ -5,10 +5,8 @@ package acemq
 // consumer's declarations, so that tests check them against the contract.
 
 import (
-	"context"
 	"time"
 
-	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/wire"
 )
@@ -86,53 +84,9 @@ func (p RetryPolicy) ShouldRetry(attempt int, age time.Duration, ageKnown bool) 
 // WireType is the x-acemq-type the envelope's headers carry for routingKey.
 func (e Envelope) WireType(routingKey string) string { return e.wireType(routingKey) }
 
-// Test-only access to what the package keeps unexported: the driver
-// connection, the publish path and the telemetry state.
-
-// FullConn is a driver connection with every optional part, as both
-// built-in drivers are.
-type FullConn interface {
-	driver.Conn
-	driver.Inspector
-	driver.Deleter
-	driver.Getter
-	driver.BatchPublisher
-	driver.Pinger
-	driver.BlockReporter
-	driver.CapabilityReporter
-}
-
-// Transport is the driver connection underneath.
-func (c *Conn) Transport() FullConn { return c.t.(FullConn) }
-
-// Tracing reports whether the connection records spans now.
-func (c *Conn) Tracing() bool { return c.obs.tracing() }
-
-// Outbound is a fully formed message for Conn.Publish.
-type Outbound struct {
-	Exchange        string
-	RoutingKey      string
-	Envelope        Envelope
-	ContentType     string
-	Body            []byte
-	ReplyTo         string
-	CorrelationID   string
-	AllowUnroutable bool
-	Transient       bool
-	AlwaysConfirm   bool
-}
-
-// Publish sends m through the connection's one publish path.
-func (c *Conn) Publish(ctx context.Context, m Outbound) error {
-	env := m.Envelope.orDefault()
-	dm := message(m.Exchange, m.RoutingKey, env, m.ContentType, m.Body)
-	dm.Mandatory = !m.AllowUnroutable
-	dm.Transient = m.Transient
-	dm.AlwaysConfirm = m.AlwaysConfirm
-	dm.ReplyTo = m.ReplyTo
-	dm.CorrelationID = m.CorrelationID
-	return c.publish(ctx, dm, env)
-}
+// Test-only access to what the package keeps unexported. The driver
+// connection and the publish path are reached through
+// internal/brokertest, as every package's tests do.
 
 // Policy is the consumer's retry policy.
 func (c *Consumer) Policy() RetryPolicy { return c.core.cfg.retry }

@@ -38,11 +38,11 @@ func (fakeDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return &fakeConn{FullConn: inner.(acemq.FullConn), onEvent: cfg.OnEvent}, nil
+	return &fakeConn{FullConn: inner.(brokertest.FullConn), onEvent: cfg.OnEvent}, nil
 }
 
 type fakeConn struct {
-	acemq.FullConn
+	brokertest.FullConn
 	onEvent func(driver.Event)
 
 	mu       sync.Mutex
@@ -97,7 +97,7 @@ func fakeConnect(t *testing.T, opts ...acemq.ConnOption) (*acemq.Conn, *fakeConn
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	return c, c.Transport().(*fakeConn)
+	return c, brokertest.Driver(c).(*fakeConn)
 }
 
 func TestTelemetryRefusedPublish(t *testing.T) {
@@ -132,7 +132,7 @@ func TestTelemetryRefusedPublish(t *testing.T) {
 func TestTelemetryPublishedWithoutConfirms(t *testing.T) {
 	x := newTel(t)
 	c, _ := fakeConnect(t, append(x.options(), acemq.WithConfirms(false))...)
-	if _, err := c.Transport().DeclareQueue(context.Background(), driver.Queue{Name: "q"}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(context.Background(), driver.Queue{Name: "q"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](c, "").Send(context.Background(), "q", "x"); err != nil {
@@ -215,7 +215,7 @@ func TestHealthConsumers(t *testing.T) {
 		}
 		// Deleting the queue ends the subscription: the consumer stopped
 		// without Close, so the connection is degraded.
-		if _, err := r.c.Transport().DeleteQueue(context.Background(), r.q); err != nil {
+		if _, err := brokertest.Driver(r.c).DeleteQueue(context.Background(), r.q); err != nil {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, "a degraded report", func() bool {

@@ -32,7 +32,7 @@ func memConn(t *testing.T, queues ...string) *acemq.Conn {
 		}
 	})
 	for _, q := range queues {
-		if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
+		if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func memConn(t *testing.T, queues ...string) *acemq.Conn {
 // getOne fetches the next message of q, failing the test when there is none.
 func getOne(t *testing.T, c *acemq.Conn, q string) driver.Delivery {
 	t.Helper()
-	d, ok, err := c.Transport().Get(context.Background(), q)
+	d, ok, err := brokertest.Driver(c).Get(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func getOne(t *testing.T, c *acemq.Conn, q string) driver.Delivery {
 
 func queueDepth(t *testing.T, c *acemq.Conn, q string) int {
 	t.Helper()
-	info, err := c.Transport().InspectQueue(context.Background(), q)
+	info, err := brokertest.Driver(c).InspectQueue(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/memory"
 )
 
@@ -34,10 +35,10 @@ func (goneDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return goneConn{inner.(acemq.FullConn)}, nil
+	return goneConn{inner.(brokertest.FullConn)}, nil
 }
 
-type goneConn struct{ acemq.FullConn }
+type goneConn struct{ brokertest.FullConn }
 
 func (c goneConn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Subscription, error) {
 	sub, err := c.FullConn.Consume(ctx, spec)
@@ -80,7 +81,7 @@ func TestRetryWaitSkipsTheCopyWhenTheChannelIsGone(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()); memory.Reset(name) })
 	q := "orders.gone"
-	if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
+	if _, err := brokertest.Driver(conn).DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	settled := make(chan acemq.Settlement, 4)
@@ -111,7 +112,7 @@ func TestRetryWaitSkipsTheCopyWhenTheChannelIsGone(t *testing.T) {
 	}
 	// Only the original is on the queue, back from the closed channel,
 	// still on attempt 1: no copy with attempt 2 was published.
-	d, ok, err := conn.Transport().Get(ctx, q)
+	d, ok, err := brokertest.Driver(conn).Get(ctx, q)
 	if err != nil || !ok {
 		t.Fatalf("Get: ok=%v err=%v", ok, err)
 	}
@@ -119,7 +120,7 @@ func TestRetryWaitSkipsTheCopyWhenTheChannelIsGone(t *testing.T) {
 		t.Errorf("the message on the queue is on attempt %d, want the original's 1", env.Attempt())
 	}
 	_ = d.Ack()
-	if _, ok, _ := conn.Transport().Get(ctx, q); ok {
+	if _, ok, _ := brokertest.Driver(conn).Get(ctx, q); ok {
 		t.Error("a copy of the message was published after its channel was gone")
 	}
 	if n := len(calls); n != 1 {

@@ -59,7 +59,7 @@ func benchRoundTrip(b *testing.B, opts ...acemq.ConnOption) {
 	}
 	defer c.Close(ctx)
 	const q = "bench"
-	if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: q}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q}); err != nil {
 		b.Fatal(err)
 	}
 	done := make(chan struct{}, 1)

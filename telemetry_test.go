@@ -250,10 +250,10 @@ func newTelRig(t *testing.T, url string) *telRig {
 	})
 	t.Cleanup(func() {
 		for _, q := range []string{r.q, acemq.DeadLetterQueue(r.q), acemq.ParkedQueue(r.q), acemq.RungQueue(r.q, time.Second)} {
-			_, _ = c.Transport().DeleteQueue(context.Background(), q)
+			_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), q)
 		}
 	})
-	if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: r.q, Durable: true}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: r.q, Durable: true}); err != nil {
 		t.Fatalf("declaring %s: %v", r.q, err)
 	}
 	c.OnSettle(func(s acemq.Settlement) {
@@ -696,11 +696,11 @@ func TestTelemetryPublishToExchangeNamesTheExchange(t *testing.T) {
 		r := newTelRig(t, url)
 		ex := "acemq.tel.ex." + randomHex(4)
 		ctx := context.Background()
-		if err := r.c.Transport().DeclareExchange(ctx, driver.Exchange{Name: ex, Kind: driver.Topic}); err != nil {
+		if err := brokertest.Driver(r.c).DeclareExchange(ctx, driver.Exchange{Name: ex, Kind: driver.Topic}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = r.c.Transport().DeleteExchange(context.Background(), ex) })
-		if err := r.c.Transport().Bind(ctx, driver.Binding{Queue: r.q, Exchange: ex, RoutingKey: "order.*"}); err != nil {
+		t.Cleanup(func() { _ = brokertest.Driver(r.c).DeleteExchange(context.Background(), ex) })
+		if err := brokertest.Driver(r.c).Bind(ctx, driver.Binding{Queue: r.q, Exchange: ex, RoutingKey: "order.*"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := acemq.NewPublisher[string](r.c, ex).Send(ctx, "order.placed", "o-1"); err != nil {
@@ -751,18 +751,18 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 		}
 		defer c.Close(ctx)
 		q := "acemq.tel.none." + randomHex(4)
-		if _, err := c.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
+		if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
 			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
-				_, _ = c.Transport().DeleteQueue(ctx, n)
+				_, _ = brokertest.Driver(c).DeleteQueue(ctx, n)
 			}
 		}()
 		if _, err := acemq.NewPublisher[string](c, "").Send(ctx, q, "plain"); err != nil {
 			t.Fatal(err)
 		}
-		d, ok, err := c.Transport().Get(ctx, q)
+		d, ok, err := brokertest.Driver(c).Get(ctx, q)
 		if err != nil || !ok {
 			t.Fatalf("Get: %v %v", ok, err)
 		}
@@ -778,7 +778,7 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Publish(ctx, acemq.Outbound{RoutingKey: q, Envelope: env, Body: []byte(`"x"`), ContentType: "application/json"}); err != nil {
+		if err := brokertest.Publish(ctx, c, brokertest.Outbound{RoutingKey: q, Envelope: env, Body: []byte(`"x"`), ContentType: "application/json"}); err != nil {
 			t.Fatal(err)
 		}
 		k, err := acemq.Consume(ctx, c, q, func(context.Context, acemq.Message[string]) acemq.Ack {
@@ -789,7 +789,7 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 		}
 		var parked driver.Delivery
 		testenv.Eventually(t, "the parked copy", func() bool {
-			d, ok, err := c.Transport().Get(ctx, acemq.ParkedQueue(q))
+			d, ok, err := brokertest.Driver(c).Get(ctx, acemq.ParkedQueue(q))
 			if err == nil && ok {
 				parked = d
 				_ = d.Ack()
@@ -821,7 +821,7 @@ func TestConnTracing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Tracing(); got != tc.want {
+		if got := brokertest.Tracing(c); got != tc.want {
 			t.Errorf("%s: Tracing() = %v, want %v", tc.name, got, tc.want)
 		}
 		_ = c.Close(ctx)

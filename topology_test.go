@@ -11,6 +11,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
 )
 
 // fixtureApplicationTopology is the fixture's application topology in one
@@ -426,9 +427,9 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 				Bind(ex, q, "order.*")
 			t.Cleanup(func() {
 				for _, n := range []string{q, q + ".dlq", q + ".parked", q + ".retry.1s"} {
-					_, _ = conn.Transport().DeleteQueue(ctx, n)
+					_, _ = brokertest.Driver(conn).DeleteQueue(ctx, n)
 				}
-				_ = conn.Transport().DeleteExchange(ctx, ex)
+				_ = brokertest.Driver(conn).DeleteExchange(ctx, ex)
 			})
 
 			// Before Apply: Drift creates nothing and reports the
@@ -470,10 +471,10 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 
 			// The queue is replaced by a classic one: passive checks cannot
 			// tell, the probe can.
-			if _, err := conn.Transport().DeleteQueue(ctx, q); err != nil {
+			if _, err := brokertest.Driver(conn).DeleteQueue(ctx, q); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := conn.Transport().DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
+			if _, err := brokertest.Driver(conn).DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
 				t.Fatal(err)
 			}
 			drift, err = topo.Drift(ctx, conn)
