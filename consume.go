@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,8 +98,8 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		return nil, errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
 	}
 	if cfg.retrySet {
-		if err := cfg.retry.Err(); err != nil {
-			return nil, fmt.Errorf("acemq: the consumer of %q: %s", queue, strings.TrimPrefix(err.Error(), "acemq: "))
+		if cfg.retry.err != nil {
+			return nil, fmt.Errorf("acemq: the consumer of %q: %w", queue, cfg.retry.err)
 		}
 	}
 	if cfg.tag == "" {

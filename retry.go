@@ -83,13 +83,18 @@ func ExponentialRetry(n int, initial, maxDelay time.Duration) RetryPolicy {
 // failf records the policy's first mistake.
 func (p RetryPolicy) failf(format string, args ...any) RetryPolicy {
 	if p.err == nil {
-		p.err = fmt.Errorf("acemq: "+format, args...)
+		p.err = fmt.Errorf(format, args...)
 	}
 	return p
 }
 
 // Err is the first nonsensical value the policy was built with, or nil.
-func (p RetryPolicy) Err() error { return p.err }
+func (p RetryPolicy) Err() error {
+	if p.err == nil {
+		return nil
+	}
+	return fmt.Errorf("acemq: %w", p.err)
+}
 
 // DefaultExponentialJitter is the jitter factor ExponentialRetry starts with.
 const DefaultExponentialJitter = 0.2

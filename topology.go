@@ -89,8 +89,8 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 		return t
 	}
 	if s.retrySet {
-		if err := s.retry.Err(); err != nil {
-			t.fail(fmt.Errorf("the queue %q: %s", name, strings.TrimPrefix(err.Error(), "acemq: ")))
+		if s.retry.err != nil {
+			t.fail(fmt.Errorf("the queue %q: %w", name, s.retry.err))
 			return t
 		}
 		s.retry = s.retry.orDefault()
