@@ -47,9 +47,10 @@ func (d Decision) String() string {
 // Ack is a handler's decision about one delivery. The zero Ack accepts.
 // Build one with Accept, Retry, Reject, Park, InProgress or FromError.
 type Ack struct {
-	decision Decision
-	err      error
-	delay    time.Duration
+	decision  Decision
+	err       error
+	delay     time.Duration
+	duplicate bool // an Accept of work already done (Duplicate)
 }
 
 // Decision is what the handler asked for.
@@ -72,6 +73,17 @@ func (a Ack) String() string {
 
 // Accept acknowledges the delivery: the work is done.
 func Accept() Ack { return Ack{} }
+
+// Duplicate acknowledges a delivery whose work was already done — an
+// idempotent consumer (package inbox) recognised its key — without the
+// handler running again. It settles like Accept, but the settlement's
+// outcome is OutcomeDuplicate, counted as outcome "duplicate" on
+// acemq.consume.total and marked on the process span by the event
+// message.duplicate (docs/observability.md).
+func Duplicate() Ack { return Ack{duplicate: true} }
+
+// IsDuplicate reports whether the Ack came from Duplicate.
+func (a Ack) IsDuplicate() bool { return a.duplicate }
 
 // Retry asks for another attempt according to the consumer's retry policy.
 // When no attempts are left (the default policy allows one), the message is
