@@ -27,6 +27,11 @@ const (
 	RequestDuration  = "acemq.request.duration"
 	RunTotal         = "acemq.pipeline.run.total"
 	RunDuration      = "acemq.pipeline.run.duration"
+	OutboxTotal      = "acemq.outbox.total"
+	OutboxLag        = "acemq.outbox.lag"
+	// OutboxRetired is this library's addition: records the relay gave
+	// up on.
+	OutboxRetired = "acemq.outbox.retired"
 )
 
 // DurationBuckets are the bucket boundaries, in seconds, of every family
