@@ -9,6 +9,7 @@ import (
 	"github.com/acemq/acemq/internal/sqltest"
 	"github.com/acemq/acemq/internal/storetest"
 	"github.com/acemq/acemq/outbox"
+	"github.com/acemq/acemq/saga"
 	"github.com/acemq/acemq/sqlstore"
 )
 
@@ -66,5 +67,11 @@ func TestCreateTablesTwice(t *testing.T) {
 		if err := s.CreateTables(t.Context()); err != nil {
 			t.Fatalf("a second CreateTables: %v", err)
 		}
+	})
+}
+
+func TestSagaLog(t *testing.T) {
+	sqltest.Each(t, func(t *testing.T, db *sql.DB, d sqlstore.Dialect) {
+		storetest.Saga(t, func(t *testing.T) saga.Log { return sqltest.Store(t, db, d).SagaLog() })
 	})
 }
