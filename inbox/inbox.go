@@ -2,7 +2,9 @@ package inbox
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -116,7 +118,7 @@ func (in *Inbox) claim(ctx context.Context, env acemq.Envelope) (key, token stri
 		return "", "", &a
 	}
 	in.maybePrune()
-	key = in.cfg.key(env)
+	key = storedKey(in.cfg.key(env))
 	if key == "" {
 		return "", "", nil
 	}
@@ -134,6 +136,19 @@ func (in *Inbox) claim(ctx context.Context, env acemq.Envelope) (key, token stri
 		return key, token, nil
 	}
 	return key, token, &a
+}
+
+// MaxKeyBytes is the longest key stored as it is; a longer one is stored
+// as "sha256:" and its SHA-256 in hex (the SQL stores' key column holds 191
+// characters).
+const MaxKeyBytes = 191
+
+func storedKey(k string) string {
+	if len(k) <= MaxKeyBytes {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // release gives up a claim, with a context of its own: the handler's may

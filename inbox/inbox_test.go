@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,6 +215,23 @@ func TestWrapTxOneCommit(t *testing.T) {
 		}
 		if ss[1].Outcome != acemq.OutcomeDuplicate || ss[2].Outcome != acemq.OutcomeRejected {
 			t.Errorf("outcomes %s, %s", ss[1].Outcome, ss[2].Outcome)
+		}
+	})
+}
+
+// A key longer than the SQL column is stored hashed, and still dedupes.
+func TestLongKeys(t *testing.T) {
+	sqltest.Each(t, func(t *testing.T, db *sql.DB, d sqlstore.Dialect) {
+		in := inbox.New(sqltest.Store(t, db, d).Inbox(), "c", inbox.WithKey(func(e acemq.Envelope) string { return strings.Repeat("k", 500) + e.Type() }))
+		var runs int
+		h := inbox.Wrap(in, func(context.Context, acemq.Message[job]) acemq.Ack { runs++; return acemq.Accept() })
+		m := acemq.Message[job]{Envelope: acemq.MustEnvelope(acemq.Fields{Type: "a"})}
+		h(t.Context(), m)
+		if ack := h(t.Context(), m); !ack.IsDuplicate() || runs != 1 {
+			t.Fatalf("second run: %v, runs %d", ack, runs)
+		}
+		if ack := h(t.Context(), acemq.Message[job]{Envelope: acemq.MustEnvelope(acemq.Fields{Type: "b"})}); ack.IsDuplicate() {
+			t.Fatal("two long keys differing at the end were taken for one")
 		}
 	})
 }

@@ -73,6 +73,8 @@ func New[T any](name string, log Log, steps []Step[T], opts ...Option) *Saga[T] 
 		s.err = fmt.Errorf("saga: the name %q must be 1 to 191 bytes", name)
 	case len(steps) == 0:
 		s.err = fmt.Errorf("saga %q: no steps", name)
+	case s.cfg.owner == "" || len(s.cfg.owner) > 64:
+		s.err = fmt.Errorf("saga %q: WithOwner(%q): the owner must be 1 to 64 bytes", name, s.cfg.owner)
 	case s.cfg.lease <= 0:
 		s.err = fmt.Errorf("saga %q: WithLease(%v): the lease must be positive", name, s.cfg.lease)
 	}
@@ -87,6 +89,9 @@ func New[T any](name string, log Log, steps []Step[T], opts ...Option) *Saga[T] 
 func (s *Saga[T]) Run(ctx context.Context, id string, data T) (Result[T], error) {
 	if s.err != nil {
 		return Result[T]{ID: id}, s.err
+	}
+	if id == "" || len(id) > 191 {
+		return Result[T]{ID: id}, fmt.Errorf("saga %q: the id %q must be 1 to 191 bytes", s.name, id)
 	}
 	b, err := json.Marshal(data)
 	if err != nil {
