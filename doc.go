@@ -86,7 +86,9 @@ to change.
 
   - docs/ in the repository: the envelope, consuming, retries, topology,
     connecting, observability, reliability and performance, and docs/wire.md
-    for the contract itself; docs/upgrading.md for names that changed.
+    for the contract itself; docs/upgrading.md for names that changed;
+    docs/inbox.md, docs/outbox.md and docs/sagas.md for exactly-once effects
+    (packages inbox, outbox, saga and sqlstore).
   - package rpc: request and reply on top of one-way messaging.
   - packages route and replay: routing slips and pipelines; moving dead
     letters back.
