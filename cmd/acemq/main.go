@@ -1,7 +1,7 @@
 // Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
 // and reads messages, asks and answers requests, replays dead letters,
-// measures a broker, encodes and decodes envelopes, and writes development
-// certificates.
+// measures a broker, encodes and decodes envelopes, writes development
+// certificates, and looks into a transactional outbox's table (outbox).
 //
 // The commands that connect to a broker (demo, publish, consume, ask, serve,
 // replay, bench) take --url (default $ACEMQ_URL, else
@@ -115,6 +115,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newReplayCmd(),
 		newBenchCmd(),
 		newCertsCmd(),
+		newOutboxCmd(),
 	)
 	return root
 }
