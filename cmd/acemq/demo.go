@@ -245,6 +245,7 @@ func (d *demo) runSteps(ctx context.Context) {
 	d.documentStep(ctx)
 	d.routeStep(ctx)
 	d.replayStep(ctx, q)
+	d.exactlyOnceStep(ctx)
 }
 
 // names of the orders part.
