@@ -367,7 +367,7 @@ func TestFaultOutboxRelayKilled(t *testing.T) {
 		add("outbox_left", left).add("sending", sending).add("time", time.Since(start)).log(t)
 }
 
-// TestFaultConsumerKilledAfterCommit (scenario 9): a consumer process
+// TestFaultConsumerKilledAfterCommit (scenario 8): a consumer process
 // commits its handler's effect and the inbox confirmation, and is
 // SIGKILLed before its ack. The redelivery is recognised: the handler does
 // not run again and the effect stays single.
@@ -416,7 +416,7 @@ func TestFaultConsumerKilledAfterCommit(t *testing.T) {
 		add("redelivered", redelivered.Load()).add("outcome", s.Outcome).add("handler_runs_after", runs.Load()).add("time", time.Since(start)).log(t)
 }
 
-// TestFaultTwoRelays (scenario 10): two relays, on two connections, drain
+// TestFaultTwoRelays (scenario 9): two relays, on two connections, drain
 // one outbox table of 4 destinations. No record goes out twice (so never
 // by both at once) and each destination's records arrive in order.
 func TestFaultTwoRelays(t *testing.T) {
@@ -507,7 +507,7 @@ type tripData struct {
 	Booked []string `json:"booked"`
 }
 
-// tripSaga is the saga of scenario 11: three steps each writing an effect
+// tripSaga is the saga of scenario 10: three steps each writing an effect
 // row; step 2 blocks forever in the helper process (to be killed there).
 func tripSaga(l saga.Log, db *sql.DB, effects string, block bool) *saga.Saga[tripData] {
 	do := func(name string) func(context.Context, *tripData) error {
@@ -534,7 +534,7 @@ func tripSaga(l saga.Log, db *sql.DB, effects string, block bool) *saga.Saga[tri
 	}, saga.WithOwner("host-a"))
 }
 
-// TestFaultSagaKilled (scenario 11): a saga's process is SIGKILLed after
+// TestFaultSagaKilled (scenario 10): a saga's process is SIGKILLed after
 // step 1 was logged, inside step 2; a restarted runner with the same owner
 // name resumes it at once and completes it, each step's effect once.
 func TestFaultSagaKilled(t *testing.T) {
