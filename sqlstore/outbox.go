@@ -51,7 +51,7 @@ func (o *Outbox) Add(ctx context.Context, tx outbox.Execer, recs ...outbox.Recor
 			return err
 		}
 	}
-	if o.s.d.notify && len(recs) > 0 {
+	if o.s.d.notify && !o.s.noNotify && len(recs) > 0 {
 		if _, err := tx.ExecContext(ctx, "SELECT pg_notify($1, '')", o.s.channel); err != nil {
 			return err
 		}

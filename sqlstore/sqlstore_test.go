@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"context"
 	"database/sql"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/acemq/acemq/outbox"
 	"github.com/acemq/acemq/saga"
 	"github.com/acemq/acemq/sqlstore"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 func TestInboxStore(t *testing.T) {
@@ -74,4 +76,43 @@ func TestSagaLog(t *testing.T) {
 	sqltest.Each(t, func(t *testing.T, db *sql.DB, d sqlstore.Dialect) {
 		storetest.Saga(t, func(t *testing.T) saga.Log { return sqltest.Store(t, db, d).SagaLog() })
 	})
+}
+
+// Add notifies the store's channel in the recording transaction;
+// WithNotify(false) does not: the first notification after such an Add is
+// the marker sent after it.
+func TestNotify(t *testing.T) {
+	db := sqltest.Open(t, sqlstore.Postgres)
+	for _, on := range []bool{true, false} {
+		s := sqltest.Store(t, db, sqlstore.Postgres, sqlstore.WithNotify(on))
+		conn, err := db.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = conn.Raw(func(dc any) error {
+			pc := dc.(*stdlib.Conn).Conn()
+			defer pc.Close(context.Background())
+			if _, err := pc.Exec(t.Context(), "LISTEN "+s.NotifyChannel()); err != nil {
+				return err
+			}
+			if err := s.Outbox().Add(t.Context(), db, outbox.Record{MessageID: "x", RoutingKey: "q"}); err != nil {
+				return err
+			}
+			if _, err := db.Exec("SELECT pg_notify($1, 'marker')", s.NotifyChannel()); err != nil {
+				return err
+			}
+			n, err := pc.WaitForNotification(t.Context())
+			if err != nil {
+				return err
+			}
+			if want := map[bool]string{true: "", false: "marker"}[on]; n.Payload != want {
+				t.Errorf("WithNotify(%v): the first notification is %q, want %q", on, n.Payload, want)
+			}
+			return nil
+		})
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -14,12 +14,13 @@ import (
 // the tables (or run the statements DDL returns through your own
 // migrations).
 type Store struct {
-	db      *sql.DB
-	d       Dialect
-	inbox   string
-	outbox  string
-	saga    string
-	channel string
+	db       *sql.DB
+	d        Dialect
+	inbox    string
+	outbox   string
+	saga     string
+	channel  string
+	noNotify bool
 }
 
 // The default table names.

@@ -30,6 +30,9 @@ import (
 //   - drain: a backlog of b.N messages: acemq is Publisher.SendAll in
 //     batches of 1,000; outbox is b.N records already committed (not
 //     timed) drained by one relay (batches of 100, confirmed, deleted).
+//   - commit16: what PostgreSQL alone gives 16 goroutines committing
+//     one-row transactions, without and with a pg_notify in each (the
+//     outbox's notify serialises commits).
 //   - consume8: 8 handlers, prefetch 200, a filled quorum queue. raw and
 //     acemq ack without work; acemq-tx runs, per message, a transaction
 //     that inserts one row; inbox is inbox.WrapTx with the same insert
@@ -52,6 +55,11 @@ func BenchmarkExactlyOnce(b *testing.B) {
 		compare(b,
 			side{"acemq", func(b *testing.B) { acemqSendAll(b, url) }},
 			side{"outbox", func(b *testing.B) { outboxDrain(b, url, db) }})
+	})
+	b.Run("commit16", func(b *testing.B) {
+		compare(b,
+			side{"plain", func(b *testing.B) { commits(b, db, false) }},
+			side{"notify", func(b *testing.B) { commits(b, db, true) }})
 	})
 	b.Run("consume8", func(b *testing.B) {
 		compare(b,
@@ -257,4 +265,43 @@ func outboxDrain(b *testing.B, url string, db *sql.DB) {
 	if err != nil || n != b.N {
 		b.Fatalf("flushed %d of %d: %v", n, b.N, err)
 	}
+}
+
+// commits runs b.N one-row transactions from 16 goroutines.
+func commits(b *testing.B, db *sql.DB, notify bool) {
+	b.StopTimer()
+	table := testenv.Table("perf_commits")
+	if _, err := db.Exec("CREATE TABLE " + table + " (i INTEGER)"); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.StartTimer()
+	m := startMeter()
+	for range senders {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				tx, err := db.Begin()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, err = tx.Exec("INSERT INTO " + table + " VALUES (1)")
+				if err == nil && notify {
+					_, err = tx.Exec("SELECT pg_notify('perf_commits', '')")
+				}
+				if err == nil {
+					err = tx.Commit()
+				}
+				if err != nil {
+					_ = tx.Rollback()
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	m.stop(b, b.N)
 }
