@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -63,6 +64,11 @@ type connConfig struct {
 	tel      telemetryConfig
 	fallback []string
 	errs     []error
+
+	// The pipeline (pipeline.go, logging.go).
+	publishIcpt []PublishInterceptor
+	consumeIcpt []ConsumeInterceptor
+	logger      *slog.Logger
 }
 
 type connOption func(*connConfig)
@@ -223,6 +229,8 @@ type publisherConfig struct {
 	codec           Codec
 	transient       bool
 	allowUnroutable bool
+	intercept       []PublishInterceptor
+	err             error
 }
 
 type publisherOption func(*publisherConfig)
@@ -272,6 +280,12 @@ type consumeConfig struct {
 	noDeclare    bool
 	drainTimeout time.Duration
 	topology     []*Topology
+
+	// The pipeline (pipeline.go, breaker.go).
+	intercept  []ConsumeInterceptor
+	middleware []any // Middleware[T] of the consumer's T
+	breaker    *Breaker
+	err        error
 }
 
 type consumeOption func(*consumeConfig)
