@@ -114,7 +114,10 @@ func ExampleConsumer_Pause() {
 	}
 	handled := make(chan string, 1)
 	consumer, err := acemq.Consume(ctx, conn, "jobs",
-		func(_ context.Context, m acemq.Message[string]) acemq.Ack { handled <- m.Payload; return acemq.Accept() },
+		func(_ context.Context, m acemq.Message[string]) acemq.Ack {
+			handled <- m.Payload
+			return acemq.Accept()
+		},
 		acemq.WithCodec(acemq.Text))
 	if err != nil {
 		panic(err)
