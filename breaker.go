@@ -358,10 +358,12 @@ func (b *breaker) coolDown() {
 		b.wake()
 		b.mu.Unlock()
 		k.conn.log.Info("acemq: the consumer's circuit breaker is half open: one delivery runs as a probe", slog.String("queue", k.queue))
-		ctx, cancel := context.WithTimeout(context.Background(), DefaultSettlementDeadline)
+		// k.hctx ends when Close has finished, cutting short a
+		// resubscription that waits for a lost connection to recover.
+		ctx, cancel := context.WithTimeout(k.hctx, DefaultSettlementDeadline)
 		err := k.release(ctx, pausedByBreaker)
 		cancel()
-		if err == nil || k.isStopping() {
+		if err == nil || k.isStopping() || k.ended.Load() {
 			return
 		}
 		k.conn.log.Warn("acemq: the consumer's circuit breaker could not resume the consumer; it tries again after another cool-down", slog.String("queue", k.queue), safeErr(err))

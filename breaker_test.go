@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,12 @@ var errDownstream = errors.New("the stock service is down")
 // dead-lettered (failures are put back unchanged); once the downstream
 // recovers, a probe closes the breaker and every message is accepted.
 func TestBreakerOpensAndCloses(t *testing.T) {
+	for _, concurrency := range []int{1, 4} {
+		t.Run(fmt.Sprintf("concurrency %d", concurrency), func(t *testing.T) { testBreakerOpensAndCloses(t, concurrency) })
+	}
+}
+
+func testBreakerOpensAndCloses(t *testing.T, concurrency int) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		x := newTel(t)
 		r := newPipeRig(t, url, x.options()...)
@@ -39,6 +46,7 @@ func TestBreakerOpensAndCloses(t *testing.T) {
 		},
 			acemq.WithRetry(acemq.FixedRetry(5, time.Millisecond)),
 			acemq.WithBreaker(acemq.Breaker{ConsecutiveFailures: 3, CoolDown: 20 * time.Millisecond}),
+			acemq.WithConcurrency(concurrency),
 		)
 		const n = 10
 		sent := map[string]bool{}

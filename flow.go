@@ -235,6 +235,9 @@ func (k *consumerCore) release(ctx context.Context, reason uint8) error {
 	if k.isStopping() {
 		return fmt.Errorf("acemq: the consumer of %q is closing: %w", k.queue, ErrPaused)
 	}
+	if k.ended.Load() {
+		return fmt.Errorf("acemq: the consumer of %q cannot resume: its subscription ended without Close (its queue was deleted, or the broker cancelled it); close it and start a new one", k.queue)
+	}
 	sub, err := k.conn.t.Consume(ctx, k.spec())
 	if err != nil {
 		return fmt.Errorf("acemq: resuming the consumer of %q: %w", k.queue, err)

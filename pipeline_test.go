@@ -519,3 +519,20 @@ func TestConnCloseIsOneDeadline(t *testing.T) {
 		}
 	})
 }
+
+func TestResumeOfAStoppedConsumerIsRefused(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		r := newPipeRig(t, url)
+		k := r.consume(func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() })
+		if _, err := brokertest.Driver(r.c).DeleteQueue(context.Background(), r.q); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the consumer stopped", func() bool { return !k.Running() })
+		if err := k.Pause(context.Background()); err != nil {
+			t.Fatalf("Pause of a stopped consumer: %v", err)
+		}
+		if err := k.Resume(context.Background()); err == nil || !strings.Contains(err.Error(), "close it and start a new one") {
+			t.Errorf("Resume of a stopped consumer: %v", err)
+		}
+	})
+}
