@@ -3,21 +3,19 @@
 //
 //   - a publish interceptor stamps the tenant, taken from the context, on
 //     every reservation the application publishes;
-//
 //   - a consume interceptor refuses a tenant it does not serve: that
 //     message is dead-lettered with "an interceptor refused it: …";
-//
 //   - middleware logs a line per message and gives the handler a deadline;
-//
 //   - the stock service is down at first: after two failures the circuit
 //     breaker opens, the consumer pauses instead of spending the backlog's
 //     attempts, and when the service is back a probe closes the breaker and
 //     every reservation goes through, none dead-lettered;
-//
 //   - the consumer is paused and resumed by hand; the connection logs its
 //     operator events (the breaker, the pause) through log/slog.
 //
-//     go run ./examples/pipeline
+// Run it from the module root:
+//
+//	go run ./examples/pipeline
 //
 // It runs on the in-process memory:// broker by default, and against
 // RabbitMQ with -url or ACEMQ_URL (amqp://guest:guest@127.0.0.1:5672/);
