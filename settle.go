@@ -27,7 +27,9 @@ const (
 	OutcomeInProgress   Outcome = "in_progress"
 	// OutcomeRequeued: the delivery was put back on its queue unchanged
 	// (a set-aside target or its own queue was missing, a republish was not
-	// confirmed, or the consumer's drain ran out while its handler ran). It
+	// confirmed, the consumer's drain ran out while its handler ran, or its
+	// failure opened the consumer's circuit breaker or came while it was
+	// open). It
 	// is not a family outcome and is not counted in acemq.consume.total.
 	OutcomeRequeued Outcome = "requeued"
 )
@@ -53,7 +55,8 @@ const (
 type Settlement struct {
 	Queue    string
 	Envelope Envelope
-	// Decision is what the handler asked: DecisionReject for a panic;
+	// Decision is what the handler asked: DecisionReject for a panic or a
+	// delivery a consume interceptor refused;
 	// DecisionPark for a body that could not be decoded (the handler never
 	// saw it), or DecisionRetry when the codec said retrying could help.
 	Decision Decision
