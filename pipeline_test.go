@@ -90,6 +90,20 @@ func TestPublishInterceptorsChangeThePublish(t *testing.T) {
 		if !slices.Equal(order, []string{"conn", "publisher"}) {
 			t.Errorf("interceptors ran in the order %v", order)
 		}
+		// SendAll's messages go through the same chain.
+		rs, err := pub.SendAll(context.Background(), []acemq.Outgoing[string]{{RoutingKey: "nowhere", Payload: "hello"}, {RoutingKey: "nowhere", Payload: "hello"}})
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("SendAll: %v", err)
+		}
+		for range rs {
+			d := brokertest.Get(t, c, q)
+			if got := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID); got.Headers()["x-tenant"] != "acme" || got.Type() != "greeting" {
+				t.Errorf("SendAll delivered %v", got)
+			}
+		}
+		if len(order) != 6 {
+			t.Errorf("interceptors ran %v", order)
+		}
 	})
 }
 
