@@ -61,21 +61,6 @@ const (
 	BreakerHalfOpen BreakerState = "half_open"
 )
 
-// WithBreaker gives the consumer a circuit breaker. While it is open the
-// consumer is paused (as Pause pauses it), and a failure that opened it or
-// happened while it was open is put back on the queue unchanged (nack with
-// requeue, attempt unchanged; Settlement.Outcome is OutcomeRequeued) rather
-// than retried or dead-lettered: the downstream failed, not the message.
-// After CoolDown it subscribes again and runs one delivery as a probe: a
-// success closes the breaker, a failure opens it for another cool-down.
-// Its state is in Consumer.Breaker, Conn.Health (degraded while not
-// closed), the acemq.consume.breaker.state gauge and the log. Options that
-// make no sense (no way to open, a CoolDown that is not positive) are
-// refused by Consume.
-func WithBreaker(b Breaker) ConsumeOption {
-	return consumeOption(func(c *consumeConfig) { c.breaker = &b })
-}
-
 // check refuses a breaker that makes no sense.
 func (b *Breaker) check() error {
 	switch {

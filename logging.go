@@ -12,19 +12,6 @@ import (
 // needs through the *slog.Logger given with WithLogger, and nothing per
 // message. Without WithLogger nothing is logged at all.
 
-// WithLogger logs the connection's operator-level events through l:
-// the connection lost, reconnecting, recovered and its topology
-// redeclared, blocked and unblocked by the broker; a consumer that stopped
-// without Close, was paused or resumed, whose drain ran out or whose
-// circuit breaker opened or closed; and a delivery that could not be set
-// aside or settled as decided. Nothing is logged per message: use
-// middleware.Log for that. The default is no logger: nothing is printed.
-// URLs are logged with their password redacted, and no header value or
-// body is ever logged.
-func WithLogger(l *slog.Logger) ConnOption {
-	return connOption(func(c *connConfig) { c.logger = l })
-}
-
 // discardLogger is the logger of a connection opened without WithLogger.
 var discardLogger = slog.New(slog.DiscardHandler)
 

@@ -2,7 +2,6 @@ package acemq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/acemq/acemq/driver"
@@ -87,69 +86,6 @@ type Delivery struct {
 // not called (docs/wire.md §6.1). Its time counts in acemq.consume.duration.
 type ConsumeInterceptor func(ctx context.Context, d Delivery) (context.Context, error)
 
-// An InterceptorOption adds interceptors. Given to Connect, they run for
-// every publisher or consumer of the connection; given to NewPublisher or
-// Consume, for that one only, after the connection's.
-type InterceptorOption interface {
-	ConnOption
-	PublisherOption
-	ConsumeOption
-}
-
-type interceptors struct {
-	publish []PublishInterceptor
-	consume []ConsumeInterceptor
-	err     error
-}
-
-func (o interceptors) applyConn(c *connConfig) {
-	if o.err != nil {
-		c.errs = append(c.errs, o.err)
-	}
-	c.publishIcpt = append(c.publishIcpt, o.publish...)
-	c.consumeIcpt = append(c.consumeIcpt, o.consume...)
-}
-
-func (o interceptors) applyPublisher(c *publisherConfig) {
-	if o.err != nil && c.err == nil {
-		c.err = o.err
-	}
-	c.intercept = append(c.intercept, o.publish...)
-}
-
-func (o interceptors) applyConsume(c *consumeConfig) {
-	if o.err != nil && c.err == nil {
-		c.err = o.err
-	}
-	c.intercept = append(c.intercept, o.consume...)
-}
-
-// WithPublishInterceptors adds publish interceptors, run in the order
-// given. Given to Connect they run for every publisher of the connection,
-// before those given to NewPublisher. Consumers ignore them.
-func WithPublishInterceptors(fs ...PublishInterceptor) InterceptorOption {
-	o := interceptors{publish: fs}
-	for _, f := range fs {
-		if f == nil {
-			o.err = errors.New("acemq: WithPublishInterceptors was given a nil interceptor: drop it")
-		}
-	}
-	return o
-}
-
-// WithConsumeInterceptors adds consume interceptors, run in the order
-// given. Given to Connect they run for every consumer of the connection,
-// before those given to Consume. Publishers ignore them.
-func WithConsumeInterceptors(fs ...ConsumeInterceptor) InterceptorOption {
-	o := interceptors{consume: fs}
-	for _, f := range fs {
-		if f == nil {
-			o.err = errors.New("acemq: WithConsumeInterceptors was given a nil interceptor: drop it")
-		}
-	}
-	return o
-}
-
 // reasonRefused is the x-acemq-error prefix of a delivery a consume
 // interceptor refused (docs/wire.md §6.2).
 const reasonRefused = "an interceptor refused it: "
@@ -205,25 +141,6 @@ func refusedReason(err error) string { return reasonRefused + wire.Describe(err)
 // github.com/acemq/acemq/middleware provides the usual ones (timeout, rate
 // limit, logging).
 type Middleware[T any] func(next Handler[T]) Handler[T]
-
-// WithMiddleware wraps the consumer's handler in mw, the first given
-// outermost: WithMiddleware(a, b) runs a, then b, then the handler, and b's
-// Ack passes through a on the way out. Several WithMiddleware options add
-// up, in order. The chain is built once, when the consumer starts; a
-// consumer of a type other than T refuses to start.
-func WithMiddleware[T any](mw ...Middleware[T]) ConsumeOption {
-	return consumeOption(func(c *consumeConfig) {
-		for _, m := range mw {
-			if m == nil {
-				if c.err == nil {
-					c.err = errors.New("acemq: WithMiddleware was given a nil middleware: drop it")
-				}
-				continue
-			}
-			c.middleware = append(c.middleware, m)
-		}
-	})
-}
 
 // chain wraps h in the middleware of cfg, checked to be Middleware[T].
 func chain[T any](h Handler[T], mws []any) (Handler[T], error) {
