@@ -89,7 +89,9 @@ option interface: [ConnOption] for Connect, [PublisherOption], [SendOption],
 An option that switches a default off takes a bool: WithConfirms(false),
 WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
 publishers and consumers, [WithRetry] by both consumers and queue
-declarations. Nonsensical values (a concurrency of 0, a retry policy with
+declarations, and the [InterceptorOption] values of
+[WithPublishInterceptors] and [WithConsumeInterceptors] by Connect,
+NewPublisher and Consume. Nonsensical values (a concurrency of 0, a retry policy with
 no attempts, a negative timeout) are refused with an error that says what
 to change.
 
