@@ -171,3 +171,30 @@ func TestPublishCodecAndEncryptUsage(t *testing.T) {
 		t.Errorf("consume with a missing keyring: %d %q", r.code, r.stderr)
 	}
 }
+
+// publish --codec writes each named format from a JSON body.
+func TestPublishCodecs(t *testing.T) {
+	conn, url := brokerConn(t)
+	q := testQueue(t, conn, "codecs")
+	body := `{"id": "o-1", "qty": 2, "items": ["a", "b"]}`
+	want := map[string][2]string{
+		"json": {"application/json", `{"id":"o-1","items":["a","b"],"qty":2}`},
+		"yaml": {"application/yaml", "id: o-1\nitems:\n- a\n- b\nqty: 2\n"},
+		"toml": {"application/toml", "id = 'o-1'\nitems = ['a', 'b']\nqty = 2\n"},
+		"xml":  {"application/xml", "<message><id>o-1</id><items>a</items><items>b</items><qty>2</qty></message>"},
+		"text": {"text/plain; charset=utf-8", body},
+	}
+	order := []string{"json", "yaml", "toml", "xml", "text"}
+	for _, name := range order {
+		runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", q, "--codec", name, body).wantCode(t, 0)
+	}
+	lines := jsonLines(t, runCLI(t, "", "consume", "--url", url, "--queue", q, "--json").wantCode(t, 0).stdout)
+	if len(lines) != len(order) {
+		t.Fatalf("read %d, want %d", len(lines), len(order))
+	}
+	for i, name := range order {
+		if lines[i]["contentType"] != want[name][0] || lines[i]["body"] != want[name][1] {
+			t.Errorf("--codec %s: %v %q, want %v %q", name, lines[i]["contentType"], lines[i]["body"], want[name][0], want[name][1])
+		}
+	}
+}
