@@ -94,6 +94,13 @@ func TestKeyringOnPublishConsumeAndReplay(t *testing.T) {
 		}
 	}
 	eventually(t, "the messages back", func() bool { return queueDepth(t, conn, q) == 3 })
+	text := runCLI(t, "", "consume", "--url", url, "--queue", q, "--requeue", "--keyring", both).wantCode(t, 0).stdout
+	for _, want := range []string{"encrypted: key id 2026-01; decrypted with --keyring, the plaintext follows\n{\"id\":\"o-1\"}\n", "plaintext follows\nhello\n", "key id orders-2025-06-rotated-out; decrypted"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("consume's text has no %q:\n%s", want, text)
+		}
+	}
+	eventually(t, "the messages back", func() bool { return queueDepth(t, conn, q) == 3 })
 
 	// A keyring without 2026-01: those two are reported on stderr with
 	// their key id and left on the queue; the third is read and taken.
