@@ -3,12 +3,14 @@
 //
 //  1. the consumer's keyring holds the old key 2025-12 and the new key
 //     2026-01; the producer still writes with 2025-12;
+//
 //  2. the producer moves to 2026-01; the consumer reads both;
+//
 //  3. a consumer whose ring has dropped 2025-12 too early parks a body
 //     written under it, with the key id in the reason, and an operator reads
 //     that id from the parked body without any key.
 //
-//	go run ./examples/encryption
+//     go run ./examples/encryption
 //
 // It runs on the in-process memory:// broker by default, and against
 // RabbitMQ with -url or ACEMQ_URL; being a demo, it deletes what it declared
