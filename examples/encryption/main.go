@@ -1,16 +1,12 @@
 // Encryption sends orders encrypted with AES-GCM and rotates the key
-// without stopping anything (docs/encryption.md):
+// without stopping anything (docs/encryption.md). First the consumer's
+// keyring holds the old key 2025-12 and the new key 2026-01 while the
+// producer still writes with 2025-12; then the producer moves to 2026-01,
+// and the consumer reads both; last, a consumer whose ring dropped 2025-12
+// too early parks a body written under it, with the key id in the reason,
+// and an operator reads that id from the parked body without any key.
 //
-//  1. the consumer's keyring holds the old key 2025-12 and the new key
-//     2026-01; the producer still writes with 2025-12;
-//
-//  2. the producer moves to 2026-01; the consumer reads both;
-//
-//  3. a consumer whose ring has dropped 2025-12 too early parks a body
-//     written under it, with the key id in the reason, and an operator reads
-//     that id from the parked body without any key.
-//
-//     go run ./examples/encryption
+//	go run ./examples/encryption
 //
 // It runs on the in-process memory:// broker by default, and against
 // RabbitMQ with -url or ACEMQ_URL; being a demo, it deletes what it declared
