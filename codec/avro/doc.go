@@ -25,6 +25,10 @@
 // always get the same id. A schema's fingerprint is the SHA-256 of its exact
 // bytes, so a reformatted schema is a new schema.
 //
+// The package is named avro, like github.com/hamba/avro/v2's: a program that
+// needs both imports one under another name (the codec's own code calls
+// hamba's "hamba").
+//
 // Decoding is bounded by the body: no string, byte string or array may
 // claim more than the body could hold, so a hostile length costs an error,
 // not memory.
