@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/acemq/acemq"
@@ -272,4 +273,40 @@ func FuzzDecode(f *testing.F) {
 			_ = generic.Decode(body, avro.ContentTypeRegistered, &a)
 		}
 	})
+}
+
+// A ten-byte body claiming sixteen million array items, or a gigabyte
+// string, costs an error, not the memory it claims.
+func TestHostileLengthsDoNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	c := must(avro.NewRegistered(ctx, avro.NewRegistry(avro.NewMemoryStore()), orderSchema))
+	frame := []byte{0, 0, 0, 0, byte(c.SchemaID())}
+	zigzag := func(n uint64) []byte {
+		n <<= 1
+		var b []byte
+		for n >= 0x80 {
+			b = append(b, byte(n)|0x80)
+			n >>= 7
+		}
+		return append(b, byte(n))
+	}
+	for name, rest := range map[string][]byte{
+		"array":  append([]byte{0, 0}, zigzag(1<<24)...), // id "", qty 0, 16M items
+		"string": zigzag(1 << 30),                        // a 1 GiB id
+	} {
+		body := append(append([]byte(nil), frame...), rest...)
+		var o order
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		err := c.Decode(body, avro.ContentTypeRegistered, &o)
+		runtime.ReadMemStats(&after)
+		var de *acemq.DecodeError
+		if !errors.As(err, &de) || de.Retryable {
+			t.Errorf("%s: %v, want a non-retryable DecodeError", name, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("%s: a %d-byte body made the decoder allocate %d bytes", name, len(body), n)
+		}
+	}
 }
