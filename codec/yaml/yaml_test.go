@@ -2,6 +2,7 @@ package yaml_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -78,7 +79,15 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 		prev = n
 	}
 	var v any
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	_ = yaml.New().Decode([]byte(doc), "application/yaml", &v)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+		t.Errorf("a %d-byte document made the decoder allocate %d bytes", len(doc), n)
+	}
+	t.Logf("%d bytes for a %d-byte document", after.TotalAlloc-before.TotalAlloc, len(doc))
 }
 
 func FuzzDecode(f *testing.F) {
