@@ -1,6 +1,7 @@
 package encrypted
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -133,7 +134,7 @@ type keyringFile struct {
 // messages name key ids and never quote the document.
 func ParseKeyring(doc []byte) (*Keyring, error) {
 	var f keyringFile
-	dec := json.NewDecoder(strings.NewReader(string(doc)))
+	dec := json.NewDecoder(bytes.NewReader(doc)) // no string copy of the secrets
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("encrypted: the keyring is not a JSON document {\"current\": ID, \"keys\": {ID: BASE64, …}}: %s", describeJSONError(err))
