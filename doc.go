@@ -100,6 +100,9 @@ to change.
   - docs/ in the repository: the envelope, consuming, the pipeline,
     retries, topology, connecting, observability, reliability and performance, and docs/wire.md
     for the contract itself; docs/upgrading.md for names that changed.
+  - packages under codec/: XML, YAML, TOML, Protobuf and Avro codecs,
+    encryption (codec/encrypted) and codecs by name (codec); see
+    docs/codecs.md and docs/encryption.md.
   - package rpc: request and reply on top of one-way messaging.
   - packages route and replay: routing slips and pipelines; moving dead
     letters back.
