@@ -88,7 +88,14 @@ func (o *Outbox) Relay(ctx context.Context, now time.Time, limit int, f func([]o
 		return 0, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	rows, err := tx.QueryContext(ctx, o.q("SELECT "+recordCols+" FROM "+t+" WHERE retired_at IS NULL AND next_attempt_at <= ? ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED"), now.UnixMilli(), limit)
+	// On MySQL/MariaDB the scan is forced onto the primary key, so that a
+	// relay locks clustered records only: locks taken on the secondary
+	// indexes let two relays deadlock against each other's DELETE.
+	from := t
+	if !o.s.d.dollar {
+		from = t + " FORCE INDEX (PRIMARY)"
+	}
+	rows, err := tx.QueryContext(ctx, o.q("SELECT "+recordCols+" FROM "+from+" WHERE retired_at IS NULL AND next_attempt_at <= ? ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED"), now.UnixMilli(), limit)
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +166,7 @@ func (o *Outbox) Relay(ctx context.Context, now time.Time, limit int, f func([]o
 	if len(ready) > 0 {
 		results = f(ready)
 	}
-	var published []any
+	var updates []update
 	for i, r := range ready {
 		if i >= len(results) {
 			break
@@ -167,29 +174,67 @@ func (o *Outbox) Relay(ctx context.Context, now time.Time, limit int, f func([]o
 		res := results[i]
 		switch {
 		case res.Published:
-			published = append(published, r.Seq)
+			updates = append(updates, update{seq: r.Seq, published: true})
 		case res.Err != nil:
-			if err := o.fail(ctx, tx, r.Seq, res.Err.Error(), res.Next, res.Retire, now); err != nil {
-				return 0, err
-			}
+			updates = append(updates, update{seq: r.Seq, reason: res.Err.Error(), next: res.Next, retire: res.Retire})
 		}
 	}
 	for i, r := range unreadable {
-		if err := o.fail(ctx, tx, r.Seq, "the stored record cannot be read: "+unreadableErr[i].Error(), now, true, now); err != nil {
-			return 0, err
+		updates = append(updates, update{seq: r.Seq, reason: "the stored record cannot be read: " + unreadableErr[i].Error(), next: now, retire: true})
+	}
+	err = o.apply(ctx, tx, updates, now)
+	if err == nil {
+		err = tx.Commit()
+	}
+	// The batch went out; its results must be kept, or it goes out again.
+	// A deadlock or a lost connection rolled them back: write them again
+	// in a transaction of their own (deleting a published record and
+	// counting a failure are safe to repeat on the same rows).
+	for try := 0; err != nil && try < 3 && ctx.Err() == nil && len(updates) > 0; try++ {
+		_ = tx.Rollback()
+		if tx, err = o.s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}); err != nil {
+			continue
+		}
+		if err = o.apply(ctx, tx, updates, now); err == nil {
+			err = tx.Commit()
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("recording what became of a batch that was relayed (it will be relayed again): %w", err)
+	}
+	return len(ready) + len(unreadable), nil
+}
+
+// update is what to write about one record of a batch.
+type update struct {
+	seq       int64
+	published bool
+	reason    string
+	next      time.Time
+	retire    bool
+}
+
+// apply writes a batch's results in tx: the published records deleted,
+// the failed ones counted.
+func (o *Outbox) apply(ctx context.Context, tx *sql.Tx, updates []update, now time.Time) error {
+	var published []any
+	for _, u := range updates {
+		if u.published {
+			published = append(published, u.seq)
+			continue
+		}
+		if err := o.fail(ctx, tx, u.seq, u.reason, u.next, u.retire, now); err != nil {
+			return err
 		}
 	}
 	for len(published) > 0 {
 		n := min(len(published), 500)
-		if _, err := tx.ExecContext(ctx, o.q("DELETE FROM "+t+" WHERE seq IN ("+in(n)+")"), published[:n]...); err != nil {
-			return 0, err
+		if _, err := tx.ExecContext(ctx, o.q("DELETE FROM "+o.s.outbox+" WHERE seq IN ("+in(n)+")"), published[:n]...); err != nil {
+			return err
 		}
 		published = published[n:]
 	}
-	if err := tx.Commit(); err != nil {
-		return 0, err
-	}
-	return len(ready) + len(unreadable), nil
+	return nil
 }
 
 func (o *Outbox) fail(ctx context.Context, tx *sql.Tx, seq int64, reason string, next time.Time, retire bool, now time.Time) error {

@@ -23,12 +23,17 @@ const (
 	SetAsideFailed   = "acemq.messages.set.aside.failed"
 	RungMissing      = "acemq.retry.rung.missing"
 	ConnectionEvents = "acemq.connection.events"
-	RequestTotal     = "acemq.request.total"
-	RequestDuration  = "acemq.request.duration"
-	RunTotal         = "acemq.pipeline.run.total"
-	RunDuration      = "acemq.pipeline.run.duration"
-	OutboxTotal      = "acemq.outbox.total"
-	OutboxLag        = "acemq.outbox.lag"
+	// BreakerState and BreakerOpened are this library's additions
+	// (docs/pipeline.md): a consumer's circuit breaker state (0 closed, 1
+	// half open, 2 open) and how often it opened.
+	BreakerState    = "acemq.consume.breaker.state"
+	BreakerOpened   = "acemq.consume.breaker.opened"
+	RequestTotal    = "acemq.request.total"
+	RequestDuration = "acemq.request.duration"
+	RunTotal        = "acemq.pipeline.run.total"
+	RunDuration     = "acemq.pipeline.run.duration"
+	OutboxTotal     = "acemq.outbox.total"
+	OutboxLag       = "acemq.outbox.lag"
 	// OutboxRetired is this library's addition: records the relay gave
 	// up on.
 	OutboxRetired = "acemq.outbox.retired"
