@@ -63,8 +63,11 @@ func (a Ack) Err() error { return a.err }
 func (a Ack) Delay() time.Duration { return a.delay }
 
 // String is the decision's name, followed by ": " and the reason when there
-// is one.
+// is one; a Duplicate reads "accept (duplicate)".
 func (a Ack) String() string {
+	if a.duplicate {
+		return "accept (duplicate)"
+	}
 	if a.err != nil {
 		return a.decision.String() + ": " + a.err.Error()
 	}

@@ -24,5 +24,5 @@ func ExampleWrap() {
 	// Output:
 	// billing invoice 7
 	// accept
-	// accept true
+	// accept (duplicate) true
 }

@@ -1,6 +1,10 @@
 package saga
 
-import "time"
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+)
 
 // An Option configures New. Every option is a function named With…, as
 // across the module.
@@ -11,6 +15,7 @@ type config struct {
 	owner        string
 	resume       ResumePolicy
 	onUnresolved func(id, step string, err error)
+	meter        metric.MeterProvider
 }
 
 type option func(*config)
@@ -51,4 +56,14 @@ func WithResume(p ResumePolicy) Option { return option(func(c *config) { c.resum
 // it).
 func WithOnUnresolved(f func(id, step string, err error)) Option {
 	return option(func(c *config) { c.onUnresolved = f })
+}
+
+// WithMeterProvider records the saga's metrics through mp (default: the
+// global provider, otel.GetMeterProvider, when New runs): acemq.saga.total
+// per saga instance that ends (tags saga, state = completed, compensated or
+// unresolved) and acemq.saga.compensation.failed per failed compensation
+// (tags saga, step). Alert on the second: each is a saga a person must
+// finish.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return option(func(c *config) { c.meter = mp })
 }

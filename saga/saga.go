@@ -7,7 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	acemqtel "github.com/acemq/acemq/internal/telemetry"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 // Step is one step of a saga: Do does the work; Undo, when the saga fails
@@ -34,6 +39,8 @@ type Saga[T any] struct {
 	steps []Step[T]
 	cfg   config
 	err   error
+	total metric.Int64Counter
+	fails metric.Int64Counter
 }
 
 // Result is how one saga instance ended.
@@ -77,6 +84,18 @@ func New[T any](name string, log Log, steps []Step[T], opts ...Option) *Saga[T] 
 		s.err = fmt.Errorf("saga %q: WithOwner(%q): the owner must be 1 to 64 bytes", name, s.cfg.owner)
 	case s.cfg.lease <= 0:
 		s.err = fmt.Errorf("saga %q: WithLease(%v): the lease must be positive", name, s.cfg.lease)
+	}
+	mp := s.cfg.meter
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(acemqtel.Scope)
+	var err error
+	if s.total, err = m.Int64Counter(acemqtel.SagaTotal, metric.WithDescription("Saga instances that ended, by state.")); err != nil {
+		s.total = noop.Int64Counter{}
+	}
+	if s.fails, err = m.Int64Counter(acemqtel.SagaCompensationFailed, metric.WithDescription("Compensations that failed; each leaves its saga unresolved.")); err != nil {
+		s.fails = noop.Int64Counter{}
 	}
 	return s
 }
@@ -230,6 +249,7 @@ func (s *Saga[T]) drive(ctx context.Context, rec Record, data T) (Result[T], err
 			// done: leaving a saga half undone is worse.
 			if err := s.call(context.WithoutCancel(ctx), st.Undo, &data); err != nil {
 				rec.Failures = append(rec.Failures, st.Name+": "+err.Error())
+				s.fails.Add(context.Background(), 1, metric.WithAttributes(attribute.String("saga", s.name), attribute.String("step", st.Name)))
 				if s.cfg.onUnresolved != nil {
 					s.cfg.onUnresolved(rec.ID, st.Name, err)
 				}
@@ -241,6 +261,7 @@ func (s *Saga[T]) drive(ctx context.Context, rec Record, data T) (Result[T], err
 		}
 	}
 	res.State, res.Data, res.Failures = rec.State, data, rec.Failures
+	s.total.Add(context.Background(), 1, metric.WithAttributes(attribute.String("saga", s.name), attribute.String("state", string(rec.State))))
 	return res, nil
 }
 

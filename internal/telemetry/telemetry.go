@@ -37,6 +37,10 @@ const (
 	// OutboxRetired is this library's addition: records the relay gave
 	// up on.
 	OutboxRetired = "acemq.outbox.retired"
+	// SagaTotal and SagaCompensationFailed are this library's additions:
+	// sagas ended, by state, and compensations that failed.
+	SagaTotal              = "acemq.saga.total"
+	SagaCompensationFailed = "acemq.saga.compensation.failed"
 )
 
 // DurationBuckets are the bucket boundaries, in seconds, of every family
