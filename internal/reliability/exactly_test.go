@@ -38,12 +38,15 @@ const (
 	exQueueEnv  = "ACEMQ_EXACTLY_QUEUE"
 	exURLEnv    = "ACEMQ_EXACTLY_URL"
 	exNameEnv   = "ACEMQ_EXACTLY_NAME"
+	exDialEnv   = "ACEMQ_EXACTLY_DIALECT"
 )
 
 // exRig is the shared state of a scenario: one PostgreSQL store on tables
 // of the scenario's own, an effects table, a queue.
 type exRig struct {
 	t       *testing.T
+	d       sqlstore.Dialect
+	dsn     string
 	url     string
 	db      *sql.DB
 	store   *sqlstore.Store
@@ -53,14 +56,19 @@ type exRig struct {
 	effects string
 }
 
-func newExRig(t *testing.T, prefix string) *exRig {
+func newExRig(t *testing.T, prefix string, d sqlstore.Dialect) *exRig {
 	url := faults(t)
-	db := sqltest.Open(t, sqlstore.Postgres)
-	r := &exRig{t: t, url: url, db: db, queue: uniqueName(prefix)}
+	db := sqltest.Open(t, d)
+	r := &exRig{t: t, d: d, url: url, db: db, queue: uniqueName(prefix)}
+	if d == sqlstore.MySQL {
+		r.dsn = testenv.MySQLDSN(t)
+	} else {
+		r.dsn = testenv.PostgresDSN(t)
+	}
 	r.run = r.queue
 	r.tables = [4]string{testenv.Table("rel_inbox"), testenv.Table("rel_outbox"), testenv.Table("rel_saga"), testenv.Table("rel_effects")}
 	r.effects = r.tables[3]
-	r.store = sqltest.Store(t, db, sqlstore.Postgres, sqlstore.WithInboxTable(r.tables[0]), sqlstore.WithOutboxTable(r.tables[1]), sqlstore.WithSagaTable(r.tables[2]))
+	r.store = sqltest.Store(t, db, d, sqlstore.WithInboxTable(r.tables[0]), sqlstore.WithOutboxTable(r.tables[1]), sqlstore.WithSagaTable(r.tables[2]))
 	if _, err := db.Exec("CREATE TABLE " + r.effects + " (id VARCHAR(64) NOT NULL, what VARCHAR(64) NOT NULL DEFAULT '')"); err != nil {
 		t.Fatal(err)
 	}
@@ -75,12 +83,16 @@ func newExRig(t *testing.T, prefix string) *exRig {
 
 // helperRig is the state a helper process rebuilds from its environment.
 func helperRig() (*sql.DB, *sqlstore.Store, []string, error) {
-	db, err := sql.Open("pgx", os.Getenv(exDSNEnv))
+	driver, d := "pgx", sqlstore.Postgres
+	if os.Getenv(exDialEnv) == sqlstore.MySQL.String() {
+		driver, d = "mysql", sqlstore.MySQL
+	}
+	db, err := sql.Open(driver, os.Getenv(exDSNEnv))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	tables := strings.Split(os.Getenv(exTablesEnv), ",")
-	s, err := sqlstore.New(db, sqlstore.Postgres, sqlstore.WithInboxTable(tables[0]), sqlstore.WithOutboxTable(tables[1]), sqlstore.WithSagaTable(tables[2]))
+	s, err := sqlstore.New(db, d, sqlstore.WithInboxTable(tables[0]), sqlstore.WithOutboxTable(tables[1]), sqlstore.WithSagaTable(tables[2]))
 	return db, s, tables, err
 }
 
@@ -88,7 +100,7 @@ func helperRig() (*sql.DB, *sqlstore.Store, []string, error) {
 // lines.
 func (r *exRig) start(kind, name string) (*exec.Cmd, <-chan string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperExactlyOnce$", "-test.count=1")
-	cmd.Env = append(os.Environ(), exHelperEnv+"="+kind, exDSNEnv+"="+testenv.PostgresDSN(r.t), exTablesEnv+"="+strings.Join(r.tables[:], ","),
+	cmd.Env = append(os.Environ(), exHelperEnv+"="+kind, exDSNEnv+"="+r.dsn, exDialEnv+"="+r.d.String(), exTablesEnv+"="+strings.Join(r.tables[:], ","),
 		exQueueEnv+"="+r.queue, exURLEnv+"="+r.url, exNameEnv+"="+name)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -159,8 +171,11 @@ func TestHelperExactlyOnce(t *testing.T) {
 		if err != nil {
 			fail(err)
 		}
-		relay := outbox.NewRelay(c, s.Outbox(), outbox.WithInterval(200*time.Millisecond), outbox.WithBackoff(100*time.Millisecond, time.Second),
-			outbox.WithMaxAttempts(1000), outbox.WithNotifier(pgnotify.New(db, s.NotifyChannel())))
+		opts := []outbox.RelayOption{outbox.WithInterval(200 * time.Millisecond), outbox.WithBackoff(100*time.Millisecond, time.Second), outbox.WithMaxAttempts(1000)}
+		if s.Dialect() == sqlstore.Postgres {
+			opts = append(opts, outbox.WithNotifier(pgnotify.New(db, s.NotifyChannel())))
+		}
+		relay := outbox.NewRelay(c, s.Outbox(), opts...)
 		fmt.Println("READY")
 		_ = relay.Run(ctx) // until killed
 	case "committing-consumer":
@@ -168,7 +183,7 @@ func TestHelperExactlyOnce(t *testing.T) {
 		if err != nil {
 			fail(err)
 		}
-		h, err := inbox.WrapTx(inbox.New(s.Inbox(), "ledger"), effectHandler(tables[3], nil))
+		h, err := inbox.WrapTx(inbox.New(s.Inbox(), "ledger"), effectHandler(tables[3], s.Dialect(), nil))
 		if err != nil {
 			fail(err)
 		}
@@ -183,7 +198,7 @@ func TestHelperExactlyOnce(t *testing.T) {
 		fmt.Println("READY")
 		select {}
 	case "saga-runner":
-		sg := tripSaga(s.SagaLog(), db, tables[3], true)
+		sg := tripSaga(s.SagaLog(), db, s.Dialect(), tables[3], true)
 		fmt.Println("READY")
 		if _, err := sg.Run(ctx, os.Getenv(exQueueEnv), tripData{}); err != nil {
 			fail(err)
@@ -197,16 +212,28 @@ func TestHelperExactlyOnce(t *testing.T) {
 
 // effectHandler writes the message's effect (one row) through the inbox's
 // transaction, counting its runs.
-func effectHandler(table string, runs *atomic.Int64) inbox.TxHandler[payload] {
+func effectHandler(table string, d sqlstore.Dialect, runs *atomic.Int64) inbox.TxHandler[payload] {
+	insert := bind(d, "INSERT INTO "+table+" (id) VALUES (?)")
 	return func(ctx context.Context, tx *sql.Tx, m acemq.Message[payload]) acemq.Ack {
 		if runs != nil {
 			runs.Add(1)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (id) VALUES ($1)", m.Envelope.ID()); err != nil {
+		if _, err := tx.ExecContext(ctx, insert, m.Envelope.ID()); err != nil {
 			return acemq.Retry(err)
 		}
 		return acemq.Accept()
 	}
+}
+
+// bind writes ?, ? as $1, $2 for PostgreSQL.
+func bind(d sqlstore.Dialect, q string) string {
+	if d != sqlstore.Postgres {
+		return q
+	}
+	for i := 1; strings.Contains(q, "?"); i++ {
+		q = strings.Replace(q, "?", fmt.Sprintf("$%d", i), 1)
+	}
+	return q
 }
 
 // effectCounts is (distinct ids, ids with more than one row) in the
@@ -253,7 +280,18 @@ func closeOwnConnections(run string) (int, error) {
 // inbox transaction. Nothing may be lost, and no message may have two
 // effects, however many copies the relay put on the wire.
 func TestFaultOutboxRelayKilled(t *testing.T) {
-	r := newExRig(t, "outbox")
+	eachDialect(t, outboxRelayKilled)
+}
+
+// eachDialect runs f on PostgreSQL and on MySQL/MariaDB.
+func eachDialect(t *testing.T, f func(t *testing.T, d sqlstore.Dialect)) {
+	for _, d := range []sqlstore.Dialect{sqlstore.Postgres, sqlstore.MySQL} {
+		t.Run(d.String(), func(t *testing.T) { f(t, d) })
+	}
+}
+
+func outboxRelayKilled(t *testing.T, d sqlstore.Dialect) {
+	r := newExRig(t, "outbox", d)
 	start := time.Now()
 	n, minSend := 2000, 10*time.Second
 	if full() {
@@ -264,7 +302,7 @@ func TestFaultOutboxRelayKilled(t *testing.T) {
 	var deliveries, runs atomic.Int64
 	var dupMu sync.Mutex
 	seen := map[string]int{}
-	h, err := inbox.WrapTx(inbox.New(r.store.Inbox(), "ledger", inbox.WithLease(10*time.Second), inbox.WithInProgressDelay(200*time.Millisecond)), effectHandler(r.effects, &runs))
+	h, err := inbox.WrapTx(inbox.New(r.store.Inbox(), "ledger", inbox.WithLease(10*time.Second), inbox.WithInProgressDelay(200*time.Millisecond)), effectHandler(r.effects, d, &runs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +399,7 @@ func TestFaultOutboxRelayKilled(t *testing.T) {
 	if distinct != n || duplicatedEffects != 0 || left != 0 {
 		t.Errorf("%d of %d messages took effect, %d twice; %d records left in the outbox", distinct, n, duplicatedEffects, left)
 	}
-	newFigures("outbox-relay-killed").add("recorded", n).add("effects", distinct).add("lost", n-distinct).
+	newFigures("outbox-relay-killed-"+d.String()).add("recorded", n).add("effects", distinct).add("lost", n-distinct).
 		add("duplicate_effects", duplicatedEffects).add("deliveries", deliveries.Load()).add("duplicates_on_wire", wireDups).
 		add("handler_runs", runs.Load()).add("relay_kills", kills).add("faults", faultsN.Load()).add("connections_closed", closed.Load()).
 		add("outbox_left", left).add("sending", sending).add("time", time.Since(start)).log(t)
@@ -372,7 +410,11 @@ func TestFaultOutboxRelayKilled(t *testing.T) {
 // SIGKILLed before its ack. The redelivery is recognised: the handler does
 // not run again and the effect stays single.
 func TestFaultConsumerKilledAfterCommit(t *testing.T) {
-	r := newExRig(t, "commitkill")
+	eachDialect(t, consumerKilledAfterCommit)
+}
+
+func consumerKilledAfterCommit(t *testing.T, d sqlstore.Dialect) {
+	r := newExRig(t, "commitkill", d)
 	start := time.Now()
 	c := connect(t, r.url, r.run+" survivor")
 	sent, err := acemq.NewPublisher[payload](c, "").Send(context.Background(), r.queue, payload{Seq: 9})
@@ -386,7 +428,7 @@ func TestFaultConsumerKilledAfterCommit(t *testing.T) {
 		t.Fatalf("the helper committed %q, want %s", l, sent.ID())
 	}
 	var runs atomic.Int64
-	h, err := inbox.WrapTx(inbox.New(r.store.Inbox(), "ledger"), effectHandler(r.effects, &runs))
+	h, err := inbox.WrapTx(inbox.New(r.store.Inbox(), "ledger"), effectHandler(r.effects, d, &runs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +454,7 @@ func TestFaultConsumerKilledAfterCommit(t *testing.T) {
 	if s.Outcome != acemq.OutcomeDuplicate || runs.Load() != 0 || distinct != 1 || dups != 0 {
 		t.Errorf("redelivery settled %s, handler ran %d times; %d effect(s), %d duplicated", s.Outcome, runs.Load(), distinct, dups)
 	}
-	newFigures("consumer-killed-after-commit").add("sent", 1).add("effects", distinct).add("duplicate_effects", dups).
+	newFigures("consumer-killed-after-commit-"+d.String()).add("sent", 1).add("effects", distinct).add("duplicate_effects", dups).
 		add("redelivered", redelivered.Load()).add("outcome", s.Outcome).add("handler_runs_after", runs.Load()).add("time", time.Since(start)).log(t)
 }
 
@@ -420,7 +462,11 @@ func TestFaultConsumerKilledAfterCommit(t *testing.T) {
 // one outbox table of 4 destinations. No record goes out twice (so never
 // by both at once) and each destination's records arrive in order.
 func TestFaultTwoRelays(t *testing.T) {
-	r := newExRig(t, "tworelays")
+	eachDialect(t, twoRelays)
+}
+
+func twoRelays(t *testing.T, d sqlstore.Dialect) {
+	r := newExRig(t, "tworelays", d)
 	start := time.Now()
 	const n = 2000
 	c := connect(t, r.url, r.run+" consumer")
@@ -499,7 +545,7 @@ func TestFaultTwoRelays(t *testing.T) {
 	if handed[0].Load() == 0 || handed[1].Load() == 0 {
 		t.Logf("one relay did all the work (%d, %d): the test showed no concurrency", handed[0].Load(), handed[1].Load())
 	}
-	newFigures("two-relays").add("recorded", n).add("delivered", got).add("duplicated", dups).add("out_of_order", outOfOrder).
+	newFigures("two-relays-"+d.String()).add("recorded", n).add("delivered", got).add("duplicated", dups).add("out_of_order", outOfOrder).
 		add("relay_a", handed[0].Load()).add("relay_b", handed[1].Load()).add("time", time.Since(start)).log(t)
 }
 
@@ -509,7 +555,8 @@ type tripData struct {
 
 // tripSaga is the saga of scenario 10: three steps each writing an effect
 // row; step 2 blocks forever in the helper process (to be killed there).
-func tripSaga(l saga.Log, db *sql.DB, effects string, block bool) *saga.Saga[tripData] {
+func tripSaga(l saga.Log, db *sql.DB, d sqlstore.Dialect, effects string, block bool) *saga.Saga[tripData] {
+	insert := bind(d, "INSERT INTO "+effects+" (id, what) VALUES (?, ?)")
 	do := func(name string) func(context.Context, *tripData) error {
 		return func(ctx context.Context, d *tripData) error {
 			if block && name == "hotel" {
@@ -517,13 +564,13 @@ func tripSaga(l saga.Log, db *sql.DB, effects string, block bool) *saga.Saga[tri
 				select {}
 			}
 			d.Booked = append(d.Booked, name)
-			_, err := db.ExecContext(ctx, "INSERT INTO "+effects+" (id, what) VALUES ($1, $2)", name, "do")
+			_, err := db.ExecContext(ctx, insert, name, "do")
 			return err
 		}
 	}
 	undo := func(name string) func(context.Context, *tripData) error {
 		return func(ctx context.Context, d *tripData) error {
-			_, err := db.ExecContext(ctx, "INSERT INTO "+effects+" (id, what) VALUES ($1, $2)", name, "undo")
+			_, err := db.ExecContext(ctx, insert, name, "undo")
 			return err
 		}
 	}
@@ -538,7 +585,11 @@ func tripSaga(l saga.Log, db *sql.DB, effects string, block bool) *saga.Saga[tri
 // step 1 was logged, inside step 2; a restarted runner with the same owner
 // name resumes it at once and completes it, each step's effect once.
 func TestFaultSagaKilled(t *testing.T) {
-	r := newExRig(t, "saga")
+	eachDialect(t, sagaKilled)
+}
+
+func sagaKilled(t *testing.T, d sqlstore.Dialect) {
+	r := newExRig(t, "saga", d)
 	start := time.Now()
 	proc, lines := r.start("saga-runner", r.run+" saga")
 	await(t, lines, "IN-STEP-2", 60*time.Second)
@@ -547,20 +598,22 @@ func TestFaultSagaKilled(t *testing.T) {
 	if err != nil || rec.State != saga.Running || rec.Step != 1 {
 		t.Fatalf("the log after the kill: %+v, %v", rec, err)
 	}
-	sg := tripSaga(r.store.SagaLog(), r.db, r.effects, false)
+	sg := tripSaga(r.store.SagaLog(), r.db, d, r.effects, false)
 	rs, err := sg.Resume(context.Background())
 	if err != nil || len(rs) != 1 || rs[0].State != saga.Completed {
 		t.Fatalf("resume: %+v, %v", rs, err)
 	}
 	rows := map[string]int{}
-	q, err := r.db.Query("SELECT id || '/' || what FROM " + r.effects)
+	q, err := r.db.Query("SELECT id, what FROM " + r.effects)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for q.Next() {
-		var k string
-		_ = q.Scan(&k)
-		rows[k]++
+		var id, what string
+		if err := q.Scan(&id, &what); err != nil {
+			t.Fatal(err)
+		}
+		rows[id+"/"+what]++
 	}
 	q.Close()
 	if rows["flight/do"] != 1 || rows["hotel/do"] != 1 || rows["charge/do"] != 1 || len(rows) != 3 {
@@ -573,6 +626,6 @@ func TestFaultSagaKilled(t *testing.T) {
 	for _, k := range rows {
 		dupEffects += k - 1
 	}
-	newFigures("saga-killed").add("steps", 3).add("killed_in_step", 2).add("resumed_state", rs[0].State).
+	newFigures("saga-killed-"+d.String()).add("steps", 3).add("killed_in_step", 2).add("resumed_state", rs[0].State).
 		add("effects", len(rows)).add("duplicate_effects", dupEffects).add("time", time.Since(start)).log(t)
 }
