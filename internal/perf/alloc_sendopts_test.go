@@ -1,0 +1,48 @@
+package perf
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+)
+
+// TestPerMessageOptionsDoNotAllocate: WithPriority and WithExpiration are
+// applied by type assertion, like WithEnvelope, and cost no allocation of
+// their own; the expiration's decimal string costs at most one.
+func TestPerMessageOptionsDoNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	c, err := acemq.Connect(ctx, "perfnull://allocs-opts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	p := acemq.NewPublisher[Order](c, "")
+	order := NewOrderCached()
+	send := func(opts ...acemq.SendOption) float64 {
+		return testing.AllocsPerRun(200, func() {
+			if _, err := p.Send(ctx, "orders", order, opts...); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	plain := send()
+	prio := testing.AllocsPerRun(200, func() {
+		if _, err := p.Send(ctx, "orders", order, acemq.WithPriority(7)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ttl := testing.AllocsPerRun(200, func() {
+		if _, err := p.Send(ctx, "orders", order, acemq.WithExpiration(90*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("Send: %.0f allocations; WithPriority %.0f; WithExpiration %.0f", plain, prio, ttl)
+	if prio > plain {
+		t.Errorf("WithPriority costs %.0f allocations of its own per Send", prio-plain)
+	}
+	if ttl > plain+1 {
+		t.Errorf("WithExpiration costs %.0f allocations per Send, above the one its decimal string may take", ttl-plain)
+	}
+}
