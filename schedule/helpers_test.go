@@ -84,7 +84,7 @@ func counters(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 			for _, dp := range sum.DataPoints {
 				var kv []string
 				for _, a := range dp.Attributes.ToSlice() {
-					kv = append(kv, string(a.Key)+"="+a.Value.Emit())
+					kv = append(kv, string(a.Key)+"="+a.Value.String())
 				}
 				out[m.Name+"{"+strings.Join(kv, ",")+"}"] += dp.Value
 			}
@@ -97,7 +97,7 @@ func key(metric string, kv ...attribute.KeyValue) string {
 	var parts []string
 	set := attribute.NewSet(kv...)
 	for _, a := range set.ToSlice() {
-		parts = append(parts, string(a.Key)+"="+a.Value.Emit())
+		parts = append(parts, string(a.Key)+"="+a.Value.String())
 	}
 	return metric + "{" + strings.Join(parts, ",") + "}"
 }
