@@ -85,8 +85,11 @@ to change.
 # Where to go next
 
   - docs/ in the repository: the envelope, consuming, retries, topology,
-    connecting, observability, reliability and performance, and docs/wire.md
-    for the contract itself; docs/upgrading.md for names that changed.
+    connecting, observability, reliability and performance, expiry and
+    priority (docs/expiry-and-priority.md), scheduling (docs/scheduling.md),
+    and docs/wire.md for the contract itself; docs/upgrading.md for names
+    that changed.
+  - package schedule: delivering a message later, keeping its id.
   - package rpc: request and reply on top of one-way messaging.
   - packages route and replay: routing slips and pipelines; moving dead
     letters back.
