@@ -317,9 +317,14 @@ func TestUnroutableIsHeldAndMalformedDropped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// And one for an exchange that does not exist.
+		if _, err := NewPublisher[order](c, testenv.Unique(t, "acemq-sched-no-exchange"), ladderOption{l}).SendAfter(ctx, "k", 2*time.Second/20, order{ID: "nowhere"}); err != nil {
+			t.Fatal(err)
+		}
 		testenv.Eventually(t, "the unroutable and malformed counts", func() bool {
 			got := counters(t, reader)
 			return got[key(telemetry.ScheduleUndeliverable, attribute.String("reason", "unroutable"))] >= 1 &&
+				got[key(telemetry.ScheduleUndeliverable, attribute.String("reason", "no_exchange"))] >= 1 &&
 				got[key(telemetry.ScheduleUndeliverable, attribute.String("reason", "malformed"))] == 1
 		})
 		if err := acemq.NewTopology().Queue(later, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, c); err != nil {

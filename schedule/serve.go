@@ -27,8 +27,8 @@ const retryPause = time.Second
 // Messages wait on the broker, not in the consumer: stopping it (Close)
 // loses nothing; what fell due meanwhile waits on the control queue and is
 // delivered when a control consumer runs again. Several may run at once,
-// in one process or many. A due message that nothing routes is held on
-// the 1m rung and tried again; one without the scheduler's headers is
+// in one process or many. A due message that nothing routes (or whose
+// exchange is missing) is held on the 1m rung and tried again; one without the scheduler's headers is
 // dropped and counted (docs/scheduling.md).
 func Serve(ctx context.Context, conn *acemq.Conn, opts ...ServeOption) (*acemq.Consumer, error) {
 	cfg := serveConfig{concurrency: DefaultConcurrency, ladder: family}
@@ -83,10 +83,15 @@ func (c *controller) handle(ctx context.Context, msg acemq.Message[[]byte]) acem
 	switch {
 	case err == nil:
 		return acemq.Accept()
-	case errors.As(err, &ue):
-		// Nothing is bound for the target (yet): hold it on a rung and try
-		// again, rather than lose it.
-		c.m.rec.failed(ctx, "unroutable")
+	case errors.As(err, &ue), errors.Is(err, acemq.ErrNotFound):
+		// Nothing is bound for the target, or its exchange is missing
+		// (yet): hold it on a rung and try again, rather than lose it or
+		// retry it every second.
+		reason := "unroutable"
+		if ue == nil {
+			reason = "no_exchange"
+		}
+		c.m.rec.failed(ctx, reason)
 		if err := c.m.hopTo(ctx, c.m.ladder.hold, msg.Envelope, j, msg.Body); err != nil {
 			return acemq.InProgress(retryPause)
 		}

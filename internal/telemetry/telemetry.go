@@ -44,8 +44,8 @@ const (
 	// delivered, in seconds (exchange, routing.key); early is 0.
 	ScheduleLateness = "acemq.schedule.lateness"
 	// ScheduleUndeliverable counts due messages that could not be
-	// delivered (reason: unroutable, held back a while; malformed,
-	// dropped).
+	// delivered (reason: unroutable or no_exchange, held back a while;
+	// malformed, dropped).
 	ScheduleUndeliverable = "acemq.schedule.undeliverable.total"
 )
 
