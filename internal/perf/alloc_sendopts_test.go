@@ -11,6 +11,9 @@ import (
 // TestPerMessageOptionsDoNotAllocate: WithPriority and WithExpiration are
 // applied by type assertion, like WithEnvelope, and cost no allocation of
 // their own; the expiration's decimal string costs at most one.
+//
+// Under the race detector the counts move by one or two from run to run,
+// so there it only logs them; run it without -race to check.
 func TestPerMessageOptionsDoNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	c, err := acemq.Connect(ctx, "perfnull://allocs-opts")
@@ -45,6 +48,10 @@ func TestPerMessageOptionsDoNotAllocate(t *testing.T) {
 		}
 	})
 	t.Logf("Send: %.0f allocations; WithPriority %.0f; WithExpiration %.0f", plain, prio, ttl)
+	if raceDetector {
+		t.Log("not checked under the race detector: run go test -run TestPerMessageOptionsDoNotAllocate ./internal/perf")
+		return
+	}
 	if prio > plain {
 		t.Errorf("WithPriority costs %.0f allocations of its own per Send", prio-plain)
 	}
