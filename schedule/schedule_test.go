@@ -130,6 +130,10 @@ func TestContractTopology(t *testing.T) {
 		// The failed declaration may have cost the driver its channel;
 		// a fresh connection for the rest.
 		c, reader = connect(t, url)
+		drift, err := Topology().Drift(ctx, c, acemq.WithSettingsProbe())
+		if err != nil || len(drift) != 0 {
+			t.Errorf("the declared scheduler drifts from Topology(): %v %v", drift, err)
+		}
 
 		tg := newTarget(t, c)
 		serve(t, c)
