@@ -113,6 +113,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newAskCmd(),
 		newServeCmd(),
 		newReplayCmd(),
+		newConsoleCmd(),
 		newBenchCmd(),
 		newCertsCmd(),
 	)
