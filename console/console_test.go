@@ -2,15 +2,18 @@ package console_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -370,4 +373,48 @@ func equalSets(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// A message the broker dead-lettered (here: a consumer outside the library
+// rejected it) shows when that happened, from its x-death header.
+func TestBrokerDeadLetterTime(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		f := deadLetters(t, url, 0, 0)
+		before := time.Now().Add(-time.Minute)
+		if err := brokertest.Publish(context.Background(), f.conn, brokertest.Outbound{RoutingKey: f.queue, ContentType: "text/plain", Body: []byte("hi")}); err != nil {
+			t.Fatal(err)
+		}
+		var d driver.Delivery
+		testenv.Eventually(t, "the message", func() bool {
+			var ok bool
+			var err error
+			d, ok, err = brokertest.Driver(f.conn).Get(context.Background(), f.queue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		})
+		if err := d.Nack(false); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the dead letter", func() bool { return brokertest.Depth(t, f.conn, f.dlq) == 1 })
+		c := serve(t, f.conn, console.WithQueues(f.queue))
+		var v struct {
+			Groups []struct {
+				Key      string `json:"key"`
+				Messages []struct {
+					DeadAt *time.Time `json:"deadLetteredAt"`
+				} `json:"messages"`
+			} `json:"groups"`
+		}
+		if st := c.do("GET", "/api/queues/"+f.dlq, "", &v); st != 200 || len(v.Groups) != 1 || len(v.Groups[0].Messages) != 1 {
+			t.Fatalf("%d %+v", st, v)
+		}
+		if at := v.Groups[0].Messages[0].DeadAt; at == nil || at.Before(before) || at.After(time.Now().Add(time.Minute)) {
+			t.Errorf("dead-lettered at %v", at)
+		}
+		if v.Groups[0].Key != "(no reason given)" {
+			t.Errorf("group %q", v.Groups[0].Key)
+		}
+	})
 }

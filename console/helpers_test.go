@@ -73,19 +73,23 @@ func deadLetters(t *testing.T, url string, nQty, nSKU int) *fixture {
 	}
 	f := &fixture{conn: conn, queue: q, dlq: acemq.DeadLetterQueue(q), qtyIDs: map[string]bool{}, skuIDs: map[string]bool{}, topology: topo}
 	pub := acemq.NewPublisher[order](conn, "")
+	typed := func() acemq.SendOption { return acemq.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "order.placed"})) }
 	for i := range nQty {
-		env, err := pub.Send(ctx, q, order{ID: fmt.Sprintf("o-%d", i), SKU: "A-1", Qty: -i})
+		env, err := pub.Send(ctx, q, order{ID: fmt.Sprintf("o-%d", i), SKU: "A-1", Qty: -i}, typed())
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.qtyIDs[env.ID()] = true
 	}
 	for i := range nSKU {
-		env, err := pub.Send(ctx, q, order{ID: fmt.Sprintf("o-%d", 100+i), SKU: fmt.Sprintf("Z-%d", i), Qty: 1})
+		env, err := pub.Send(ctx, q, order{ID: fmt.Sprintf("o-%d", 100+i), SKU: fmt.Sprintf("Z-%d", i), Qty: 1}, typed())
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.skuIDs[env.ID()] = true
+	}
+	if len(f.qtyIDs) != nQty || len(f.skuIDs) != nSKU {
+		t.Fatalf("the orders do not have distinct ids: %v %v", f.qtyIDs, f.skuIDs)
 	}
 	testenv.Eventually(t, "every order in "+f.dlq, func() bool { return brokertest.Depth(t, conn, f.dlq) == nQty+nSKU })
 	brokertest.Stop(t, c)

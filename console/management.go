@@ -66,10 +66,10 @@ type rate struct {
 
 // queues lists the vhost's queues.
 func (m *management) queues(ctx context.Context) ([]mgmtQueue, error) {
-	u := *m.base
-	u.Path += "/api/queues/" + url.PathEscape(m.vhost)
-	u.RawQuery = url.Values{"columns": {"name,type,messages,messages_ready,messages_unacknowledged,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,message_stats.ack_details.rate"}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	query := url.Values{"columns": {"name,type,messages,messages_ready,messages_unacknowledged,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,message_stats.ack_details.rate"}}.Encode()
+	// The vhost is one path segment: "/" is %2F.
+	addr := m.base.String() + "/api/queues/" + url.PathEscape(m.vhost) + "?" + query
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,10 @@ type messageSummary struct {
 	ContentType string     `json:"contentType"`
 	Size        int        `json:"size"`
 	FirstSeen   *time.Time `json:"firstSeen,omitempty"`
+	// DeadAt is when the broker dead-lettered it (x-death); Seen is that,
+	// else its first-seen time: what a group's first and last are made of.
 	DeadAt      *time.Time `json:"deadLetteredAt,omitempty"`
+	Seen        *time.Time `json:"seen,omitempty"`
 	Redelivered bool       `json:"redelivered"`
 }
 
@@ -93,9 +96,11 @@ type queueView struct {
 	QueueDepth int           `json:"depth"`
 }
 
-// when is the moment a dead letter failed: its newest x-death entry's time
-// (RabbitMQ's, and the memory broker's), else its first-seen time (a parked
-// message carries no x-death).
+// when is when a dead letter was last seen failing, as near as its
+// headers tell: its newest x-death entry's time when the broker
+// dead-lettered it (expiry, a rejection by another consumer), else its
+// first-seen time (the library's own set-asides to .dlq and .parked carry
+// no time of their own).
 func when(env acemq.Envelope) *time.Time {
 	if t, ok := deathTime(env); ok {
 		return &t
@@ -130,7 +135,10 @@ func deathTime(env acemq.Envelope) (time.Time, bool) {
 
 func summarise(m acemq.Message[[]byte]) messageSummary {
 	env := m.Envelope
-	s := messageSummary{ID: env.ID(), Type: env.Type(), Attempt: env.Attempt(), Reason: env.Reason(), RoutingKey: m.RoutingKey, ContentType: m.ContentType, Size: len(m.Body), Redelivered: m.Redelivered, DeadAt: when(env)}
+	s := messageSummary{ID: env.ID(), Type: env.Type(), Attempt: env.Attempt(), Reason: env.Reason(), RoutingKey: m.RoutingKey, ContentType: m.ContentType, Size: len(m.Body), Redelivered: m.Redelivered, Seen: when(env)}
+	if t, ok := deathTime(env); ok {
+		s.DeadAt = &t
+	}
 	if _, ok := env.Age(); ok {
 		t := env.FirstSeen()
 		s.FirstSeen = &t
@@ -155,7 +163,7 @@ func groupMessages(ms []acemq.Message[[]byte]) []reasonGroup {
 		s := summarise(m)
 		g.Count++
 		g.Messages = append(g.Messages, s)
-		if t := s.DeadAt; t != nil {
+		if t := s.Seen; t != nil {
 			if g.First == nil || t.Before(*g.First) {
 				g.First = t
 			}
@@ -253,7 +261,10 @@ func (c *Console) describe(m acemq.Message[[]byte]) (messageDetail, error) {
 		return messageDetail{}, err
 	}
 	key := GroupKey(env.Reason())
-	d := messageDetail{Group: groupID(key), GroupKey: key, Envelope: ej, DeadAt: when(env), Exchange: m.Exchange, RoutingKey: m.RoutingKey, ContentType: m.ContentType, ReplyTo: m.ReplyTo, Redelivered: m.Redelivered, Size: len(m.Body)}
+	d := messageDetail{Group: groupID(key), GroupKey: key, Envelope: ej, Exchange: m.Exchange, RoutingKey: m.RoutingKey, ContentType: m.ContentType, ReplyTo: m.ReplyTo, Redelivered: m.Redelivered, Size: len(m.Body)}
+	if t, ok := deathTime(env); ok {
+		d.DeadAt = &t
+	}
 	if age, ok := env.Age(); ok {
 		d.Age = age.Round(time.Second).String()
 	}

@@ -132,7 +132,12 @@ func (c *Console) listQueues(ctx context.Context) queueList {
 		}
 		l.Error = err.Error()
 	}
-	l.Queues = group(c.inspectNamed(ctx))
+	// Under the lock, so that a look at a queue in progress, which holds
+	// its messages, does not show as an empty queue.
+	c.mu.Lock()
+	rows := c.inspectNamed(ctx)
+	c.mu.Unlock()
+	l.Queues = group(rows)
 	return l
 }
 

@@ -25,11 +25,16 @@
       else if (v === true) el.setAttribute(k, "");
       else el.setAttribute(k, String(v));
     }
-    for (const kid of kids.flat()) {
+    for (const kid of kids.flat(Infinity)) {
       if (kid === undefined || kid === null || kid === false) continue;
       el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
     }
     return el;
+  }
+
+  // put shows the view's parts, leaving out those that are null.
+  function put(...kids) {
+    main.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined && k !== false));
   }
 
   const enc = encodeURIComponent;
@@ -103,7 +108,7 @@
       else await renderMessage();
       if (focus) main.focus();
     } catch (err) {
-      main.replaceChildren(h("h1", {}, "Something went wrong"), h("p", { class: "reason" }, err.message), h("p", {}, link("/", "Back to the queues")));
+      put(h("h1", {}, "Something went wrong"), h("p", { class: "reason" }, err.message), h("p", {}, link("/", "Back to the queues")));
     } finally {
       busy = false;
     }
@@ -140,10 +145,10 @@
     }
     draw();
     const totalDead = l.queues.reduce((n, q) => n + q.deadLetters, 0);
-    main.replaceChildren(
+    put(
       h("h1", {}, "Queues"),
       l.error ? h("p", { class: "note" }, "The management API did not answer, so only the named queues are shown: " + l.error) : null,
-      h("p", { class: "muted" }, l.queues.length + " queues; " + totalDead + " dead letters in all. Rates come from the management API only."),
+      h("p", { class: "muted" }, l.queues.length + (l.queues.length === 1 ? " queue; " : " queues; ") + totalDead + (totalDead === 1 ? " dead letter" : " dead letters") + " in all." + (l.source === "management" ? "" : " Rates come from the management API only.")),
       h("div", { class: "toolbar" }, filter),
       h("table", { class: "cards", id: "queues" },
         h("thead", {}, h("tr", {}, h("th", {}, "Queue"), h("th", { class: "num" }, "Ready"), h("th", { class: "num" }, "Unacked"), h("th", { class: "num" }, "Consumers"), h("th", { class: "num" }, "In/s"), h("th", { class: "num" }, "Out/s"), h("th", {}, "Dead letters"), h("th", {}, "Parked"), h("th", {}, "Rungs"))),
@@ -216,8 +221,8 @@
     const selBar = h("div", { class: "toolbar", id: "selection" });
     function drawSel() {
       const n = selected.size;
-      selBar.replaceChildren(h("span", { class: "muted" }, n + " selected"), ...actionButtons(q, v, "selected", n === 1 ? "1 selected" : n + " selected"));
-      selBar.querySelectorAll("button").forEach((b) => (b.disabled = n === 0));
+      if (n === 0) selBar.replaceChildren(h("span", { class: "muted" }, "Tick messages in a group to act on just those."));
+      else selBar.replaceChildren(h("span", { class: "muted" }, n + " selected:"), ...actionButtons(q, v, "selected", n + " selected"));
     }
     drawSel();
     const groups = v.groups.map((g) => {
@@ -229,23 +234,23 @@
           h("td", { "data-label": "Id", class: "mono" }, link(messageURL(q, m.id), m.id)),
           h("td", { "data-label": "Type", class: "mono" }, m.type),
           h("td", { "data-label": "Attempt", class: "num" }, m.attempt),
-          h("td", { "data-label": "Failed", title: fmtTime(m.deadLetteredAt) }, ago(m.deadLetteredAt)),
+          h("td", { "data-label": "Seen", title: (m.deadLetteredAt ? "dead-lettered " : "first seen ") + fmtTime(m.seen) }, ago(m.seen)),
           h("td", { "data-label": "Reason" }, m.reason || h("span", { class: "muted" }, "—")));
       });
       const det = h("details", { open: openGroups.has(g.id) },
         h("summary", {}, "Messages (" + g.count + ")"),
-        h("table", { class: "cards" }, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "Id"), h("th", {}, "Type"), h("th", { class: "num" }, "Attempt"), h("th", {}, "Failed"), h("th", {}, "Reason"))), h("tbody", {}, rows)));
+        h("table", { class: "cards" }, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "Id"), h("th", {}, "Type"), h("th", { class: "num" }, "Attempt"), h("th", {}, "Seen"), h("th", {}, "Reason"))), h("tbody", {}, rows)));
       det.addEventListener("toggle", () => (det.open ? openGroups.add(g.id) : openGroups.delete(g.id)));
       return h("section", { class: "group", "data-group": g.id, "aria-labelledby": "g-" + g.id },
         h("div", { class: "group-head" },
           h("span", { class: "count", "data-count": g.count }, g.count),
           h("h2", { id: "g-" + g.id, class: "mono" }, g.key)),
-        h("p", { class: "meta" }, "first " + fmtTime(g.firstSeen) + " · last " + fmtTime(g.lastSeen) + " (" + ago(g.lastSeen) + ")" + (g.types.length ? " · type " + g.types.join(", ") : "")),
+        h("p", { class: "meta" }, "first seen " + fmtTime(g.firstSeen) + " · last seen " + fmtTime(g.lastSeen) + " (" + ago(g.lastSeen) + ")" + (g.types.length ? " · type " + g.types.join(", ") : "")),
         g.example !== g.key ? h("p", { class: "example meta" }, "e.g. ", h("span", { class: "mono" }, g.example)) : null,
         h("div", { class: "toolbar" }, actionButtons(q, v, g.id, "group (" + g.count + ")")),
         det);
     });
-    main.replaceChildren(
+    put(
       h("div", { class: "crumbs" }, link("/", "Queues"), " › ", h("span", { class: "mono" }, q)),
       h("h1", { class: "mono" }, q),
       h("p", { class: "muted", id: "summary" },
@@ -267,7 +272,7 @@
     const route = env.route && env.route.length ? env.route.map((s, i) => (i === env.routePosition ? "[" + s + "]" : s)).join(" → ") : "";
     const headers = Object.entries(env.headers || {});
     const v = { actions: /\.(dlq|parked)$/.test(q) };
-    main.replaceChildren(
+    put(
       h("div", { class: "crumbs" }, link("/", "Queues"), " › ", link(queueURL(q), h("span", { class: "mono" }, q)), " › ", h("span", { class: "mono" }, id)),
       h("h1", { class: "mono" }, env.type || "(untyped)", " ", h("span", { class: "muted" }, id)),
       env.error ? h("p", { class: "reason", id: "reason" }, env.error) : h("p", { class: "muted" }, "No reason recorded."),
