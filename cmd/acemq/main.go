@@ -1,10 +1,10 @@
 // Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
 // and reads messages, asks and answers requests, replays dead letters,
-// measures a broker, encodes and decodes envelopes, and writes development
-// certificates.
+// serves the operator console, measures a broker, encodes and decodes
+// envelopes, and writes development certificates.
 //
 // The commands that connect to a broker (demo, publish, consume, ask, serve,
-// replay, bench) take --url (default $ACEMQ_URL, else
+// replay, console, bench) take --url (default $ACEMQ_URL, else
 // amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo)
 // and the TLS flags; every command takes --help. Exit codes:
 //
