@@ -85,7 +85,8 @@ to change.
 # Where to go next
 
   - docs/ in the repository: the envelope, consuming, retries, topology,
-    connecting, observability, reliability and performance, and docs/wire.md
+    connecting, observability, reliability and performance, the operator
+    console (docs/console.md), and docs/wire.md
     for the contract itself; docs/upgrading.md for names that changed.
   - package rpc: request and reply on top of one-way messaging.
   - packages route and replay: routing slips and pipelines; moving dead

@@ -94,8 +94,8 @@ func newRootCmd() *cobra.Command {
 		Use:   "acemq",
 		Short: "The AceMQ operator's tool",
 		Long: `acemq runs the AceMQ demo, publishes and reads messages, asks and answers
-requests, replays dead letters, measures a broker, encodes and decodes
-envelopes and writes development certificates.
+requests, replays dead letters, serves the operator console, measures a
+broker, encodes and decodes envelopes and writes development certificates.
 
 Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 3 timed out, 4 unroutable.`,
