@@ -73,7 +73,9 @@ func deadLetters(t *testing.T, url string, nQty, nSKU int) *fixture {
 	}
 	f := &fixture{conn: conn, queue: q, dlq: acemq.DeadLetterQueue(q), qtyIDs: map[string]bool{}, skuIDs: map[string]bool{}, topology: topo}
 	pub := acemq.NewPublisher[order](conn, "")
-	typed := func() acemq.SendOption { return acemq.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "order.placed"})) }
+	typed := func() acemq.SendOption {
+		return acemq.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "order.placed"}))
+	}
 	for i := range nQty {
 		env, err := pub.Send(ctx, q, order{ID: fmt.Sprintf("o-%d", i), SKU: "A-1", Qty: -i}, typed())
 		if err != nil {

@@ -228,14 +228,10 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 	return nil
 }
 
-// runDemo runs the demo against url; ok reports whether every step did what
-// it says.
-func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.ConnOption) (ok bool, err error) {
-	return runDemoWith(parent, url, out, nil, opts...)
-}
-
-// runDemoWith is runDemo, then, when console is set, console on the demo's
-// broker until parent ends, before anything is deleted.
+// runDemoWith runs the demo against url; ok reports whether every step did
+// what it says. When console is set, it runs console on the demo's broker
+// once the steps are done (with the replay step left to the operator),
+// before anything is deleted.
 func runDemoWith(parent context.Context, url string, out io.Writer, console func(context.Context, *demo) error, opts ...acemq.ConnOption) (ok bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, demoDeadline)
 	defer cancel()
