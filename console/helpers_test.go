@@ -100,13 +100,13 @@ func deadLetters(t *testing.T, url string, nQty, nSKU int) *fixture {
 
 // client talks to a console's API as its page does.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *httptest.Server
 	csrf string
 }
 
 // serve serves a console on conn and returns a client of it.
-func serve(t *testing.T, conn *acemq.Conn, opts ...console.Option) *client {
+func serve(t testing.TB, conn *acemq.Conn, opts ...console.Option) *client {
 	t.Helper()
 	con, err := console.New(conn, opts...)
 	if err != nil {
