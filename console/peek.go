@@ -188,18 +188,25 @@ func groupMessages(ms []acemq.Message[[]byte]) []reasonGroup {
 func (c *Console) view(ctx context.Context, queue string) (queueView, error) {
 	c.mu.Lock()
 	p, err := c.peek(ctx, queue)
+	var depth int
+	if err == nil {
+		if info, ierr := c.conn.Inspect(ctx, queue); ierr == nil {
+			depth = info.Messages
+		}
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return queueView{}, err
 	}
+	// The broker may count the put-back messages a moment later than it
+	// answers.
+	depth = max(depth, len(p.messages))
 	_, role := roleOf(queue)
 	v := queueView{Queue: queue, Role: role, Peeked: len(p.messages), Truncated: p.truncated, PeekLimit: c.cfg.peekLimit, Groups: groupMessages(p.messages), ReadAt: time.Now().UTC()}
 	if t, ok := replayTarget(queue); ok {
 		v.Target, v.Actions = t, true
 	}
-	if info, err := c.conn.Inspect(ctx, queue); err == nil {
-		v.QueueDepth = info.Messages
-	}
+	v.QueueDepth = depth
 	return v, nil
 }
 

@@ -7,9 +7,10 @@
   const main = document.getElementById("main");
   const statusBox = document.getElementById("status");
   let current = null;      // the view shown: {kind, queue, id}
-  let lastDepths = {};     // queue name -> depth seen in the previous event
   let lastList = null;     // the newest queue list
-  let busy = false;        // an action or a reload is running
+  let acting = false;      // an action is running
+  let rendering = false;   // a view is being read and drawn
+  let shownView = "";      // the JSON the queue view was last drawn from
   let selected = new Set();
   let openGroups = new Set();
   let filterText = "";
@@ -101,7 +102,7 @@
   const link = (href, ...kids) => h("a", { href, "data-nav": true }, ...kids);
 
   async function render(focus) {
-    busy = true;
+    rendering = true;
     try {
       if (current.kind === "list") await renderList(lastList || (await api("/api/queues")));
       else if (current.kind === "queue") await renderQueue();
@@ -110,7 +111,7 @@
     } catch (err) {
       put(h("h1", {}, "Something went wrong"), h("p", { class: "reason" }, err.message), h("p", {}, link("/", "Back to the queues")));
     } finally {
-      busy = false;
+      rendering = false;
     }
   }
 
@@ -122,6 +123,7 @@
   }
   function renderList(l) {
     lastList = l;
+    shownView = "";
     document.getElementById("broker").textContent = l.broker + (l.source === "management" ? " · management API" : " · named queues");
     document.title = "Queues · acemq console";
     const filter = h("input", { type: "search", id: "filter", placeholder: "Filter queues (press /)", "aria-label": "Filter queues", value: filterText });
@@ -162,13 +164,13 @@
     return { group: kind };
   }
   async function act(action, queue, sel, what) {
-    if (busy) return;
+    if (acting) return;
     if (action === "delete") {
       const ok = await confirmDialog("Delete " + what + " from " + queue + "? This cannot be undone.");
       if (!ok) { say("Nothing was deleted."); return; }
       sel = Object.assign({ confirm: true }, sel);
     }
-    busy = true;
+    acting = true;
     try {
       if (action === "export") {
         const r = await api("/api/queues/" + enc(queue) + "/export", { method: "POST", body: JSON.stringify(sel), raw: true });
@@ -186,9 +188,10 @@
     } catch (err) {
       say(err.message, true);
     } finally {
-      busy = false;
+      acting = false;
     }
     if (action !== "export") {
+      shownView = ""; // draw again, even if nothing changed: the ticks are gone
       if (current.kind === "message") go(queueURL(queue), true);
       else render(false);
     }
@@ -217,6 +220,11 @@
     const q = current.queue;
     const v = await api("/api/queues/" + enc(q));
     lastView = v;
+    // A re-read that found the queue as it was drawn leaves the page alone
+    // (what is focused, where it is scrolled).
+    const same = JSON.stringify(Object.assign({}, v, { readAt: "" }));
+    if (same === shownView && main.querySelector("#summary")) return;
+    shownView = same;
     document.title = q + " · acemq console";
     const selBar = h("div", { class: "toolbar", id: "selection" });
     function drawSel() {
@@ -264,6 +272,7 @@
 
   // --- one message -------------------------------------------------------
   async function renderMessage() {
+    shownView = "";
     const q = current.queue, id = current.id;
     const d = await api("/api/queues/" + enc(q) + "/messages/" + enc(id));
     const env = d.envelope;
@@ -309,18 +318,18 @@
     es.onerror = () => live.classList.remove("on");
     es.addEventListener("queues", (e) => {
       const l = JSON.parse(e.data);
-      const prev = lastDepths;
-      lastDepths = {};
-      for (const q of l.queues) for (const r of [q, q.dlq, q.parked, ...(q.rungs || [])]) if (r) lastDepths[r.name] = r.messages + r.unacked;
       lastList = l;
       document.getElementById("broker").textContent = l.broker + (l.source === "management" ? " · management API" : " · named queues");
-      if (busy || document.getElementById("confirm").open || !current) return;
+      if (acting || rendering || document.getElementById("confirm").open || !current) return;
       if (current.kind === "list") {
         const f = document.activeElement && document.activeElement.id === "filter";
         renderList(l);
         if (f) { const el = document.getElementById("filter"); el.focus(); el.setSelectionRange(el.value.length, el.value.length); }
-      } else if (current.kind === "queue" && prev[current.queue] !== undefined && prev[current.queue] !== depthOf(l, current.queue)) {
-        render(false);
+      } else if (current.kind === "queue" && lastView && lastView.queue === current.queue) {
+        // Read the messages again only when the queue's depth is not the
+        // one the page was drawn at.
+        const d = depthOf(l, current.queue);
+        if (d !== undefined && d !== lastView.depth) render(false);
       }
     });
   }
