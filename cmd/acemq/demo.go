@@ -70,10 +70,9 @@ letters in a browser and replay them (see 'acemq console --help').`,
 					for _, t := range d.topos {
 						opts = append(opts, console.WithTopology(t))
 					}
+					// The demo's own queues, by name: on a shared RabbitMQ the
+					// management API would list everyone's.
 					f := consoleFlags{listen: listen, peekLimit: console.DefaultPeekLimit}
-					if !isMemory(url) {
-						f.management = "auto"
-					}
 					return serveConsole(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), d.conn, url, f, nil, opts...)
 				}
 			}
