@@ -132,23 +132,18 @@ func (c *Console) remove(ctx context.Context, queue string, s selection) (action
 		return out, err
 	}
 	defer b.Close()
-	for {
-		m, ok, err := b.Next(ctx)
-		if err != nil {
-			out.Error = err.Error()
-			break
-		}
-		if !ok {
-			break
-		}
+	err = each(ctx, b, func(m acemq.Message[[]byte]) (bool, error) {
 		if !keep(m.Envelope) {
-			continue // held, put back when the browser closes
+			return true, nil // held, put back when the browser closes
 		}
 		if err := b.Take(m); err != nil {
-			out.Error = err.Error()
-			break
+			return false, err
 		}
 		out.Count++
+		return true, nil
+	})
+	if err != nil {
+		out.Error = err.Error()
 	}
 	out.Message = fmt.Sprintf("Deleted %d %s from %s.", out.Count, plural(out.Count), queue)
 	if out.Error != "" {

@@ -37,19 +37,29 @@ func (c *Console) peek(ctx context.Context, queue string) (peeked, error) {
 		return p, err
 	}
 	defer b.Close()
-	for {
-		m, ok, err := b.Next(ctx)
-		if err != nil {
-			return p, err
-		}
-		if !ok {
-			return p, nil
-		}
+	err = each(ctx, b, func(m acemq.Message[[]byte]) (bool, error) {
 		if len(p.messages) == c.cfg.peekLimit {
 			p.truncated = true
-			return p, nil
+			return false, nil
 		}
 		p.messages = append(p.messages, m)
+		return true, nil
+	})
+	return p, err
+}
+
+// each reads b's messages one at a time and gives each to f, until f says
+// no more, fails, or the queue has no more ready messages. What f does not
+// take stays held by b until it closes.
+func each(ctx context.Context, b *acemq.Browser, f func(m acemq.Message[[]byte]) (more bool, err error)) error {
+	for {
+		m, ok, err := b.Next(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		if more, err := f(m); err != nil || !more {
+			return err
+		}
 	}
 }
 
