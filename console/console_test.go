@@ -320,6 +320,7 @@ func TestGroupKey(t *testing.T) {
 		{"the handler rejected it: InvalidOrderError: order o-4 is not valid: quantity -5", "the handler rejected it: InvalidOrderError: order o-19 is not valid: quantity -2"},
 		{"NotFound: customer 3f2a9c1e-0b7d-4c55-9e61-1b2c3d4e5f60 is gone", "NotFound: customer 00000000-aaaa-4bbb-8ccc-123456789abc is gone"},
 		{`lookup "alice" failed after 3.5s`, `lookup "bob" failed after 12s`},
+		{`KeyError: 'alice'`, `KeyError: 'bob'`},
 		{"trace deadbeef42 lost", "trace 0a1b2c3d4e lost"},
 		{"  spaced\tout ", "spaced out"},
 	}
@@ -341,8 +342,10 @@ func TestGroupKey(t *testing.T) {
 	if k := console.GroupKey(""); k != "(no reason given)" {
 		t.Errorf("empty reason: %q", k)
 	}
-	if k := console.GroupKey("the decade is accepted"); k != "the decade is accepted" {
-		t.Errorf("words made of hex letters were changed: %q", k)
+	for _, kept := range []string{"the decade is accepted", "can't read the user's file"} {
+		if k := console.GroupKey(kept); k != kept {
+			t.Errorf("GroupKey(%q) = %q, want it unchanged", kept, k)
+		}
 	}
 }
 
@@ -415,6 +418,74 @@ func TestBrokerDeadLetterTime(t *testing.T) {
 		}
 		if v.Groups[0].Key != "(no reason given)" {
 			t.Errorf("group %q", v.Groups[0].Key)
+		}
+	})
+}
+
+// A queue holding more than the peek limit is shown truncated, nothing is
+// lost, and replaying a group moves every message of it, read or not.
+func TestPeekLimit(t *testing.T) {
+	f := deadLetters(t, brokertest.MemoryURL(t), 3, 0)
+	c := serve(t, f.conn, console.WithQueues(f.queue), console.WithPeekLimit(2))
+	var v struct {
+		view
+		Truncated bool `json:"truncated"`
+		Depth     int  `json:"depth"`
+	}
+	if st := c.do("GET", "/api/queues/"+f.dlq, "", &v); st != 200 || v.Peeked != 2 || !v.Truncated || v.Depth != 3 || len(v.Groups) != 1 || v.Groups[0].Count != 2 {
+		t.Fatalf("%d %+v", st, v)
+	}
+	if n := brokertest.Depth(t, f.conn, f.dlq); n != 3 {
+		t.Fatalf("%s holds %d after a look, want 3", f.dlq, n)
+	}
+	var res result
+	if st := c.do("POST", "/api/queues/"+f.dlq+"/replay", `{"group":"`+v.Groups[0].ID+`"}`, &res); st != 200 || res.Count != 3 {
+		t.Errorf("replaying the group: %d %+v", st, res)
+	}
+}
+
+// The live stream sends the queue list, and the broker's password is
+// never in it.
+func TestEvents(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		f := deadLetters(t, url, 1, 1)
+		c := serve(t, f.conn, console.WithQueues(f.queue))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", c.srv.URL+"/api/events", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("content type %q", ct)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		var event, data string
+		for sc.Scan() && data == "" {
+			line := sc.Text()
+			if e, ok := strings.CutPrefix(line, "event: "); ok {
+				event = e
+			}
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				data = d
+			}
+		}
+		var l listed
+		if err := json.Unmarshal([]byte(data), &l); err != nil || event != "queues" {
+			t.Fatalf("event %q data %q: %v", event, data, err)
+		}
+		if len(l.Queues) != 1 || l.Queues[0].DeadLetters != 2 {
+			t.Errorf("queues %+v", l.Queues)
+		}
+		var list struct {
+			Broker string `json:"broker"`
+		}
+		_ = json.Unmarshal([]byte(data), &list)
+		if strings.Contains(list.Broker, "guest:guest") || !strings.Contains(list.Broker, "://") {
+			t.Errorf("broker shown as %q", list.Broker)
 		}
 	})
 }

@@ -13,7 +13,9 @@ var (
 	uuidRE   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	hexRE    = regexp.MustCompile(`(?i)\b(?:0x)?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b(?:0x)?[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`)
 	numberRE = regexp.MustCompile(`\d+(?:\.\d+)?`)
-	quoteRE  = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+	// A single-quoted value starts after a space or punctuation, so that
+	// the apostrophes of "can't" and "user's" are not quotes.
+	quoteRE = regexp.MustCompile(`"[^"]*"|(?:^|[\s(\[{=:,])'[^']*'`)
 )
 
 // noReason is the group key of messages without a reason.
@@ -32,7 +34,13 @@ func GroupKey(reason string) string {
 	if r == "" {
 		return noReason
 	}
-	r = quoteRE.ReplaceAllStringFunc(r, func(q string) string { return q[:1] + "…" + q[:1] })
+	r = quoteRE.ReplaceAllStringFunc(r, func(q string) string {
+		if q[0] == '"' {
+			return `"…"`
+		}
+		lead, _, _ := strings.Cut(q, "'")
+		return lead + "'…'"
+	})
 	r = uuidRE.ReplaceAllString(r, "<id>")
 	r = hexRE.ReplaceAllStringFunc(r, func(h string) string {
 		if len(strings.TrimPrefix(strings.ToLower(h), "0x")) >= 8 {

@@ -58,6 +58,9 @@ queue that counts towards its delivery limit (see docs/console.md).`,
   acemq console --url amqp://… --management off --queues orders.new,payments.in`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.peekLimit < 1 {
+				return withCode(exitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.peekLimit))
+			}
 			if f.keyring != "" {
 				return withCode(exitFailure, errors.New("--keyring is not available yet: this build has no keyring loader (see docs/console.md)"))
 			}

@@ -115,6 +115,10 @@ func TestConsoleUsage(t *testing.T) {
 	if !strings.Contains(r.stderr, "--keyring is not available") {
 		t.Errorf("stderr %q", r.stderr)
 	}
+	r = runCLI(t, "", "console", "--url", "memory://x", "--peek-limit", "0").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "--peek-limit must be 1 or more") {
+		t.Errorf("stderr %q", r.stderr)
+	}
 	r = runCLI(t, "", "console", "--url", "memory://x", "--listen", "nonsense").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "--listen nonsense") {
 		t.Errorf("stderr %q", r.stderr)
