@@ -126,6 +126,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(p, "/api/"):
 		c.serveAPI(w, r)
 	case strings.HasPrefix(p, "/assets/"):
+		if strings.HasSuffix(p, "/") {
+			http.NotFound(w, r) // no listing
+			return
+		}
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = strings.TrimPrefix(p, "/assets")
 		w.Header().Set("Cache-Control", "no-cache")

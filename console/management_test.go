@@ -44,7 +44,7 @@ func TestManagementList(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`[{"name":"orders.new","type":"quorum","messages_ready":4,"consumers":2,"message_stats":{"publish_details":{"rate":12.5},"deliver_get_details":{"rate":11}}},
 			{"name":"orders.new.dlq","messages_ready":7},{"name":"orders.new.parked","messages_ready":1},{"name":"orders.new.retry.5s","messages_ready":2},
-			{"name":"amq.gen-xyz","messages_ready":0},{"name":"lonely.dlq","messages_ready":3}]`))
+			{"name":"amq.gen-xyz","messages_ready":0},{"name":"acemq-reply-1b2c","messages_ready":0},{"name":"lonely.dlq","messages_ready":3}]`))
 	}))
 	defer api.Close()
 	conn := brokertest.Connect(t, brokertest.MemoryURL(t))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/rpc"
 )
 
 // Roles of a queue in the list.
@@ -121,8 +122,8 @@ func (c *Console) listQueues(ctx context.Context) queueList {
 			l.Source = "management"
 			rows := make([]queueRow, 0, len(qs))
 			for _, q := range qs {
-				if strings.HasPrefix(q.Name, "amq.") {
-					continue // server-named: reply queues and the like
+				if strings.HasPrefix(q.Name, "amq.") || strings.HasPrefix(q.Name, rpc.ReplyQueuePrefix) {
+					continue // server-named, and requesters' reply queues
 				}
 				pr, dr := q.MessageStats.Publish.Rate, q.MessageStats.DeliverGet.Rate
 				rows = append(rows, queueRow{Name: q.Name, Type: q.Type, Exists: true, Messages: q.Ready, Unacked: q.Unacked, Consumers: q.Consumers, PublishRate: &pr, DeliverRate: &dr})
