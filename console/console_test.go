@@ -489,3 +489,36 @@ func TestEvents(t *testing.T) {
 		}
 	})
 }
+
+// A large body is cut for the page; a binary one is shown in base64.
+func TestBodies(t *testing.T) {
+	conn := brokertest.Connect(t, brokertest.MemoryURL(t))
+	q := "big"
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering()).Apply(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	big := acemq.MustEnvelope(acemq.Fields{Reason: "too big"})
+	bin := acemq.MustEnvelope(acemq.Fields{Reason: "binary"})
+	for _, m := range []brokertest.Outbound{
+		{RoutingKey: q + ".dlq", Envelope: big, ContentType: "text/plain", Body: []byte(strings.Repeat("x", 3<<20))},
+		{RoutingKey: q + ".dlq", Envelope: bin, ContentType: "application/octet-stream", Body: []byte{0, 1, 2, 0xff}},
+	} {
+		if err := brokertest.Publish(context.Background(), conn, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := serve(t, conn)
+	var d struct {
+		BodyKind string `json:"bodyKind"`
+		Body     string `json:"body"`
+		Cut      bool   `json:"bodyCut"`
+		Size     int    `json:"size"`
+	}
+	if st := c.do("GET", "/api/queues/big.dlq/messages/"+big.ID(), "", &d); st != 200 || !d.Cut || len(d.Body) != 1<<20 || d.Size != 3<<20 || d.BodyKind != "text" {
+		t.Errorf("big: %d kind %s cut %t shown %d of %d", st, d.BodyKind, d.Cut, len(d.Body), d.Size)
+	}
+	d.Cut = false
+	if st := c.do("GET", "/api/queues/big.dlq/messages/"+bin.ID(), "", &d); st != 200 || d.Cut || d.BodyKind != "binary" || d.Body != "AAEC/w==" {
+		t.Errorf("binary: %d %+v", st, d)
+	}
+}

@@ -239,8 +239,11 @@ type messageDetail struct {
 	Decoded     bool            `json:"decoded,omitempty"` // by the body decoder
 	DecodeError string          `json:"decodeError,omitempty"`
 	BodyKind    string          `json:"bodyKind"` // json, text, binary
-	Body        string          `json:"body"`     // text, indented JSON, or base64
-	Duplicates  int             `json:"duplicates,omitempty"`
+	// BodyCut says the body was longer than maxShownBody and only its start
+	// is shown (export has all of it).
+	BodyCut    bool   `json:"bodyCut,omitempty"`
+	Body       string `json:"body"` // text, indented JSON, or base64
+	Duplicates int    `json:"duplicates,omitempty"`
 }
 
 // detail peeks queue for the message with id.
@@ -300,9 +303,15 @@ func (c *Console) describe(m acemq.Message[[]byte]) (messageDetail, error) {
 	} else if claimcheck.IsFramed(body) && len(body) >= 3 {
 		d.ClaimInline, body = true, body[3:]
 	}
+	if len(body) > maxShownBody {
+		body, d.BodyCut = body[:maxShownBody], true
+	}
 	d.BodyKind, d.Body = renderBody(body, ct)
 	return d, nil
 }
+
+// maxShownBody is the most of a body the message view shows.
+const maxShownBody = 1 << 20
 
 // renderBody shows a body by its content type: JSON indented, text as it
 // is, anything else (or anything not UTF-8) in base64.

@@ -300,7 +300,7 @@
       d.claimCheckInline ? h("p", { class: "note" }, "Claim check: an inline payload behind its 3-byte frame (shown without it).") : null,
       d.decoded ? h("p", { class: "note" }, "Decoded (decrypted) with the keyring.") : null,
       d.decodeError ? h("p", { class: "reason" }, "Could not decode the body: " + d.decodeError) : null,
-      h("p", { class: "meta" }, d.bodyKind === "binary" ? "Binary, shown in base64." : d.bodyKind === "json" ? "JSON, indented." : "Text."),
+      h("p", { class: "meta" }, (d.bodyKind === "binary" ? "Binary, shown in base64." : d.bodyKind === "json" ? "JSON, indented." : "Text.") + (d.bodyCut ? " Only the first MiB is shown; export the message for all of it." : "")),
       h("pre", { class: "body", id: "body", tabindex: "0" }, d.body));
   }
 
