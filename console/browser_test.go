@@ -236,3 +236,38 @@ func TestBrowserToken(t *testing.T) {
 		t.Errorf("the address is %q, want the token gone", path)
 	}
 }
+
+// In a real browser: ticking two messages and replaying the selection
+// moves those two; a message's own page replays just it, then returns to
+// its queue.
+func TestBrowserSelectedAndOne(t *testing.T) {
+	ctx := browser(t)
+	f := deadLetters(t, brokertest.MemoryURL(t), 4, 0)
+	con, err := console.New(f.conn, console.WithQueues(f.queue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(con)
+	t.Cleanup(func() { _ = con.Close(); srv.Close() })
+	run(t, ctx, "opening the queue", chromedp.Navigate(srv.URL+"/queues/"+f.dlq), until(groupCount+" === 1"), click("section.group summary"))
+	ids := eval[[]string](t, ctx, `[...document.querySelectorAll("section.group tbody tr")].map(r => r.dataset.id)`)
+	if len(ids) != 4 {
+		t.Fatalf("the page lists %v", ids)
+	}
+	run(t, ctx, "ticking two", click(`tr[data-id="`+ids[0]+`"] input`), click(`tr[data-id="`+ids[2]+`"] input`),
+		until(`document.getElementById("selection").textContent.includes("2 selected")`),
+		click(`#selection button[data-action="replay"]`), statusSays("Replayed 2 messages"), until(`document.querySelector(".count").textContent === "2"`))
+	got := peekIDs(t, f.conn, f.queue)
+	if len(got) != 2 || !got[ids[0]] || !got[ids[2]] {
+		t.Errorf("the source holds %v, want %s and %s", got, ids[0], ids[2])
+	}
+
+	run(t, ctx, "opening one", chromedp.Navigate(srv.URL+"/queues/"+f.dlq+"/messages/"+ids[1]), until(`!!document.getElementById("body")`),
+		click(`button[data-action="replay"]`), statusSays("Replayed 1 message"), until(groupCount+" === 1"))
+	if path := eval[string](t, ctx, `location.pathname`); path != "/queues/"+f.dlq {
+		t.Errorf("after the replay the page is %s", path)
+	}
+	if got := peekIDs(t, f.conn, f.queue); len(got) != 3 || !got[ids[1]] {
+		t.Errorf("the source holds %v, want %s among 3", got, ids[1])
+	}
+}
