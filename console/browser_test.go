@@ -209,6 +209,8 @@ func TestBrowser(t *testing.T) {
 			screenshot(t, ctx, dir, "queues")
 			run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), chromedp.Navigate(srv.URL+"/queues/"+f.dlq), until(groupCount+" === 1"))
 			screenshot(t, ctx, dir, "phone")
+			run(t, ctx, "the list on a phone", chromedp.Navigate(srv.URL+"/"), until(row+` !== null`))
+			screenshot(t, ctx, dir, "phone-queues")
 		}
 	})
 }
