@@ -115,6 +115,32 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	}
 }
 
+// neighbours declares two more queues for the screenshots of the list: one
+// with retry rungs, a parked message and waiting messages, one with a
+// consumer.
+func neighbours(t *testing.T, conn *acemq.Conn) *acemq.Topology {
+	t.Helper()
+	ctx := context.Background()
+	topo := acemq.NewTopology().
+		Queue("payments.in", acemq.WithDeadLettering(), acemq.WithRetry(acemq.FixedRetry(3, 5*time.Second).WaitInBrokerFrom(time.Second))).
+		Queue("shipping.out", acemq.WithDeadLettering())
+	if err := topo.Apply(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"payments.in", "payments.in", "payments.in.parked"} {
+		if err := brokertest.Publish(ctx, conn, brokertest.Outbound{RoutingKey: q, ContentType: "application/json", Body: []byte(`{"amount":12}`),
+			Envelope: acemq.MustEnvelope(acemq.Fields{Type: "payment.requested", Reason: "the body could not be decoded"})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := acemq.Consume(ctx, conn, "shipping.out", func(context.Context, acemq.Message[[]byte]) acemq.Ack { return acemq.Accept() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { brokertest.Stop(t, c) })
+	return topo
+}
+
 const groupCount = `document.querySelectorAll("section.group").length`
 
 // groupOf is the data-group of the group whose key mentions text.
@@ -135,14 +161,18 @@ func TestBrowser(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		ctx := browser(t)
 		f := deadLetters(t, url, 3, 2)
-		con, err := console.New(f.conn, console.WithQueues(f.queue), console.WithInterval(200*time.Millisecond))
+		memory := strings.HasPrefix(url, "memory://")
+		opts := []console.Option{console.WithQueues(f.queue), console.WithInterval(200 * time.Millisecond)}
+		if memory {
+			opts = append(opts, console.WithTopology(neighbours(t, f.conn)))
+		}
+		con, err := console.New(f.conn, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(con)
 		t.Cleanup(func() { _ = con.Close(); srv.Close() })
 		dir := shots(t)
-		memory := strings.HasPrefix(url, "memory://")
 
 		run(t, ctx, "opening the dead-letter queue", chromedp.Navigate(srv.URL+"/queues/"+f.dlq), until(groupCount+" === 2"))
 		groups := eval[[][]any](t, ctx, `[...document.querySelectorAll("section.group")].map(s => [s.querySelector("h2").textContent, +s.querySelector(".count").textContent])`)
