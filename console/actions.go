@@ -104,6 +104,9 @@ func (c *Console) replay(ctx context.Context, queue string, s selection) (action
 	c.mu.Lock()
 	res, err := replay.Run(ctx, c.conn, queue, replay.WithFilter(s.match()))
 	c.mu.Unlock()
+	if errors.Is(err, acemq.ErrNotFound) && res.Moved == 0 {
+		return actionResult{}, err
+	}
 	out := actionResult{Action: "replay", Queue: queue, Target: target, Count: res.Moved, Skipped: res.Skipped, Stopped: string(res.Reason)}
 	out.Message = fmt.Sprintf("Replayed %d %s from %s to %s.", res.Moved, plural(res.Moved), queue, target)
 	if err != nil {

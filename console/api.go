@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -113,6 +114,12 @@ func (c *Console) serveAPI(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusBadRequest, err)
 			return
 		}
+		// An action runs to its end even when the page that asked goes
+		// away (a closed tab would otherwise stop a replay half-way: safe,
+		// but not what was asked), within actionTimeout.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actionTimeout)
+		defer cancel()
+		ctx = actx
 		var res actionResult
 		if rt.kind == "replay" {
 			res, err = c.replay(ctx, rt.queue, s)
@@ -142,6 +149,9 @@ func (c *Console) serveAPI(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(buf.Bytes())
 	}
 }
+
+// actionTimeout bounds a replay or a delete.
+const actionTimeout = 30 * time.Minute
 
 // serveEvents streams the queue list as server-sent events, one "queues"
 // event every interval, until the client goes or the console closes.

@@ -168,6 +168,9 @@ func TestMessageDetail(t *testing.T) {
 	if st := c.do("GET", "/api/queues/no-such-queue.dlq", "", &e); st != 404 {
 		t.Errorf("missing queue: %d %v", st, e)
 	}
+	if st := c.do("POST", "/api/queues/no-such-queue.dlq/replay", `{"all":true}`, &e); st != 404 {
+		t.Errorf("replaying a missing queue: %d %v", st, e)
+	}
 }
 
 // The queue list names each application queue with its halves.
