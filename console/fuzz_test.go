@@ -1,6 +1,9 @@
 package console
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -107,6 +110,33 @@ func FuzzParseManagementQueues(f *testing.F) {
 			if !shown[n] {
 				t.Fatalf("the queue %q is not in the list", n)
 			}
+		}
+	})
+}
+
+// Bodies and content types are whatever the publisher sent.
+func FuzzRenderBody(f *testing.F) {
+	for _, s := range [][2]string{{`{"a":1}`, "application/json"}, {"hello", "text/plain; charset=utf-8"}, {"\x00\xff", "application/octet-stream"}, {`{"a":`, "application/vnd.x+json"}, {"x", "bad/;;"}} {
+		f.Add([]byte(s[0]), s[1])
+	}
+	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
+		kind, text := renderBody(body, contentType)
+		switch kind {
+		case "json":
+			if !json.Valid([]byte(text)) {
+				t.Fatalf("indented JSON %q is not JSON", text)
+			}
+		case "text":
+			if text != string(body) {
+				t.Fatalf("text %q is not the body %q", text, body)
+			}
+		case "binary":
+			b, err := base64.StdEncoding.DecodeString(text)
+			if err != nil || !bytes.Equal(b, body) {
+				t.Fatalf("base64 %q is not the body", text)
+			}
+		default:
+			t.Fatalf("kind %q", kind)
 		}
 	})
 }
