@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/console"
@@ -523,5 +526,24 @@ func TestBodies(t *testing.T) {
 	d.Cut = false
 	if st := c.do("GET", "/api/queues/big.dlq/messages/"+bin.ID(), "", &d); st != 200 || d.Cut || d.BodyKind != "binary" || d.Body != "AAEC/w==" {
 		t.Errorf("binary: %d %+v", st, d)
+	}
+}
+
+// Many failures of one cause, each naming its own order, are one group.
+func TestOneBugOneGroup(t *testing.T) {
+	f := deadLetters(t, brokertest.MemoryURL(t), 0, 0)
+	for i := range 500 {
+		env := acemq.MustEnvelope(acemq.Fields{Type: "order.placed", Reason: fmt.Sprintf(`the handler rejected it: InvalidOrderError: order o-%d (customer %s) is not valid: quantity -%d`, i, uuid.NewString(), i%7)})
+		if err := brokertest.Publish(context.Background(), f.conn, brokertest.Outbound{RoutingKey: f.dlq, Envelope: env, ContentType: "application/json", Body: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := serve(t, f.conn, console.WithQueues(f.queue))
+	var v view
+	if st := c.do("GET", "/api/queues/"+f.dlq, "", &v); st != 200 || len(v.Groups) != 1 || v.Groups[0].Count != 500 {
+		t.Fatalf("%d: %d groups", st, len(v.Groups))
+	}
+	if want := "the handler rejected it: InvalidOrderError: order o-<n> (customer <id>) is not valid: quantity -<n>"; v.Groups[0].Key != want {
+		t.Errorf("key %q, want %q", v.Groups[0].Key, want)
 	}
 }
