@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/claimcheck"
 	"github.com/acemq/acemq/console"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
@@ -503,11 +504,23 @@ func TestBodies(t *testing.T) {
 	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering()).Apply(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
+	store := claimcheck.NewMemoryStore()
+	cc := claimcheck.Must(acemq.JSON, store, claimcheck.WithThreshold(10))
+	checked, err := cc.Encode(map[string]string{"document": strings.Repeat("y", 100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimKey, ok := claimcheck.KeyOf(checked)
+	if !ok {
+		t.Fatalf("no key in %q", checked)
+	}
+	claim := acemq.MustEnvelope(acemq.Fields{Reason: "claim-checked"})
 	big := acemq.MustEnvelope(acemq.Fields{Reason: "too big"})
 	bin := acemq.MustEnvelope(acemq.Fields{Reason: "binary"})
 	for _, m := range []brokertest.Outbound{
 		{RoutingKey: q + ".dlq", Envelope: big, ContentType: "text/plain", Body: []byte(strings.Repeat("x", 3<<20))},
 		{RoutingKey: q + ".dlq", Envelope: bin, ContentType: "application/octet-stream", Body: []byte{0, 1, 2, 0xff}},
+		{RoutingKey: q + ".dlq", Envelope: claim, ContentType: "application/json", Body: checked},
 	} {
 		if err := brokertest.Publish(context.Background(), conn, m); err != nil {
 			t.Fatal(err)
@@ -526,6 +539,12 @@ func TestBodies(t *testing.T) {
 	d.Cut = false
 	if st := c.do("GET", "/api/queues/big.dlq/messages/"+bin.ID(), "", &d); st != 200 || d.Cut || d.BodyKind != "binary" || d.Body != "AAEC/w==" {
 		t.Errorf("binary: %d %+v", st, d)
+	}
+	var k struct {
+		Key string `json:"claimCheckKey"`
+	}
+	if st := c.do("GET", "/api/queues/big.dlq/messages/"+claim.ID(), "", &k); st != 200 || k.Key != claimKey {
+		t.Errorf("claim check: %d key %q, want %q", st, k.Key, claimKey)
 	}
 }
 
