@@ -101,6 +101,9 @@ to change.
     retries, topology, connecting, observability, reliability and
     performance, the operator console (docs/console.md), and docs/wire.md
     for the contract itself; docs/upgrading.md for names that changed.
+  - packages under codec/: XML, YAML, TOML, Protobuf and Avro codecs,
+    encryption (codec/encrypted) and codecs by name (codec); see
+    docs/codecs.md and docs/encryption.md.
   - package rpc: request and reply on top of one-way messaging.
   - packages route and replay: routing slips and pipelines; moving dead
     letters back.
