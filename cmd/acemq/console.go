@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/console"
 	"github.com/spf13/cobra"
 )
@@ -33,7 +35,7 @@ type consoleFlags struct {
 func newConsoleCmd() *cobra.Command {
 	var f consoleFlags
 	cmd := &cobra.Command{
-		Use:   "console [--listen 127.0.0.1:8484] [--queues Q,…] [--management URL|off] [--token T]",
+		Use:   "console [--listen 127.0.0.1:8484] [--queues Q,…] [--management URL|off] [--token T] [--keyring FILE]",
 		Short: "Serve a web page to see every queue's dead letters, grouped by reason, and replay them",
 		Long: `console serves the operator console on --listen: a web page listing the
 broker's queues with their depth, consumers and rates, each with its
@@ -52,7 +54,10 @@ which every request must carry: give --token, or one is made up and printed
 with the address to open.
 
 Looking at a queue puts every message back, marked redelivered; on a quorum
-queue that counts towards its delivery limit (see docs/console.md).`,
+queue that counts towards its delivery limit (see docs/console.md).
+
+With --keyring FILE, encrypted bodies are shown decrypted; without it the
+page says which key id would open them.`,
 		Example: `  acemq console --url amqp://guest:guest@localhost:5672/
   acemq console --url amqp://ops:secret@rabbit:5672/prod --listen 0.0.0.0:8484 --token "$TOKEN"
   acemq console --url amqp://… --management off --queues orders.new,payments.in`,
@@ -60,9 +65,6 @@ queue that counts towards its delivery limit (see docs/console.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.peekLimit < 1 {
 				return withCode(exitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.peekLimit))
-			}
-			if f.keyring != "" {
-				return withCode(exitFailure, errors.New("--keyring is not available yet: this build has no keyring loader (see docs/console.md)"))
 			}
 			url, _ := brokerURL(cmd)
 			if !isMemory(url) && f.management == "" {
@@ -83,7 +85,7 @@ queue that counts towards its delivery limit (see docs/console.md).`,
 	fl.StringSliceVar(&f.queues, "queues", nil, "the application's queues to list (with their .dlq and .parked), when the management API is not used")
 	fl.StringVar(&f.management, "management", "", "RabbitMQ's management API: http://[user:pass@]host:15672/, or off (default: try http://HOST:15672/ with --url's credentials)")
 	fl.IntVar(&f.peekLimit, "peek-limit", console.DefaultPeekLimit, "read at most this many messages of a queue to show it")
-	fl.StringVar(&f.keyring, "keyring", "", "a keyring file to decrypt bodies with (not available yet)")
+	addKeyringFlag(cmd, &f.keyring)
 	return cmd
 }
 
@@ -92,7 +94,11 @@ queue that counts towards its delivery limit (see docs/console.md).`,
 // default credentials; never printed). extra adds options (the demo's
 // topology); ready, when set, is told the address served.
 func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, brokerURL string, f consoleFlags, ready func(addr string), extra ...console.Option) error {
-	opts := append([]console.Option{console.WithQueues(f.queues...), console.WithPeekLimit(f.peekLimit)}, extra...)
+	keys, err := loadKeyring(f.keyring)
+	if err != nil {
+		return err
+	}
+	opts := append([]console.Option{console.WithQueues(f.queues...), console.WithPeekLimit(f.peekLimit), console.WithBodyDecoder(decryptBody(keys))}, extra...)
 	switch f.management {
 	case "", "off":
 	case "auto":
@@ -149,6 +155,35 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, 
 	_ = srv.Shutdown(sctx)
 	<-done
 	return nil
+}
+
+// decryptBody is the console's body decoder: an encrypted body
+// (application/vnd.acemq.encrypted) is opened with keys, the --keyring, and
+// shown as JSON when its plaintext is JSON (the frame does not say what the
+// plaintext's content type was); without a keyring the page says which key
+// would open it. Other bodies are left as they are.
+func decryptBody(keys *encrypted.Codec) console.BodyDecoder {
+	return func(m acemq.Message[[]byte]) ([]byte, string, bool, error) {
+		if !isEncrypted(m.ContentType) {
+			return nil, "", false, nil
+		}
+		if keys == nil {
+			id, ok := encrypted.KeyIDOf(m.Body)
+			if !ok {
+				return nil, "", false, errors.New("labelled encrypted, but the body is not an encrypted frame")
+			}
+			return nil, "", false, fmt.Errorf("encrypted under key id %s: start the console with --keyring FILE to read it", id)
+		}
+		plain, err := keys.Open(m.Body)
+		if err != nil {
+			return nil, "", false, err
+		}
+		ct := ""
+		if json.Valid(plain) {
+			ct = "application/json"
+		}
+		return plain, ct, true, nil
+	}
 }
 
 // managementURL is the management API's usual address for an AMQP URL:

@@ -3,28 +3,38 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/console"
 	"github.com/acemq/acemq/memory"
 )
 
 // startConsole serves the console on a memory broker with f, and returns
-// its address and what it printed; it stops when the test ends.
-func startConsole(t *testing.T, f consoleFlags) (addr string, printed func() string) {
+// its address and what it printed; it stops when the test ends. setup, when
+// set, prepares the broker first.
+func startConsole(t *testing.T, f consoleFlags, setup ...func(*acemq.Conn)) (addr string, printed func() string) {
 	t.Helper()
 	url := "memory://console-cli-" + suffix()
 	t.Cleanup(func() { memory.Reset(url) })
 	conn, err := acemq.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(conn)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
@@ -111,8 +121,8 @@ func TestConsoleLoopback(t *testing.T) {
 }
 
 func TestConsoleUsage(t *testing.T) {
-	r := runCLI(t, "", "console", "--url", "memory://x", "--keyring", "keys.json").wantCode(t, 1)
-	if !strings.Contains(r.stderr, "--keyring is not available") {
+	r := runCLI(t, "", "console", "--url", "memory://x", "--keyring", filepath.Join(t.TempDir(), "none.json")).wantCode(t, 1)
+	if !strings.Contains(r.stderr, "--keyring") {
 		t.Errorf("stderr %q", r.stderr)
 	}
 	r = runCLI(t, "", "console", "--url", "memory://x", "--peek-limit", "0").wantCode(t, 1)
@@ -211,4 +221,53 @@ func consoleCall(t *testing.T, base, method, path, body string) string {
 		t.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// With --keyring the console shows an encrypted dead letter decrypted;
+// without it, the key id that would open it.
+func TestConsoleKeyring(t *testing.T) {
+	secret := bytes.Repeat([]byte{7}, 32)
+	doc := fmt.Sprintf(`{"current": "k1", "keys": {"k1": %q}}`, base64.StdEncoding.EncodeToString(secret))
+	path := filepath.Join(t.TempDir(), "keyring.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ring, err := encrypted.ParseKeyring([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	seed := func(conn *acemq.Conn) {
+		ctx := context.Background()
+		if err := acemq.NewTopology().Queue("invoices", acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+		pub := acemq.NewPublisher[map[string]any](conn, "", acemq.WithCodec(encrypted.Must(acemq.JSON, ring)))
+		env, err := pub.Send(ctx, "invoices.dlq", map[string]any{"invoice": "i-1", "pence": 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = env.ID()
+	}
+	type detail struct {
+		Decoded     bool   `json:"decoded"`
+		DecodeError string `json:"decodeError"`
+		BodyKind    string `json:"bodyKind"`
+		Body        string `json:"body"`
+	}
+	read := func(addr string) detail {
+		var d detail
+		if err := json.Unmarshal([]byte(consoleGet(t, "http://"+addr, "/api/queues/invoices.dlq/messages/"+id)), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	addr, _ := startConsole(t, consoleFlags{listen: "127.0.0.1:0", keyring: path}, seed)
+	if d := read(addr); !d.Decoded || d.BodyKind != "json" || !strings.Contains(d.Body, `"invoice": "i-1"`) {
+		t.Errorf("with the keyring: %+v", d)
+	}
+	addr, _ = startConsole(t, consoleFlags{listen: "127.0.0.1:0"}, seed)
+	if d := read(addr); d.Decoded || !strings.Contains(d.DecodeError, "key id k1") || d.BodyKind != "binary" {
+		t.Errorf("without the keyring: %+v", d)
+	}
 }
