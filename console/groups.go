@@ -21,7 +21,8 @@ var (
 // noReason is the group key of messages without a reason.
 const noReason = "(no reason given)"
 
-// GroupKey is the key dead letters are grouped by: the reason with what
+// GroupKey is the key dead letters are grouped by: the reason (x-acemq-error,
+// prose for operators, docs/wire.md §6.2; nothing is read out of it) with what
 // varies between messages failing for the same cause — UUIDs and other
 // hexadecimal ids of 8 or more digits (<id>), numbers (<n>) and quoted
 // values ("…") — replaced, and space collapsed. So "InvalidOrderError: order

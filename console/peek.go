@@ -107,7 +107,7 @@ type queueView struct {
 }
 
 // when is when a dead letter was last seen failing, as near as its
-// headers tell: its newest x-death entry's time when the broker
+// headers tell: its newest x-death entry's time (docs/wire.md §3.4) when the broker
 // dead-lettered it (expiry, a rejection by another consumer), else its
 // first-seen time (the library's own set-asides to .dlq and .parked carry
 // no time of their own).
