@@ -3,10 +3,12 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -245,9 +247,9 @@ func TestBrowser(t *testing.T) {
 	})
 }
 
-// In a real browser, a console with a token refuses a page opened
-// without it, and opening it with ?token= works and drops the token from
-// the address.
+// In a real browser, a console listening off loopback (on every
+// interface) with a token refuses a page opened without it, and opening it
+// with ?token= works and drops the token from the address.
 func TestBrowserToken(t *testing.T) {
 	ctx := browser(t)
 	f := deadLetters(t, brokertest.MemoryURL(t), 1, 0)
@@ -255,8 +257,19 @@ func TestBrowserToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(con)
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if console.IsLoopback(ln.Addr().String()) {
+		t.Fatalf("%s is loopback", ln.Addr())
+	}
+	srv := httptest.NewUnstartedServer(con)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
 	t.Cleanup(func() { _ = con.Close(); srv.Close() })
+	srv.URL = "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	run(t, ctx, "opening without the token", chromedp.Navigate(srv.URL+"/queues/"+f.dlq))
 	text := eval[string](t, ctx, `document.body.innerText`)
 	if !strings.Contains(text, "needs its token") {
