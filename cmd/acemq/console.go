@@ -67,7 +67,9 @@ page says which key id would open them.`,
 				return withCode(exitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.peekLimit))
 			}
 			url, _ := brokerURL(cmd)
-			if !isMemory(url) && f.management == "" {
+			if isMemory(url) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", memoryNote(url))
+			} else if f.management == "" {
 				f.management = "auto"
 			}
 			s, err := openSession(cmd, "")
