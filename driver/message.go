@@ -104,7 +104,42 @@ type ConsumeSpec struct {
 	// hand this consumer; 0 means no limit.
 	Prefetch  int
 	Exclusive bool
-	Args      Table
+	// Args are the consumer arguments of basic.consume: x-stream-offset
+	// on a stream (docs/wire.md §5.9), x-priority, and so on.
+	Args Table
+	// Resume, when set, is called before every resubscription a driver
+	// makes underneath the same Subscription after a lost channel or
+	// connection; the arguments it returns replace Args from then on. A
+	// stream reader uses it to carry on from the offset it has reached
+	// instead of the one it started at. It must not block.
+	Resume func() Table
+}
+
+// StreamOffsetHeader is the header on a delivery from a stream that holds
+// its offset, an int64 from 0 (docs/wire.md §5.9). Both drivers put it on
+// every delivery of a stream, as RabbitMQ does.
+const StreamOffsetHeader = "x-stream-offset"
+
+// StreamOffset returns the delivery's stream offset and true, or false
+// for a delivery that did not come from a stream.
+func (d *Delivery) StreamOffset() (int64, bool) {
+	switch v := d.Headers[StreamOffsetHeader].(type) {
+	case int64:
+		return v, true
+	case int32:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int8:
+		return int64(v), true
+	case uint8:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint32:
+		return int64(v), true
+	}
+	return 0, false
 }
 
 // Subscription is a running consumer. Deliveries arrive on the channel

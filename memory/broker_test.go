@@ -192,8 +192,9 @@ func TestQueueDeclareValidation(t *testing.T) {
 		}
 	}
 	for _, q := range []driver.Queue{
-		{Name: "a", Durable: true, Args: driver.Table{"x-queue-type": "stream"}},
+		{Name: "a", Durable: true, Args: driver.Table{"x-queue-type": "stream", "x-message-ttl": int32(1)}},
 		{Name: "a", Args: driver.Table{"x-max-length": int32(1)}},
+		{Name: "a", Args: driver.Table{"x-max-age": "7D"}}, // only streams take it
 		{Name: "a", Args: driver.Table{"x-custom": 7}}, // Go int has no AMQP width
 	} {
 		if _, err := c.DeclareQueue(ctx, q); err == nil {

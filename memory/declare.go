@@ -148,11 +148,6 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 	invalid := func(arg string, why string) error {
 		return pe("invalid arg '%s' for queue '%s' in vhost '/': %s", arg, name, why)
 	}
-	for _, a := range unimplementedArgs {
-		if _, ok := q.Args[a]; ok {
-			return nil, fmt.Errorf("memory: declare queue %q: the memory broker does not implement the queue argument %q", name, a)
-		}
-	}
 	nq := &queue{}
 	qtype := "classic"
 	if v, ok := q.Args["x-queue-type"]; ok {
@@ -161,6 +156,14 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 			return nil, invalid("x-queue-type", fmt.Sprintf("{unacceptable_type,%s}", typeName(v)))
 		}
 		qtype = s
+	}
+	for _, a := range unimplementedArgs {
+		if _, ok := q.Args[a]; ok && !implementedArg(qtype, a) {
+			return nil, fmt.Errorf("memory: declare queue %q: the memory broker does not implement the queue argument %q", name, a)
+		}
+	}
+	if err := parseSingleActive(name, q, nq); err != nil {
+		return nil, err
 	}
 	switch qtype {
 	case "classic":
@@ -174,7 +177,12 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 			return nil, pe("invalid property 'auto-delete' for queue '%s' in vhost '/'", name)
 		}
 	case "stream":
-		return nil, fmt.Errorf("memory: declare queue %q: the memory broker does not support stream queues", name)
+		l, err := parseStreamArgs(name, q)
+		if err != nil {
+			return nil, err
+		}
+		nq.stream = l
+		return nq, nil
 	default:
 		return nil, invalid("x-queue-type", fmt.Sprintf("unknown queue type '%s'", qtype))
 	}
@@ -209,6 +217,9 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 }
 
 func (q *queue) info() driver.QueueInfo {
+	if q.stream != nil {
+		return driver.QueueInfo{Name: q.name, Messages: q.stream.count(), Consumers: len(q.consumers)}
+	}
 	return driver.QueueInfo{Name: q.name, Messages: len(q.msgs), Consumers: len(q.consumers)}
 }
 

@@ -17,7 +17,11 @@
 // and the redelivered flag, dead-lettering on reject and on TTL with
 // x-death, the retry rung shape, per-message expiration, prefetch, exclusive
 // and auto-delete queues, Cancel and Close semantics, closing the
-// connection, and round-robin between subscriptions.
+// connection, round-robin between subscriptions, single active consumer
+// and, on a broker that reports Capabilities.Streams, streams: offsets on
+// every delivery, every start (first, last, next, an offset, a
+// timestamp), non-destructive reads, the required prefetch and retention
+// by size in whole segments.
 //
 // Where a core test checks what is on a queue it uses the optional
 // interfaces when the connection has them and otherwise falls back on core
@@ -83,6 +87,9 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"CloseRequeues", testCloseRequeues},
 		{"ConnCloseEndsSubscriptions", testConnClose},
 		{"RoundRobin", testRoundRobin},
+		{"StreamOffsets", testStreamOffsets},
+		{"StreamRetention", testStreamRetention},
+		{"SingleActiveConsumer", testSingleActiveConsumer},
 
 		// The optional interfaces, each run when the driver has it.
 		{"Inspect", optional(testInspect)},
