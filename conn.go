@@ -133,6 +133,11 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		TracerProvider: c.obs.tracerProvider,
 		Tracing:        c.obs.tracing,
 		Capabilities:   c.capabilities,
+		Settled: func(v any) {
+			if s, ok := v.(Settlement); ok {
+				c.emitSettlement(s)
+			}
+		},
 	}
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil

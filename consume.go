@@ -28,6 +28,9 @@ type Message[T any] struct {
 	Redelivered bool
 	// Body is the raw body as delivered. Do not modify it.
 	Body []byte
+	// Offset is the message's offset in a stream (x-stream-offset,
+	// docs/streams.md), or -1 for a message that did not come from one.
+	Offset int64
 
 	browser *Browser // the Browser holding it, for a message Browser.Next returned
 	held    uint64
@@ -46,6 +49,7 @@ func newMessage[T any](payload T, d *driver.Delivery, env Envelope, queue string
 		CorrelationID: d.CorrelationID,
 		Redelivered:   d.Redelivered,
 		Body:          d.Body,
+		Offset:        streamOffset(d),
 	}
 }
 
@@ -96,6 +100,8 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		return nil, errNoCodec
 	case cfg.noDeclare && len(cfg.topology) > 0:
 		return nil, errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
+	case cfg.argsErr != nil:
+		return nil, fmt.Errorf("acemq: WithConsumerArguments: %w", cfg.argsErr)
 	}
 	if cfg.retrySet {
 		if cfg.retry.err != nil {
@@ -189,6 +195,7 @@ type consumerCore struct {
 	closeMu   sync.Mutex
 	closeErr  error
 	closed    bool
+	keyed     keyOrder // WithOrderKey's running keys (order.go)
 }
 
 func (k *consumerCore) start(ctx context.Context) error {
@@ -202,7 +209,7 @@ func (k *consumerCore) start(ctx context.Context) error {
 			return err
 		}
 	}
-	sub, err := k.conn.t.Consume(ctx, driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch})
+	sub, err := k.conn.t.Consume(ctx, driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.cfg.args})
 	if err != nil {
 		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, err)
 	}
@@ -260,6 +267,10 @@ func (k *consumerCore) work() {
 		// started: put it back rather than run it.
 		if k.isStopping() {
 			_ = d.Nack(true)
+			continue
+		}
+		if k.cfg.orderKey != nil {
+			k.processInOrder(&d)
 			continue
 		}
 		k.process(&d)
