@@ -257,7 +257,7 @@ func (k *consumerCore) isStopping() bool {
 // not yet started go back to the queue.
 func (k *consumerCore) work() {
 	defer k.workers.Done()
-	receive := driver.Receive(k.sub)
+	receive := k.receiver()
 	for {
 		d, ok := receive()
 		if !ok {

@@ -16,27 +16,58 @@ import (
 
 // keyOrder is a consumer's running keys and what waits behind each.
 type keyOrder struct {
+	// recv makes taking a delivery and registering its key one step, so
+	// that two workers cannot take two deliveries of a key and register
+	// them in the other order.
+	recv    sync.Mutex
 	mu      sync.Mutex
 	waiting map[string][]driver.Delivery // running keys → deliveries behind them
 }
 
-// processInOrder processes d, or queues it behind the running delivery
-// with its key.
+// receiver is how the consumer's workers take deliveries: straight from the
+// subscription, or with WithOrderKey through orderedReceive.
+func (k *consumerCore) receiver() func() (driver.Delivery, bool) {
+	receive := driver.Receive(k.sub)
+	if k.cfg.orderKey == nil {
+		return receive
+	}
+	return func() (driver.Delivery, bool) { return k.orderedReceive(receive) }
+}
+
+// orderedReceive takes the next delivery whose key is not running and marks
+// its key running; a delivery whose key is running is queued behind it
+// (the worker running the key takes it) and the next is taken instead.
+func (k *consumerCore) orderedReceive(receive func() (driver.Delivery, bool)) (driver.Delivery, bool) {
+	o := &k.keyed
+	o.recv.Lock()
+	defer o.recv.Unlock()
+	for {
+		d, ok := receive()
+		if !ok || k.isStopping() {
+			return d, ok // work puts back a delivery taken as the consumer stops
+		}
+		key := k.orderKeyOf(&d)
+		o.mu.Lock()
+		if o.waiting == nil {
+			o.waiting = map[string][]driver.Delivery{}
+		}
+		q, running := o.waiting[key]
+		if !running {
+			o.waiting[key] = nil
+			o.mu.Unlock()
+			return d, true
+		}
+		o.waiting[key] = append(q, d)
+		k.unsettled.Add(1) // taken up: Close and WaitIdle count it
+		o.mu.Unlock()
+	}
+}
+
+// processInOrder processes d, whose key orderedReceive marked running, then
+// every delivery queued behind that key, in order.
 func (k *consumerCore) processInOrder(d *driver.Delivery) {
 	key := k.orderKeyOf(d)
 	o := &k.keyed
-	o.mu.Lock()
-	if o.waiting == nil {
-		o.waiting = map[string][]driver.Delivery{}
-	}
-	if q, running := o.waiting[key]; running {
-		o.waiting[key] = append(q, *d)
-		k.unsettled.Add(1) // taken up: Close and WaitIdle count it
-		o.mu.Unlock()
-		return
-	}
-	o.waiting[key] = nil
-	o.mu.Unlock()
 	for {
 		k.process(d)
 		o.mu.Lock()
@@ -46,20 +77,19 @@ func (k *consumerCore) processInOrder(d *driver.Delivery) {
 			o.mu.Unlock()
 			return
 		}
-		next := q[0]
-		o.waiting[key] = q[1:]
 		if k.isStopping() {
 			// Not started: they go back to the queue, as every delivery not
 			// started when the consumer stops does.
-			rest := q
 			delete(o.waiting, key)
 			o.mu.Unlock()
-			for i := range rest {
-				_ = rest[i].Nack(true)
+			for i := range q {
+				_ = q[i].Nack(true)
 				k.unsettled.Add(-1)
 			}
 			return
 		}
+		next := q[0]
+		o.waiting[key] = q[1:]
 		o.mu.Unlock()
 		k.unsettled.Add(-1) // process counts it again
 		d = &next
