@@ -28,9 +28,10 @@ type Message[T any] struct {
 	Redelivered bool
 	// Body is the raw body as delivered. Do not modify it.
 	Body []byte
-	// Offset is the message's offset in a stream (x-stream-offset,
-	// docs/streams.md), or -1 for a message that did not come from one.
-	Offset int64
+	// FromStream is true for a message read from a stream; Offset is then
+	// its offset (x-stream-offset, docs/streams.md), and 0 otherwise.
+	FromStream bool
+	Offset     int64
 
 	browser *Browser // the Browser holding it, for a message Browser.Next returned
 	held    uint64
@@ -38,7 +39,7 @@ type Message[T any] struct {
 
 // newMessage is the Message of delivery d, read from queue.
 func newMessage[T any](payload T, d *driver.Delivery, env Envelope, queue string) Message[T] {
-	return Message[T]{
+	m := Message[T]{
 		Payload:       payload,
 		Envelope:      env,
 		Queue:         queue,
@@ -49,8 +50,9 @@ func newMessage[T any](payload T, d *driver.Delivery, env Envelope, queue string
 		CorrelationID: d.CorrelationID,
 		Redelivered:   d.Redelivered,
 		Body:          d.Body,
-		Offset:        streamOffset(d),
 	}
+	m.Offset, m.FromStream = d.StreamOffset()
+	return m
 }
 
 // Handler processes one message and returns its decision.

@@ -107,11 +107,3 @@ func (k *consumerCore) orderKeyOf(d *driver.Delivery) (key string) {
 	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 	return k.cfg.orderKey(newMessage(d.Body, d, env, k.queue))
 }
-
-// streamOffset is d's x-stream-offset, or -1.
-func streamOffset(d *driver.Delivery) int64 {
-	if off, ok := d.StreamOffset(); ok {
-		return off
-	}
-	return -1
-}

@@ -105,11 +105,11 @@ func Read[T any](ctx context.Context, conn *acemq.Conn, stream string, h acemq.H
 
 // message is the acemq.Message of a delivery from stream.
 func message[T any](v T, d *driver.Delivery, env acemq.Envelope, stream string) acemq.Message[T] {
-	off, _ := d.StreamOffset()
+	off, ok := d.StreamOffset()
 	return acemq.Message[T]{
 		Payload: v, Envelope: env, Queue: stream, Exchange: d.Exchange, RoutingKey: d.RoutingKey,
 		ContentType: d.ContentType, ReplyTo: d.ReplyTo, CorrelationID: d.CorrelationID,
-		Redelivered: d.Redelivered, Body: d.Body, Offset: off,
+		Redelivered: d.Redelivered, Body: d.Body, Offset: off, FromStream: ok,
 	}
 }
 

@@ -115,6 +115,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newReplayCmd(),
 		newBenchCmd(),
 		newCertsCmd(),
+		newPartitionCmd(),
 	)
 	return root
 }
