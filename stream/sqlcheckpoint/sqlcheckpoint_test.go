@@ -19,7 +19,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener")) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
+}
 
 // store opens a store on a table of the test's own, dropped at the end.
 func store(t *testing.T) *sqlcheckpoint.Store {
