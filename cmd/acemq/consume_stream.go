@@ -59,8 +59,7 @@ func runConsumeStream(cmd *cobra.Command, f consumeFlags) error {
 		default:
 		}
 		return acemq.Accept()
-	}, stream.WithOffset(start), stream.WithCodec(acemq.Bytes), stream.WithDeclarations(false),
-		stream.WithConsumerTag("acemq-cli-"+f.queue))
+	}, stream.WithOffset(start), stream.WithCodec(acemq.Bytes), stream.WithDeclarations(false))
 	if errors.Is(err, acemq.ErrNotFound) {
 		return withCode(exitFailure, fmt.Errorf("stream %q does not exist%s", f.queue, s.hint()))
 	}
