@@ -155,16 +155,22 @@ func (b *broker) appendStream(q *queue, m *message) {
 	h[driver.StreamOffsetHeader] = off
 	m.headers = h
 	m.expiresAt = time.Time{}
+	l.append(m, now())
+	b.dispatchStream(q)
+}
+
+// append adds m, written at t, starting a new segment (and applying
+// retention) when it does not fit in the one being written.
+func (l *streamLog) append(m *message, t time.Time) {
 	size := int64(len(m.body))
 	if l.segSize > 0 && l.segSize+size > l.segmentBytes {
-		l.segments = append(l.segments, off)
+		l.segments = append(l.segments, l.end())
 		l.segSize = 0
-		l.retain(now())
+		l.retain(t)
 	}
-	l.entries = append(l.entries, streamEntry{m: m, at: now()})
+	l.entries = append(l.entries, streamEntry{m: m, at: t})
 	l.bytes += size
 	l.segSize += size
-	b.dispatchStream(q)
 }
 
 // retain removes whole segments from the head, never the one being written.
