@@ -166,6 +166,8 @@ func (c *conn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Sub
 		if streamStart, err = streamConsumable(q, spec); err != nil {
 			return nil, err
 		}
+	} else if err := notStreamConsumable(q, spec); err != nil {
+		return nil, err
 	}
 	tag := spec.Tag
 	if tag == "" {

@@ -276,3 +276,17 @@ func streamConsumable(q *queue, spec driver.ConsumeSpec) (int64, error) {
 	}
 	return q.stream.startOffset(q.name, spec.Args)
 }
+
+// notStreamConsumable refuses the stream consumer argument on a queue that
+// is not a stream, as RabbitMQ does.
+func notStreamConsumable(q *queue, spec driver.ConsumeSpec) error {
+	if _, ok := spec.Args[driver.StreamOffsetHeader]; !ok {
+		return nil
+	}
+	typ := "rabbit_classic_queue"
+	if t, _ := q.args["x-queue-type"].(string); t == "quorum" {
+		typ = "rabbit_quorum_queue"
+	}
+	return &driver.PreconditionError{Kind: "queue", Name: q.name, Detail: fmt.Sprintf(
+		"invalid arg 'x-stream-offset' for queue '%s' in vhost '/' of queue type %s", q.name, typ)}
+}

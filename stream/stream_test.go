@@ -282,3 +282,20 @@ func FuzzParseOffset(f *testing.F) {
 		}
 	})
 }
+
+// Read on a queue that is not a stream is refused when it subscribes: the
+// broker refuses x-stream-offset on another queue type.
+func TestNotAStream(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "plain")
+		publish(t, c, q, 0, 3)
+		_, err := stream.Read(context.Background(), c, q, func(context.Context, acemq.Message[event]) acemq.Ack { return acemq.Accept() })
+		if err == nil || !strings.Contains(err.Error(), "x-stream-offset") {
+			t.Errorf("reading a classic queue as a stream: %v", err)
+		}
+		if n := brokertest.Depth(t, c, q); n != 3 {
+			t.Errorf("%d messages left on the queue, want 3", n)
+		}
+	})
+}

@@ -100,6 +100,13 @@ func testStreamOffsets(e *env) {
 	sub = e.consume(e.conn(), driver.ConsumeSpec{Queue: q, Prefetch: 3, Args: driver.Table{"x-stream-offset": time.Now().Add(time.Hour)}})
 	e.noRecv(sub, "a reader from a future timestamp sees nothing already in the stream")
 
+	// x-stream-offset belongs to streams: on another queue it is refused.
+	plain := e.simpleQueue("not-a-stream")
+	if s, err := e.conn().Consume(e.ctx, driver.ConsumeSpec{Queue: plain, Prefetch: 1, Args: driver.Table{"x-stream-offset": "first"}}); err == nil {
+		_ = s.Close()
+		t.Error("x-stream-offset on a classic queue was accepted; RabbitMQ refuses it")
+	}
+
 	// Without a prefetch the broker refuses the consumer.
 	if s, err := e.conn().Consume(e.ctx, driver.ConsumeSpec{Queue: q, Args: driver.Table{"x-stream-offset": "first"}}); err == nil {
 		_ = s.Close()
