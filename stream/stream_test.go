@@ -299,3 +299,29 @@ func TestNotAStream(t *testing.T) {
 		}
 	})
 }
+
+// A stream declared with retention is accepted by the broker, declaring it
+// again is harmless, and declaring it with another age is refused.
+func TestDeclareWithRetention(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		opts := []acemq.DeclareOption{acemq.WithMaxAge(36 * time.Hour), acemq.WithMaxLengthBytes(1 << 20), acemq.WithMaxSegmentSizeBytes(1 << 16)}
+		q := declare(t, c, opts...)
+		again := acemq.NewTopology().Queue(q, append([]acemq.DeclareOption{acemq.WithQueueType(acemq.QueueStream)}, opts...)...)
+		if err := again.Apply(context.Background(), c); err != nil {
+			t.Errorf("declaring the same stream again: %v", err)
+		}
+		other := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueStream), acemq.WithMaxAge(7*24*time.Hour),
+			acemq.WithMaxLengthBytes(1<<20), acemq.WithMaxSegmentSizeBytes(1<<16))
+		err := other.Apply(context.Background(), c)
+		t.Logf("another age: %v", err)
+		if err == nil {
+			t.Error("declaring the stream with another x-max-age was accepted")
+		}
+		// It reads as any stream.
+		publish(t, c, q, 0, 2)
+		var s seen
+		read(t, c, q, accepting(&s), stream.WithOffset(stream.First()))
+		s.wait(t, 2)
+	})
+}
