@@ -1,6 +1,10 @@
 package driver
 
-import "context"
+import (
+	"context"
+
+	"github.com/acemq/acemq/internal/wire"
+)
 
 // Message is an outbound message.
 type Message struct {
@@ -123,23 +127,7 @@ const StreamOffsetHeader = "x-stream-offset"
 // StreamOffset returns the delivery's stream offset and true, or false
 // for a delivery that did not come from a stream.
 func (d *Delivery) StreamOffset() (int64, bool) {
-	switch v := d.Headers[StreamOffsetHeader].(type) {
-	case int64:
-		return v, true
-	case int32:
-		return int64(v), true
-	case int16:
-		return int64(v), true
-	case int8:
-		return int64(v), true
-	case uint8:
-		return int64(v), true
-	case uint16:
-		return int64(v), true
-	case uint32:
-		return int64(v), true
-	}
-	return 0, false
+	return wire.Integer(d.Headers[StreamOffsetHeader])
 }
 
 // Subscription is a running consumer. Deliveries arrive on the channel

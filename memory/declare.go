@@ -168,13 +168,8 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 	switch qtype {
 	case "classic":
 	case "quorum":
-		switch {
-		case !q.Durable:
-			return nil, pe("invalid property 'non-durable' for queue '%s' in vhost '/'", name)
-		case q.Exclusive:
-			return nil, pe("invalid property 'exclusive-owner' for queue '%s' in vhost '/'", name)
-		case q.AutoDelete:
-			return nil, pe("invalid property 'auto-delete' for queue '%s' in vhost '/'", name)
+		if err := durableOnly(name, q); err != nil {
+			return nil, err
 		}
 	case "stream":
 		l, err := parseStreamArgs(name, q)
@@ -214,6 +209,22 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 		nq.dlrk, nq.hasDLK = s, true
 	}
 	return nq, nil
+}
+
+// durableOnly refuses the flags a quorum queue or a stream cannot have.
+func durableOnly(name string, q driver.Queue) error {
+	pe := func(prop string) error {
+		return &driver.PreconditionError{Kind: "queue", Name: name, Detail: fmt.Sprintf("invalid property '%s' for queue '%s' in vhost '/'", prop, name)}
+	}
+	switch {
+	case !q.Durable:
+		return pe("non-durable")
+	case q.Exclusive:
+		return pe("exclusive-owner")
+	case q.AutoDelete:
+		return pe("auto-delete")
+	}
+	return nil
 }
 
 func (q *queue) info() driver.QueueInfo {

@@ -66,13 +66,8 @@ func parseStreamArgs(name string, q driver.Queue) (*streamLog, error) {
 	pe := func(format string, args ...any) error {
 		return &driver.PreconditionError{Kind: "queue", Name: name, Detail: fmt.Sprintf(format, args...)}
 	}
-	switch {
-	case !q.Durable:
-		return nil, pe("invalid property 'non-durable' for queue '%s' in vhost '/'", name)
-	case q.Exclusive:
-		return nil, pe("invalid property 'exclusive-owner' for queue '%s' in vhost '/'", name)
-	case q.AutoDelete:
-		return nil, pe("invalid property 'auto-delete' for queue '%s' in vhost '/'", name)
+	if err := durableOnly(name, q); err != nil {
+		return nil, err
 	}
 	for _, a := range []string{"x-dead-letter-exchange", "x-dead-letter-routing-key", "x-message-ttl", "x-single-active-consumer", "x-max-length"} {
 		if _, ok := q.Args[a]; ok {
