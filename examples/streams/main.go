@@ -1,14 +1,11 @@
 // Streams declares a stream with retention, publishes order events into it
-// and reads them twice, the way an event log is read:
-//
-//   - a billing reader reads from the first event, parks one it cannot
-//     bill and rejects one that is wrong (copies go to orders.events.parked
-//     and orders.events.dlq; the originals stay in the stream), and keeps a
-//     checkpoint;
-//   - more events arrive, and a second billing reader with the same
-//     checkpoint reads only those;
-//   - an audit reader reads the whole stream again from offset 0: reading
-//     a stream removes nothing.
+// and reads them the way an event log is read. A billing reader reads from
+// the first event, parks one it cannot bill and rejects one that is wrong
+// (copies go to orders.events.parked and orders.events.dlq; the originals
+// stay in the stream), and keeps a checkpoint. More events arrive, and a
+// second billing reader with the same checkpoint reads only those. An audit
+// reader then reads the whole stream again from offset 0: reading a stream
+// removes nothing.
 //
 //	go run ./examples/streams
 //
