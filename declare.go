@@ -37,7 +37,8 @@ type QueueType string
 
 // The queue types (docs/wire.md §5.3). Classic is the x-queue-type
 // argument's absence: no declaration writes x-queue-type=classic. The
-// memory:// broker refuses streams.
+// memory:// broker serves streams as RabbitMQ does; read them with package
+// stream (docs/streams.md).
 const (
 	QueueQuorum  QueueType = "quorum"
 	QueueClassic QueueType = "classic"
