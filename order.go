@@ -21,35 +21,42 @@ type keyOrder struct {
 	// them in the other order.
 	recv    sync.Mutex
 	mu      sync.Mutex
-	waiting map[string][]driver.Delivery // running keys → deliveries behind them
+	waiting map[string][]queued // running keys → deliveries behind them
 }
 
-// receiver is how the consumer's workers take deliveries: straight from the
-// subscription, or with WithOrderKey through orderedReceive.
-func (k *consumerCore) receiver() func() (driver.Delivery, bool) {
-	receive := driver.Receive(k.sub)
+// queued is a delivery waiting behind its key, with the subscription
+// (generation) it came from.
+type queued struct {
+	d driver.Delivery
+	g *generation
+}
+
+// receiver is how the consumer's workers take deliveries from g: straight
+// from its subscription, or with WithOrderKey through orderedReceive.
+func (k *consumerCore) receiver(g *generation) func() (driver.Delivery, bool) {
+	receive := driver.Receive(g.sub)
 	if k.cfg.orderKey == nil {
 		return receive
 	}
-	return func() (driver.Delivery, bool) { return k.orderedReceive(receive) }
+	return func() (driver.Delivery, bool) { return k.orderedReceive(receive, g) }
 }
 
 // orderedReceive takes the next delivery whose key is not running and marks
 // its key running; a delivery whose key is running is queued behind it
 // (the worker running the key takes it) and the next is taken instead.
-func (k *consumerCore) orderedReceive(receive func() (driver.Delivery, bool)) (driver.Delivery, bool) {
+func (k *consumerCore) orderedReceive(receive func() (driver.Delivery, bool), g *generation) (driver.Delivery, bool) {
 	o := &k.keyed
 	o.recv.Lock()
 	defer o.recv.Unlock()
 	for {
 		d, ok := receive()
-		if !ok || k.isStopping() {
-			return d, ok // work puts back a delivery taken as the consumer stops
+		if !ok || g.draining.Load() || k.isStopping() || !k.brk.admit() {
+			return d, ok // work puts back a delivery taken as the consumer stops or pauses
 		}
 		key := k.orderKeyOf(&d)
 		o.mu.Lock()
 		if o.waiting == nil {
-			o.waiting = map[string][]driver.Delivery{}
+			o.waiting = map[string][]queued{}
 		}
 		q, running := o.waiting[key]
 		if !running {
@@ -57,19 +64,21 @@ func (k *consumerCore) orderedReceive(receive func() (driver.Delivery, bool)) (d
 			o.mu.Unlock()
 			return d, true
 		}
-		o.waiting[key] = append(q, d)
-		k.unsettled.Add(1) // taken up: Close and WaitIdle count it
+		o.waiting[key] = append(q, queued{d, g})
+		// Taken up: Close, Pause and WaitIdle count it.
+		k.unsettled.Add(1)
+		g.pending.Add(1)
 		o.mu.Unlock()
 	}
 }
 
 // processInOrder processes d, whose key orderedReceive marked running, then
 // every delivery queued behind that key, in order.
-func (k *consumerCore) processInOrder(d *driver.Delivery) {
+func (k *consumerCore) processInOrder(d *driver.Delivery, g *generation) {
 	key := k.orderKeyOf(d)
 	o := &k.keyed
 	for {
-		k.process(d)
+		k.process(d, g)
 		o.mu.Lock()
 		q := o.waiting[key]
 		if len(q) == 0 {
@@ -77,22 +86,23 @@ func (k *consumerCore) processInOrder(d *driver.Delivery) {
 			o.mu.Unlock()
 			return
 		}
-		if k.isStopping() {
+		next := q[0]
+		if next.g.draining.Load() || k.isStopping() {
 			// Not started: they go back to the queue, as every delivery not
-			// started when the consumer stops does.
+			// started when the consumer stops or pauses does.
 			delete(o.waiting, key)
 			o.mu.Unlock()
-			for i := range q {
-				_ = q[i].Nack(true)
+			for _, w := range q {
+				_ = w.d.Nack(true)
 				k.unsettled.Add(-1)
+				w.g.settled()
 			}
 			return
 		}
-		next := q[0]
 		o.waiting[key] = q[1:]
 		o.mu.Unlock()
 		k.unsettled.Add(-1) // process counts it again
-		d = &next
+		d, g = &next.d, next.g
 	}
 }
 

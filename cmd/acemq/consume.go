@@ -21,6 +21,7 @@ type consumeFlags struct {
 	requeue bool
 	json    bool
 	offset  string // a stream start (stream.ParseOffset); empty: not a stream read
+	keyring string
 }
 
 // deliveryJSON is what a line of consume --json adds after the envelope's
@@ -35,12 +36,18 @@ type deliveryJSON struct {
 	Offset     *int64  `json:"offset,omitempty"`
 	Body       *string `json:"body,omitempty"`
 	BodyBase64 *string `json:"bodyBase64,omitempty"`
+	// KeyID is the key id of an encrypted body (docs/wire.md §4.2), read
+	// without a key.
+	KeyID string `json:"keyId,omitempty"`
+	// Decrypted is true when --keyring opened the body: body (or
+	// bodyBase64) is then the plaintext.
+	Decrypted bool `json:"decrypted,omitempty"`
 }
 
 func newConsumeCmd() *cobra.Command {
 	var f consumeFlags
 	cmd := &cobra.Command{
-		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--offset O] [--json]",
+		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--offset O] [--json] [--keyring FILE]",
 		Short: "Read messages from a queue, acknowledging them (or putting them back)",
 		Long: `consume reads messages from a queue one at a time (basic.get) and prints
 each: its envelope, delivery details and body. Each message is acknowledged
@@ -58,6 +65,12 @@ start, and exits 3 if fewer than N came.
 --json prints one JSON object per line: the envelope fields exactly as
 'acemq envelope decode' prints them, plus routingKey, exchange, contentType,
 redelivered, replyTo, and body (UTF-8 text) or bodyBase64 (anything else).
+
+An encrypted body (content type application/vnd.acemq.encrypted) shows its
+key id (keyId in --json). With --keyring FILE it is decrypted and the
+plaintext is printed in its place (decrypted: true). A body the keyring
+cannot open is reported with its key id on standard error and left on the
+queue (never taken), and consume exits 1 when the read is over.
 
 --offset first|last|next|N|RFC3339-time reads a stream instead, from that
 point, through a stream reader: nothing is taken (reading a stream never
@@ -81,6 +94,7 @@ stream has no "empty") or at --timeout.`,
 	fl.BoolVar(&f.requeue, "requeue", false, "put every message back when done: look without taking")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per message")
 	fl.StringVar(&f.offset, "offset", "", "read a stream from first, last, next, an offset N or an RFC 3339 time")
+	addKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
 	return cmd
 }
@@ -94,6 +108,10 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	}
 	if cmd.Flags().Changed("offset") {
 		return runConsumeStream(cmd, f)
+	}
+	keys, err := loadKeyring(f.keyring)
+	if err != nil {
+		return err
 	}
 	s, err := openSession(cmd, "")
 	if err != nil {
@@ -118,7 +136,7 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	}()
 
 	out := cmd.OutOrStdout()
-	read := 0
+	read, unopened := 0, 0
 	wait := 10 * time.Millisecond
 	for f.count == 0 || read < f.count {
 		m, ok, gerr := b.Next(ctx)
@@ -144,8 +162,15 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 		}
 		wait = 10 * time.Millisecond
 		read++
-		if perr := printMessage(out, read, m, f.json); perr != nil {
+		o := openBody(keys, m)
+		if perr := printMessage(out, read, m, f.json, o); perr != nil {
 			return withCode(exitFailure, perr) // m is held: Close puts it back
+		}
+		if o.failed() {
+			// Held, never taken: Close puts it back on the queue.
+			unopened++
+			reportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
+			continue
 		}
 		if !f.requeue {
 			if terr := b.Take(m); terr != nil {
@@ -163,6 +188,9 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	if cmd.Context().Err() != nil {
 		return withCode(exitFailure, errors.New("interrupted"))
 	}
+	if unopened > 0 {
+		return withCode(exitFailure, fmt.Errorf("%d of %d message(s) could not be opened with the keyring %s and were left on %s", unopened, read, f.keyring, f.queue))
+	}
 	if f.count > 0 && read < f.count {
 		return withCode(exitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from %s", f.timeout, read, f.count, f.queue))
 	}
@@ -175,7 +203,7 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 // messageJSON is one line of consume --json: the envelope's JSON form (the
 // library's, exactly as envelope decode prints it), then the delivery's
 // fields, spliced into one object.
-func messageJSON(m acemq.Message[[]byte]) ([]byte, error) {
+func messageJSON(m acemq.Message[[]byte], o opened) ([]byte, error) {
 	env, err := m.Envelope.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -185,6 +213,11 @@ func messageJSON(m acemq.Message[[]byte]) ([]byte, error) {
 		d.Offset = &m.Offset
 	}
 	d.Body, d.BodyBase64 = bodyJSON(m.Body)
+	d.KeyID = o.keyID
+	if o.plain != nil {
+		d.Body, d.BodyBase64 = bodyJSON(o.plain)
+		d.Decrypted = true
+	}
 	rest, err := marshalLine(d)
 	if err != nil {
 		return nil, err
@@ -198,9 +231,9 @@ func messageJSON(m acemq.Message[[]byte]) ([]byte, error) {
 }
 
 // printMessage prints one message, as text or as one JSON line.
-func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool) error {
+func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o opened) error {
 	if asJSON {
-		line, err := messageJSON(m)
+		line, err := messageJSON(m, o)
 		if err != nil {
 			return err
 		}
@@ -249,14 +282,24 @@ func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool) erro
 	} else if claimcheck.IsFramed(m.Body) {
 		fmt.Fprintf(&b, "    claim check: an inline payload behind a 3-byte frame\n")
 	}
-	text, b64 := bodyJSON(m.Body)
+	body := m.Body
+	switch {
+	case o.plain != nil:
+		fmt.Fprintf(&b, "    encrypted: key id %s; decrypted with --keyring, the plaintext follows\n", o.keyID)
+		body = o.plain
+	case o.err != nil:
+		fmt.Fprintf(&b, "    encrypted: key id %s; the keyring cannot open it: %v\n", o.keyID, o.err)
+	case o.encrypted && o.keyID != "":
+		fmt.Fprintf(&b, "    encrypted: key id %s; give --keyring FILE to read it\n", o.keyID)
+	}
+	text, b64 := bodyJSON(body)
 	if text != nil {
 		b.WriteString(*text)
 		if !strings.HasSuffix(*text, "\n") {
 			b.WriteString("\n")
 		}
 	} else {
-		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(m.Body), *b64)
+		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(body), *b64)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err

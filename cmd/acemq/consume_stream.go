@@ -27,6 +27,10 @@ func runConsumeStream(cmd *cobra.Command, f consumeFlags) error {
 	if err != nil {
 		return withCode(exitFailure, fmt.Errorf("--offset: %w", err))
 	}
+	keys, err := loadKeyring(f.keyring)
+	if err != nil {
+		return err
+	}
 	s, err := openSession(cmd, "")
 	if err != nil {
 		return err
@@ -37,7 +41,7 @@ func runConsumeStream(cmd *cobra.Command, f consumeFlags) error {
 
 	out := cmd.OutOrStdout()
 	var mu sync.Mutex
-	read := 0
+	read, unopened := 0, 0
 	var printErr error
 	got := make(chan struct{}, 1)
 	full := make(chan struct{})
@@ -48,8 +52,13 @@ func runConsumeStream(cmd *cobra.Command, f consumeFlags) error {
 			return acemq.Accept()
 		}
 		read++
-		if perr := printMessage(out, read, m, f.json); perr != nil {
+		o := openBody(keys, m)
+		if perr := printMessage(out, read, m, f.json, o); perr != nil {
 			printErr = perr
+		}
+		if o.failed() {
+			unopened++ // it stays in the stream, as everything does
+			reportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays in the stream "+f.queue)
 		}
 		if f.count > 0 && read == f.count {
 			close(full)
@@ -100,6 +109,9 @@ wait:
 	}
 	if cmd.Context().Err() != nil {
 		return withCode(exitFailure, errors.New("interrupted"))
+	}
+	if unopened > 0 {
+		return withCode(exitFailure, fmt.Errorf("%d of %d message(s) could not be opened with the keyring %s", unopened, read, f.keyring))
 	}
 	if f.count > 0 && read < f.count {
 		return withCode(exitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from the stream %s", f.timeout, read, f.count, f.queue))

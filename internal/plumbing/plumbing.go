@@ -9,6 +9,7 @@ package plumbing
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/acemq/acemq/driver"
 	"go.opentelemetry.io/otel/metric"
@@ -39,6 +40,11 @@ type Conn struct {
 	// that settles deliveries itself (stream) to the connection's metrics
 	// and OnSettle listeners, as the consume engine's are.
 	Settled func(settlement any)
+	// Logger is the connection's logger (acemq.WithLogger), never nil: one
+	// that discards everything when none was given. Packages built on the
+	// connection log operator-level events through it (an outbox record
+	// retired, say), never one line per message, and never a secret.
+	Logger *slog.Logger
 }
 
 var connOf func(any) *Conn
