@@ -90,3 +90,68 @@ func TestOrderKeyWithConcurrency(t *testing.T) {
 		}
 	})
 }
+
+// Pausing a consumer with ordered keys: the deliveries queued behind a
+// running key go back to the queue (they had not started), Pause returns
+// once the running handler has, and after Resume every message of the key
+// runs, in order.
+func TestOrderKeyPauseAndResume(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, c, "ordered-pause")
+		pub := acemq.NewPublisher[keyed](c, "")
+		const n = 6
+		for i := range n {
+			if _, err := pub.Send(context.Background(), q, keyed{Key: "a", N: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		var got []int
+		started, release := make(chan struct{}), make(chan struct{})
+		cons, err := acemq.Consume(context.Background(), c, q, func(_ context.Context, m acemq.Message[keyed]) acemq.Ack {
+			if m.Payload.N == 0 && !m.Redelivered {
+				close(started)
+				<-release
+			}
+			mu.Lock()
+			got = append(got, m.Payload.N)
+			mu.Unlock()
+			return acemq.Accept()
+		}, acemq.WithConcurrency(3), acemq.WithPrefetch(10), acemq.WithOrderKey(func(acemq.Message[[]byte]) string { return "a" }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer brokertest.Stop(t, cons)
+		<-started
+		// Let the other workers queue what arrives behind key a.
+		testenv.Eventually(t, "the prefetched deliveries to be taken up", func() bool {
+			return brokertest.Depth(t, c, q) == 0
+		})
+		paused := make(chan error, 1)
+		go func() { paused <- cons.Pause(context.Background()) }()
+		testenv.Eventually(t, "the consumer to pause", cons.Paused)
+		close(release) // only now: what waits behind key a goes back
+		mu.Lock()
+		if fmt.Sprint(got) != "[]" {
+			t.Errorf("handled %v while the first message of the key ran", got)
+		}
+		mu.Unlock()
+		if err := <-paused; err != nil {
+			t.Fatal(err)
+		}
+		if err := cons.Resume(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "every message", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == n
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(got) != "[0 1 2 3 4 5]" {
+			t.Errorf("key a ran in the order %v", got)
+		}
+	})
+}
