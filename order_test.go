@@ -108,6 +108,7 @@ func TestOrderKeyPauseAndResume(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var got []int
+		redelivered := 0
 		started, release := make(chan struct{}), make(chan struct{})
 		cons, err := acemq.Consume(context.Background(), c, q, func(_ context.Context, m acemq.Message[keyed]) acemq.Ack {
 			if m.Payload.N == 0 && !m.Redelivered {
@@ -116,6 +117,9 @@ func TestOrderKeyPauseAndResume(t *testing.T) {
 			}
 			mu.Lock()
 			got = append(got, m.Payload.N)
+			if m.Redelivered {
+				redelivered++
+			}
 			mu.Unlock()
 			return acemq.Accept()
 		}, acemq.WithConcurrency(3), acemq.WithPrefetch(10), acemq.WithOrderKey(func(acemq.Message[[]byte]) string { return "a" }))
@@ -152,6 +156,9 @@ func TestOrderKeyPauseAndResume(t *testing.T) {
 		defer mu.Unlock()
 		if fmt.Sprint(got) != "[0 1 2 3 4 5]" {
 			t.Errorf("key a ran in the order %v", got)
+		}
+		if redelivered != n-1 {
+			t.Errorf("%d of the %d messages queued behind the key came back redelivered; all must have gone back at the pause", redelivered, n-1)
 		}
 	})
 }
