@@ -108,7 +108,7 @@ func rawPublishWindow(b *testing.B, url string, headers, batched bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 }
 
 func rawPublishConcurrent(b *testing.B, url string, headers bool) {
@@ -135,7 +135,7 @@ func rawPublishConcurrent(b *testing.B, url string, headers bool) {
 		})
 	}
 	wg.Wait()
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 }
 
 func acemqSendAll(b *testing.B, url string) {
@@ -157,7 +157,7 @@ func acemqSendAll(b *testing.B, url string) {
 		}
 		sent += len(batch)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 }
 
 func acemqSend(b *testing.B, url string) {
@@ -181,24 +181,8 @@ func acemqSend(b *testing.B, url string) {
 		})
 	}
 	wg.Wait()
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 }
-
-// newFullEnvelope builds the envelope an application sends with each
-// message: a fresh id and first-seen, and every other field set, those of
-// FullEnvelope (which the rawhdr sides write by hand).
-func newFullEnvelope() acemq.Envelope {
-	return acemq.MustEnvelope(acemq.Fields{
-		Type:          FullEnvelope.Type,
-		Version:       int(FullEnvelope.Version),
-		CorrelationID: FullEnvelope.Correlation,
-		CausationID:   FullEnvelope.Causation,
-		Origin:        FullEnvelope.Origin,
-		Headers:       appHeaders,
-	})
-}
-
-var appHeaders = map[string]any(FullEnvelope.Headers)
 
 // driverMessage is the raw+headers publish as a driver message.
 func driverMessage(q string, seq uint64) driver.Message {
@@ -229,7 +213,7 @@ func driverPublishBatch(b *testing.B, url string) {
 		}
 		sent += len(batch)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 }
 
 func driverPublishConcurrent(b *testing.B, url string) {
@@ -256,5 +240,5 @@ func driverPublishConcurrent(b *testing.B, url string) {
 		})
 	}
 	wg.Wait()
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 }

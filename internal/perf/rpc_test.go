@@ -90,7 +90,7 @@ func runRPC(b *testing.B, callers int, ask asker) {
 		})
 	}
 	wg.Wait()
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	sum := lat.Summary()
 	b.ReportMetric(float64(sum.P50.Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(sum.P99.Nanoseconds())/1e3, "p99-µs")
