@@ -23,7 +23,6 @@ const (
 type (
 	side      = Side
 	queueKind = QueueKind
-	meter     = Meter
 )
 
 var (

@@ -227,6 +227,16 @@ func main() {
 			}
 		}
 	}
+	// Workloads without a target (the peer suite's, bench/peers) follow,
+	// for reference, against every other side they have.
+	for _, w := range otherWorkloads(runs) {
+		t := target{metric: "msgs/s"}
+		for _, base := range references {
+			if rw, ok := summarise(runs, w, base, t, false); ok {
+				rows = append(rows, rw)
+			}
+		}
+	}
 	if len(rows) == 0 {
 		fmt.Fprintln(os.Stderr, "perfcompare: no pair of raw and acemq results found")
 		os.Exit(1)
@@ -237,6 +247,20 @@ func main() {
 			os.Exit(3)
 		}
 	}
+}
+
+// otherWorkloads are the workloads in runs that have no target, sorted.
+func otherWorkloads(runs []run) []string {
+	var ws []string
+	for _, r := range runs {
+		for w := range r {
+			if _, ok := targets[w]; !ok && !slices.Contains(ws, w) {
+				ws = append(ws, w)
+			}
+		}
+	}
+	slices.Sort(ws)
+	return ws
 }
 
 func unit(metric string) string {

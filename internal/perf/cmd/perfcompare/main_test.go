@@ -13,6 +13,8 @@ BenchmarkPublish/batch/rawhdr-2   	   20000	    123968 ns/op	        26.00 cpu-�
 BenchmarkRPC/seq/raw-2     	    5000	    950780 ns/op	       400 p50-µs	      1052 msgs/s
 BenchmarkRPC/seq/acemq-2   	    5000	   1146557 ns/op	       440 p50-µs	       872.2 msgs/s
 --- FAIL: BenchmarkConsume/c1/acemq-2
+BenchmarkPeers/send16/watermill-2        	     300	    268849 ns/op	        60.90 cpu-µs/msg	      3000 msgs/s
+BenchmarkPeers/send16/acemq-2        	     300	    268849 ns/op	        60.90 cpu-µs/msg	      6000 msgs/s
 `
 
 const runB = `BenchmarkPublish/batch/acemq-2   	   20000	    123968 ns/op	      19000 msgs/s
@@ -66,6 +68,13 @@ func TestSummarise(t *testing.T) {
 	ref, _ := summarise(runs, "Publish/batch", "rawhdr", targets["Publish/batch"], false)
 	if ref.verdict != "(for reference)" || ref.cpuVerdict != "—" {
 		t.Errorf("reference row = %+v", ref)
+	}
+	if ws := otherWorkloads(runs); len(ws) != 1 || ws[0] != "Peers/send16" {
+		t.Errorf("workloads without a target: %v", ws)
+	}
+	peer, ok := summarise(runs, "Peers/send16", "watermill", target{metric: "msgs/s"}, false)
+	if !ok || peer.ratio != 2 || peer.verdict != "(for reference)" {
+		t.Errorf("acemq ÷ watermill row = %+v", peer)
 	}
 	var out bytes.Buffer
 	printTable(&out, []row{pub, seq}, true)
