@@ -279,15 +279,26 @@ func (c *conn) Publish(ctx context.Context, m driver.Message) error {
 
 // PublishBatch publishes every message, then awaits every confirm; the
 // errors are in the order of ms, nil for a confirmed message.
+//
+// A batch larger than the permits (MaxOutstanding) would wait for a permit
+// only its own confirms, not yet awaited, give back; so while every permit
+// is taken it awaits its oldest publishes first, and the window slides
+// inside the batch.
 func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 	errs := make([]error, len(ms))
 	ps := make([]*pending, len(ms))
+	w := 0 // the oldest publish of the batch not yet awaited
 	for i := range ms {
+		for ; w < i && len(c.sem) == cap(c.sem); w++ {
+			if ps[w] != nil {
+				errs[w] = c.wait(ctx, ps[w])
+			}
+		}
 		ps[i], errs[i] = c.start(ctx, &ms[i])
 	}
-	for i, p := range ps {
-		if p != nil {
-			errs[i] = c.wait(ctx, p)
+	for i := w; i < len(ps); i++ {
+		if ps[i] != nil {
+			errs[i] = c.wait(ctx, ps[i])
 		}
 	}
 	return errs
