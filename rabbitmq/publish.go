@@ -172,9 +172,15 @@ func (c *conn) acquire(ctx context.Context) error {
 // start publishes m and, with confirms, returns the pending to wait on.
 func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	confirm := !c.cfg.NoConfirms || m.Mandatory
-	headers, err := toAMQPTable(m.Headers)
-	if err != nil {
-		return nil, fmt.Errorf("acemq: the headers cannot be sent: %w", err)
+	// One walk over the headers for the common flat table; anything else
+	// is converted and measured the long way.
+	headers, headerSize, flat := flatTable(m.Headers)
+	if !flat {
+		var err error
+		if headers, err = toAMQPTable(m.Headers); err != nil {
+			return nil, fmt.Errorf("acemq: the headers cannot be sent: %w", err)
+		}
+		headerSize = -1
 	}
 	pub := amqp.Publishing{
 		Headers:       headers,
@@ -205,7 +211,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 		}
 		// Refuse what would close the connection (and lose every publish
 		// outstanding on it) rather than send it.
-		if err := checkSendable(&pub, s.ac.Config.FrameSize); err != nil {
+		if err := checkSendableSized(&pub, s.ac.Config.FrameSize, headerSize); err != nil {
 			return nil, fmt.Errorf("acemq: nothing was published: %w", err)
 		}
 		pc := s.pick(confirm).get()

@@ -156,19 +156,32 @@ func drawChart(dir string, ch chart, cs []curve) (bool, error) {
 	p.Title.Text = ch.title
 	p.X.Label.Text = ch.xLabel
 	p.Y.Label.Text = ch.yLabel
+	p.Title.Padding = vg.Points(10)
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	var ticks []plot.Tick
+	for _, c := range cs {
+		for _, n := range c.ns {
+			if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == float64(n) }) {
+				ticks = append(ticks, plot.Tick{Value: float64(n), Label: strconv.Itoa(n)})
+			}
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Padding = vg.Points(12)
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks{}
 	p.Add(plotter.NewGrid())
+	// The legend sits in the headroom above the highest range.
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
 	for i, c := range cs {
 		xys := make(plotter.XYs, len(c.ns))
 		errs := make(plotter.YErrors, len(c.ns))
 		for j := range c.ns {
 			xys[j] = plotter.XY{X: float64(c.ns[j]), Y: c.values[j]}
 			errs[j] = struct{ Low, High float64 }{c.values[j] - c.lo[j], c.hi[j] - c.values[j]}
-			p.Y.Max = max(p.Y.Max, c.hi[j]*1.15)
+			p.Y.Max = max(p.Y.Max, c.hi[j]*(1.2+0.12*float64(len(cs))))
 		}
 		line, points, err := plotter.NewLinePoints(xys)
 		if err != nil {
@@ -197,6 +210,20 @@ func drawChart(dir string, ch chart, cs []curve) (bool, error) {
 		p.Legend.Add(name, line, points)
 	}
 	return true, p.Save(6*vg.Inch, 3.6*vg.Inch, filepath.Join(dir, ch.file))
+}
+
+// plainTicks are the default ticks labelled without trailing zeros
+// (25000, not 25000.00).
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 func plotutilColor(i int) color.Color {
