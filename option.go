@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -18,7 +19,8 @@ import (
 // value of one of the option interfaces below. An option that switches a
 // default off takes a bool: WithConfirms(false), WithMandatory(false).
 // Options are applied in order: a later one of the same kind wins, except
-// WithConnEvents, WithFallbackURLs and WithTopology, which add up.
+// WithConnEvents, WithFallbackURLs, WithTopology, WithPublishInterceptors,
+// WithConsumeInterceptors and WithMiddleware, which add up.
 
 // A ConnOption configures Connect.
 type ConnOption interface{ applyConn(*connConfig) }
@@ -63,6 +65,11 @@ type connConfig struct {
 	tel      telemetryConfig
 	fallback []string
 	errs     []error
+
+	// The pipeline (pipeline.go, logging.go).
+	publishIcpt []PublishInterceptor
+	consumeIcpt []ConsumeInterceptor
+	logger      *slog.Logger
 }
 
 type connOption func(*connConfig)
@@ -223,6 +230,8 @@ type publisherConfig struct {
 	codec           Codec
 	transient       bool
 	allowUnroutable bool
+	intercept       []PublishInterceptor
+	err             error
 }
 
 type publisherOption func(*publisherConfig)
@@ -245,7 +254,12 @@ func WithMandatory(on bool) PublisherOption {
 // Send's options.
 
 type sendConfig struct {
-	env Envelope
+	env         Envelope
+	ttl         time.Duration
+	ttlSet      bool
+	priority    uint8
+	prioritySet bool
+	err         error
 }
 
 type sendOption func(*sendConfig)
@@ -260,6 +274,40 @@ func (f sendOption) applySend(c *sendConfig) { f(c) }
 // publishes.
 func WithEnvelope(env Envelope) SendOption { return sendOption(func(c *sendConfig) { c.env = env }) }
 
+// expirationOption and priorityOption are applied by Send with a type
+// switch, like sendOption, so they stay off the heap.
+type expirationOption time.Duration
+
+func (o expirationOption) applySend(c *sendConfig) {
+	if o < 0 {
+		c.err = fmt.Errorf("acemq: WithExpiration(%s): a time to live must not be negative (0 expires the message unless a consumer takes it at once)", time.Duration(o))
+		return
+	}
+	c.ttl, c.ttlSet = time.Duration(o), true
+}
+
+type priorityOption uint8
+
+func (o priorityOption) applySend(c *sendConfig) { c.priority, c.prioritySet = uint8(o), true }
+
+// WithExpiration gives the message its own time to live (the AMQP
+// expiration property, whole milliseconds, rounded up): a message still
+// on a queue ttl after it was enqueued there expires, and the broker
+// dead-letters it (reason expired) when the queue has a dead-letter
+// exchange (WithDeadLettering sends it to {queue}.dlq), or drops it. A
+// queue's own x-message-ttl applies too; the shorter wins. The broker acts
+// on a message's own expiry only when it reaches the head of the queue,
+// so an expired message behind one that lives longer waits its turn
+// (docs/expiry-and-priority.md). Library republishes (retries, dead letters) do not
+// carry it. ttl must not be negative.
+func WithExpiration(ttl time.Duration) SendOption { return expirationOption(ttl) }
+
+// WithPriority sends the message with an AMQP priority (0, the default, to
+// 255). Only a queue declared with WithMaxPriority orders by it (highest
+// first, capped at the queue's maximum); other queues ignore it. Retries
+// and set-asides keep it.
+func WithPriority(p uint8) SendOption { return priorityOption(p) }
+
 // Consume's options.
 
 type consumeConfig struct {
@@ -272,6 +320,12 @@ type consumeConfig struct {
 	noDeclare    bool
 	drainTimeout time.Duration
 	topology     []*Topology
+
+	// The pipeline (pipeline.go, breaker.go).
+	intercept  []ConsumeInterceptor
+	middleware []any // Middleware[T] of the consumer's T
+	breaker    *Breaker
+	err        error
 }
 
 type consumeOption func(*consumeConfig)
@@ -325,6 +379,120 @@ func WithTopology(t *Topology) ConsumeOption {
 	})
 }
 
+// The pipeline's options (docs/pipeline.md): interceptors on a connection,
+// publisher or consumer; a consumer's middleware and circuit breaker; a
+// connection's logger.
+
+// An InterceptorOption adds interceptors. Given to Connect, they run for
+// every publisher or consumer of the connection; given to NewPublisher or
+// Consume, for that one only, after the connection's.
+type InterceptorOption interface {
+	ConnOption
+	PublisherOption
+	ConsumeOption
+}
+
+type interceptors struct {
+	publish []PublishInterceptor
+	consume []ConsumeInterceptor
+	err     error
+}
+
+func (o interceptors) applyConn(c *connConfig) {
+	if o.err != nil {
+		c.errs = append(c.errs, o.err)
+	}
+	c.publishIcpt = append(c.publishIcpt, o.publish...)
+	c.consumeIcpt = append(c.consumeIcpt, o.consume...)
+}
+
+func (o interceptors) applyPublisher(c *publisherConfig) {
+	if o.err != nil && c.err == nil {
+		c.err = o.err
+	}
+	c.intercept = append(c.intercept, o.publish...)
+}
+
+func (o interceptors) applyConsume(c *consumeConfig) {
+	if o.err != nil && c.err == nil {
+		c.err = o.err
+	}
+	c.intercept = append(c.intercept, o.consume...)
+}
+
+// WithPublishInterceptors adds publish interceptors, run in the order
+// given. Given to Connect they run for every publisher of the connection,
+// before those given to NewPublisher. Consumers ignore them.
+func WithPublishInterceptors(fs ...PublishInterceptor) InterceptorOption {
+	o := interceptors{publish: fs}
+	for _, f := range fs {
+		if f == nil {
+			o.err = errors.New("acemq: WithPublishInterceptors was given a nil interceptor: drop it")
+		}
+	}
+	return o
+}
+
+// WithConsumeInterceptors adds consume interceptors, run in the order
+// given. Given to Connect they run for every consumer of the connection,
+// before those given to Consume. Publishers ignore them.
+func WithConsumeInterceptors(fs ...ConsumeInterceptor) InterceptorOption {
+	o := interceptors{consume: fs}
+	for _, f := range fs {
+		if f == nil {
+			o.err = errors.New("acemq: WithConsumeInterceptors was given a nil interceptor: drop it")
+		}
+	}
+	return o
+}
+
+// WithMiddleware wraps the consumer's handler in mw, the first given
+// outermost: WithMiddleware(a, b) runs a, then b, then the handler, and b's
+// Ack passes through a on the way out. Several WithMiddleware options add
+// up, in order. The chain is built once, when the consumer starts; a
+// consumer of a type other than T refuses to start.
+func WithMiddleware[T any](mw ...Middleware[T]) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) {
+		for _, m := range mw {
+			if m == nil {
+				if c.err == nil {
+					c.err = errors.New("acemq: WithMiddleware was given a nil middleware: drop it")
+				}
+				continue
+			}
+			c.middleware = append(c.middleware, m)
+		}
+	})
+}
+
+// WithBreaker gives the consumer a circuit breaker. While it is open the
+// consumer is paused (as Pause pauses it), and a failure that opened it or
+// happened while it was open is put back on the queue unchanged (nack with
+// requeue, attempt unchanged; Settlement.Outcome is OutcomeRequeued) rather
+// than retried or dead-lettered: the downstream failed, not the message.
+// After CoolDown it subscribes again and runs one delivery as a probe: a
+// success closes the breaker, a failure opens it for another cool-down.
+// Its state is in Consumer.Breaker, Conn.Health (degraded while not
+// closed), the acemq.consume.breaker.state gauge and the log. Options that
+// make no sense (no way to open, a CoolDown that is not positive) are
+// refused by Consume.
+func WithBreaker(b Breaker) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.breaker = &b })
+}
+
+// WithLogger logs the connection's operator-level events through l:
+// the connection lost, reconnecting, recovered and its topology
+// redeclared, blocked and unblocked by the broker; a consumer that stopped
+// without Close, was paused or resumed, whose drain ran out or whose
+// circuit breaker opened or closed; and a delivery that could not be set
+// aside or settled as decided. Nothing is logged per message: use
+// middleware.Log for that. The default is no logger: nothing is printed.
+// URLs are logged with their password redacted, and no header value or
+// body is ever logged.
+func WithLogger(l *slog.Logger) ConnOption {
+	return connOption(func(c *connConfig) { c.logger = l })
+}
+
 // Topology's options.
 
 // declareSpec collects the options of one exchange, queue or binding.
@@ -339,6 +507,8 @@ type declareSpec struct {
 	deadLetter bool
 	retry      RetryPolicy
 	retrySet   bool
+	maxPrio    uint8
+	maxPrioSet bool
 }
 
 type declareOption func(*declareSpec)
@@ -401,6 +571,19 @@ func WithQueueType(t QueueType) DeclareOption {
 // refused, not overruled. It applies to queues only.
 func WithDeadLettering() DeclareOption {
 	return declareOption(func(s *declareSpec) { s.deadLetter = true })
+}
+
+// WithMaxPriority declares a priority queue (x-max-priority = max, as a
+// 32-bit integer): it delivers messages sent WithPriority highest first,
+// first in first out within one priority, counting a priority above max
+// as max. Priority queues are classic queues — RabbitMQ refuses the
+// argument on quorum queues — so combine it with
+// WithQueueType(QueueClassic), WithDurable(false), WithExclusive or
+// WithAutoDelete; a (default) quorum queue with it is a mistake Validate
+// reports. max must be 1 to 255; RabbitMQ advises at most 10, since every
+// level costs the broker memory and work. It applies to queues only.
+func WithMaxPriority(max uint8) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.maxPrio, s.maxPrioSet = max, true })
 }
 
 // Drift's options.

@@ -23,10 +23,35 @@ const (
 	SetAsideFailed   = "acemq.messages.set.aside.failed"
 	RungMissing      = "acemq.retry.rung.missing"
 	ConnectionEvents = "acemq.connection.events"
-	RequestTotal     = "acemq.request.total"
-	RequestDuration  = "acemq.request.duration"
-	RunTotal         = "acemq.pipeline.run.total"
-	RunDuration      = "acemq.pipeline.run.duration"
+	// BreakerState and BreakerOpened are this library's additions
+	// (docs/pipeline.md): a consumer's circuit breaker state (0 closed, 1
+	// half open, 2 open) and how often it opened.
+	BreakerState    = "acemq.consume.breaker.state"
+	BreakerOpened   = "acemq.consume.breaker.opened"
+	RequestTotal    = "acemq.request.total"
+	RequestDuration = "acemq.request.duration"
+	RunTotal        = "acemq.pipeline.run.total"
+	RunDuration     = "acemq.pipeline.run.duration"
+)
+
+// The scheduler's metrics (package schedule). The contract names none;
+// these are this library's, in the family's style.
+const (
+	// ScheduleScheduled counts messages handed to the scheduler
+	// (exchange, routing.key).
+	ScheduleScheduled = "acemq.schedule.scheduled.total"
+	// ScheduleHops counts publishes onto a rung (rung).
+	ScheduleHops = "acemq.schedule.hops.total"
+	// ScheduleDelivered counts messages published to their target
+	// (exchange, routing.key).
+	ScheduleDelivered = "acemq.schedule.delivered.total"
+	// ScheduleLateness is how long after its due time a message was
+	// delivered, in seconds (exchange, routing.key); early is 0.
+	ScheduleLateness = "acemq.schedule.lateness"
+	// ScheduleUndeliverable counts due messages that could not be
+	// delivered (reason: unroutable or no_exchange, held back a while;
+	// malformed, dropped).
+	ScheduleUndeliverable = "acemq.schedule.undeliverable.total"
 )
 
 // DurationBuckets are the bucket boundaries, in seconds, of every family
