@@ -98,13 +98,20 @@ func rawMessage(seq uint64, headers bool) amqp.Publishing {
 	return perf.RawMessage(seq, "", "application/json", body(), env)
 }
 
-func rawWindow(b *testing.B, url string, headers bool) {
+// rawPublisher declares a quorum queue and opens a RawPublisher on a raw
+// connection of its own, closed at cleanup.
+func rawPublisher(b *testing.B, url string) (string, *perf.RawPublisher) {
 	q := perf.Declare(b, url, perf.Quorum)
 	p, err := perf.NewRawPublisher(perf.OpenRaw(b, url))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer p.Close()
+	b.Cleanup(func() { _ = p.Close() })
+	return q, p
+}
+
+func rawWindow(b *testing.B, url string, headers bool) {
+	q, p := rawPublisher(b, url)
 	ctx := perf.CtxFor(b, 10*time.Minute)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -141,12 +148,7 @@ func parallel(b *testing.B, n int, send func(i int64) error) {
 }
 
 func rawSend(b *testing.B, url string, n int, headers bool) {
-	q := perf.Declare(b, url, perf.Quorum)
-	p, err := perf.NewRawPublisher(perf.OpenRaw(b, url))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	q, p := rawPublisher(b, url)
 	ctx := perf.CtxFor(b, 10*time.Minute)
 	parallel(b, n, func(i int64) error { return p.Send(ctx, "", q, rawMessage(uint64(i), headers)) })
 }
