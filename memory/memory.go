@@ -33,12 +33,12 @@
 //     Redeclaring an existing queue with a different exclusive flag fails
 //     with RESOURCE_LOCKED (405), as RabbitMQ does.
 //   - Queue arguments implemented: x-message-ttl, x-dead-letter-exchange,
-//     x-dead-letter-routing-key, x-queue-type, x-single-active-consumer (one
-//     consumer receives, the others stand by and take over in order) and,
-//     on streams, x-max-age, x-max-length-bytes and
-//     x-stream-max-segment-size-bytes. Arguments RabbitMQ knows but this
-//     broker does not implement (x-max-length, x-expires, x-overflow,
-//     x-max-priority, x-delivery-limit, …) are refused rather than
+//     x-dead-letter-routing-key, x-queue-type, x-max-priority (highest
+//     priority first), x-single-active-consumer (one consumer receives, the
+//     others stand by and take over in order) and, on streams, x-max-age,
+//     x-max-length-bytes and x-stream-max-segment-size-bytes. Arguments
+//     RabbitMQ knows but this broker does not implement (x-max-length,
+//     x-expires, x-overflow, x-delivery-limit, …) are refused rather than
 //     silently ignored.
 //   - Publishing: mandatory messages that route nowhere fail with
 //     *driver.ReturnError (312 NO_ROUTE); a missing exchange fails with an

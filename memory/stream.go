@@ -33,7 +33,8 @@ import (
 //     removed. A segment's size counts message bodies; RabbitMQ counts its
 //     encoded records, so its segments fill a little sooner.
 //   - Streams are durable, never exclusive or auto-delete, and take no
-//     dead-letter arguments, x-message-ttl or single active consumer.
+//     dead-letter arguments, x-message-ttl, x-max-priority or single active
+//     consumer.
 
 // defaultSegmentBytes is RabbitMQ's default x-stream-max-segment-size-bytes.
 const defaultSegmentBytes = 500_000_000
@@ -69,7 +70,7 @@ func parseStreamArgs(name string, q driver.Queue) (*streamLog, error) {
 	if err := durableOnly(name, q); err != nil {
 		return nil, err
 	}
-	for _, a := range []string{"x-dead-letter-exchange", "x-dead-letter-routing-key", "x-message-ttl", "x-single-active-consumer", "x-max-length"} {
+	for _, a := range []string{"x-dead-letter-exchange", "x-dead-letter-routing-key", "x-message-ttl", "x-single-active-consumer", "x-max-length", "x-max-priority"} {
 		if _, ok := q.Args[a]; ok {
 			return nil, fmt.Errorf("memory: declare queue %q: a stream does not take the argument %q", name, a)
 		}

@@ -15,7 +15,8 @@
 // exchanges and the default exchange, NO_ROUTE returns, message properties
 // and header types, publisher confirms under concurrency, nack with requeue
 // and the redelivered flag, dead-lettering on reject and on TTL with
-// x-death, the retry rung shape, per-message expiration, prefetch, exclusive
+// x-death, the retry rung shape, per-message expiration (acted on at the head of
+// the queue), priority queues, prefetch, exclusive
 // and auto-delete queues, Cancel and Close semantics, closing the
 // connection, round-robin between subscriptions, single active consumer
 // and, on a broker that reports Capabilities.Streams, streams: offsets on
@@ -80,6 +81,9 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"TTLDeadLetter", testTTLDeadLetter},
 		{"RetryRung", testRetryRung},
 		{"PerMessageExpiration", testPerMessageExpiration},
+		{"ExpirationAtHead", testExpirationAtHead},
+		{"PriorityOrder", testPriorityOrder},
+		{"PriorityArguments", testPriorityArguments},
 		{"Prefetch", testPrefetch},
 		{"ExclusiveQueue", testExclusiveQueue},
 		{"AutoDeleteQueue", testAutoDeleteQueue},
