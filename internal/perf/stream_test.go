@@ -94,7 +94,7 @@ func rawStreamRead(b *testing.B, url string, s *sharedStream, pf int) {
 			b.Fatalf("only %d of %d messages arrived within %s", i, b.N, stallTimeout)
 		}
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	_ = ch.Close()
 }
 
@@ -118,7 +118,7 @@ func acemqStreamRead(b *testing.B, url string, s *sharedStream, pf int) {
 		_ = r.Close(context.Background())
 		b.Fatalf("only %d of %d messages arrived within %s", b.N-done.Left(), b.N, stallTimeout)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	if err := r.Close(ctxFor(b, time.Minute)); err != nil {
 		b.Error(err)
 	}
