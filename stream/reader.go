@@ -258,6 +258,9 @@ func (r *Reader) process(d *driver.Delivery) {
 		s.Outcome = acemq.OutcomeAcked
 	} else {
 		s.Reason = reason + wire.Describe(s.Err)
+		if decodeErr != nil {
+			s.Reason = undecodable(decodeErr)
+		}
 		s.Target = target
 		s.Outcome = outcome
 		if err := r.setAside(d, env, target, s.Reason); err != nil {
@@ -328,6 +331,21 @@ func (r *Reader) setAside(d *driver.Delivery, env acemq.Envelope, target, reason
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// undecodable is the reason of a parked undecodable body, as the consume
+// engine writes it: the prefix, the codec's own error as TypeName: message,
+// and the content type.
+func undecodable(err error) string {
+	var de *acemq.DecodeError
+	if !errors.As(err, &de) || de.Err == nil {
+		return reasonUndecodable + wire.Describe(err)
+	}
+	ct := de.ContentType
+	if ct == "" {
+		ct = "none"
+	}
+	return reasonUndecodable + wire.Describe(de.Err) + " (content type " + ct + ")"
 }
 
 // cut bounds a reason to acemq.MaxErrorHeaderBytes on a UTF-8 boundary.

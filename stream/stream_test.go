@@ -325,3 +325,26 @@ func TestDeclareWithRetention(t *testing.T) {
 		s.wait(t, 2)
 	})
 }
+
+// A body the reader's codec cannot decode is parked, the handler never
+// sees it, and the reader goes on.
+func TestUndecodableIsParked(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := declare(t, c)
+		if _, err := acemq.NewPublisher[string](c, "", acemq.WithCodec(acemq.Text)).Send(context.Background(), q, "not json"); err != nil {
+			t.Fatal(err)
+		}
+		publish(t, c, q, 1, 2)
+		var s seen
+		read(t, c, q, accepting(&s), stream.WithOffset(stream.First()))
+		if ns, _ := s.wait(t, 1); ns[0] != 1 {
+			t.Errorf("the handler saw %v", ns)
+		}
+		d := brokertest.Get(t, c, acemq.ParkedQueue(q))
+		r, _ := d.Headers[wire.HeaderError].(string)
+		if !strings.HasPrefix(r, "could not be decoded: ") || !strings.Contains(r, "(content type text/plain") || string(d.Body) != "not json" {
+			t.Errorf("the parked copy: reason %q, body %q", r, d.Body)
+		}
+	})
+}
