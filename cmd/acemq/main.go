@@ -118,6 +118,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newBenchCmd(),
 		newCertsCmd(),
 		newOutboxCmd(),
+		newPartitionCmd(),
 	)
 	return root
 }

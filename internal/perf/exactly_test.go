@@ -145,7 +145,7 @@ func outboxSend(b *testing.B, url string, db *sql.DB, goroutines int) {
 		})
 	}
 	wg.Wait()
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	sum := lat.Summary()
 	b.ReportMetric(float64(sum.P50.Microseconds())/1000, "commit-p50-ms")
 	b.ReportMetric(float64(sum.P99.Microseconds())/1000, "commit-p99-ms")
@@ -209,7 +209,7 @@ func dbConsume(b *testing.B, url string, db *sql.DB, withInbox bool) {
 		_ = cons.Close(context.Background())
 		b.Fatalf("only %d of %d messages handled within %s", b.N-done.Left(), b.N, stallTimeout)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	if err := cons.Close(ctxFor(b, time.Minute)); err != nil {
 		b.Error(err)
 	}
@@ -232,7 +232,7 @@ func acemqSendOne(b *testing.B, url string) {
 		}
 		lat.Since(start)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	sum := lat.Summary()
 	b.ReportMetric(float64(sum.P50.Microseconds())/1000, "commit-p50-ms")
 	b.ReportMetric(float64(sum.P99.Microseconds())/1000, "commit-p99-ms")
@@ -261,7 +261,7 @@ func outboxDrain(b *testing.B, url string, db *sql.DB) {
 	b.StartTimer()
 	m := startMeter()
 	n, err := relay.Flush(ctx)
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	if err != nil || n != b.N {
 		b.Fatalf("flushed %d of %d: %v", n, b.N, err)
 	}
@@ -303,5 +303,5 @@ func commits(b *testing.B, db *sql.DB, notify bool) {
 		})
 	}
 	wg.Wait()
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 }
