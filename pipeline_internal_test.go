@@ -75,7 +75,7 @@ func TestEmptyPipelineDoesNotAllocate(t *testing.T) {
 	})
 	direct := testing.AllocsPerRun(200, func() {
 		b, _ := p.cfg.codec.Encode(body)
-		_ = message("", "pipe", env.orDefault().withoutUnknown(), p.cfg.codec.ContentType(), b)
+		_ = messageBoxed("", "pipe", env.orDefault().withoutUnknown(), p.cfg.codec.ContentType(), b, &p.boxes)
 	})
 	t.Logf("publish: %.0f allocations through the pipeline, %.0f for encoding and headers alone", piped, direct)
 	if piped != direct {

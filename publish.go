@@ -15,6 +15,12 @@ import (
 // message is the driver message for a publish of env's message: the
 // envelope written into the headers, its id as the AMQP message-id.
 func message(exchange, routingKey string, env Envelope, contentType string, body []byte) driver.Message {
+	return messageBoxed(exchange, routingKey, env, contentType, body, nil)
+}
+
+// messageBoxed is message with the header values boxed through boxes (a
+// publisher's, header_boxes.go).
+func messageBoxed(exchange, routingKey string, env Envelope, contentType string, body []byte, boxes *headerBoxes) driver.Message {
 	env = env.orDefault()
 	return driver.Message{
 		Exchange:    exchange,
@@ -22,7 +28,7 @@ func message(exchange, routingKey string, env Envelope, contentType string, body
 		Mandatory:   true,
 		ContentType: contentType,
 		MessageID:   env.id,
-		Headers:     env.AppendHeaders(nil, routingKey),
+		Headers:     env.appendHeaders(nil, routingKey, boxes),
 		Body:        body,
 	}
 }
