@@ -39,7 +39,8 @@ type HealthReport struct {
 	Checked time.Time `json:"checked"`
 	// Parts holds the check's figures: for a connection, blocked,
 	// blockedReason, consumers and roundTripMillis (null when the broker
-	// was not probed); for an aggregate (package actuator's), one
+	// was not probed), and endpoint (the URL of the node the connection is
+	// on, without its password; "" while it is down); for an aggregate (package actuator's), one
 	// HealthReport per check.
 	Parts map[string]any `json:"parts"`
 }
@@ -86,6 +87,7 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 			"blockedReason":   reason,
 			"consumers":       running,
 			"roundTripMillis": nil,
+			"endpoint":        c.Endpoint(),
 		},
 	}
 	switch {
@@ -103,7 +105,11 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 		start := time.Now()
 		if err := p.Ping(ctx); err != nil {
 			r.Status = HealthDown
-			r.Detail = fmt.Sprintf("the broker at %s did not answer a ping: %v", c.url, err)
+			at := c.Endpoint()
+			if at == "" {
+				at = c.url
+			}
+			r.Detail = fmt.Sprintf("the broker at %s did not answer a ping: %v", at, err)
 			return r
 		}
 		r.Parts["roundTripMillis"] = float64(time.Since(start).Microseconds()) / 1000
