@@ -356,6 +356,9 @@ type declareSpec struct {
 	deadLetter bool
 	retry      RetryPolicy
 	retrySet   bool
+
+	groupSize    int // WithInitialGroupSize (groupsize.go)
+	groupSizeSet bool
 }
 
 type declareOption func(*declareSpec)
