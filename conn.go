@@ -108,7 +108,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	if err := errors.Join(cfg.errs...); err != nil {
 		return nil, err
 	}
-	urls := splitURLs(url)
+	urls := driver.SplitURLs(url)
 	url = urls[0]
 	fallback := append(urls[1:len(urls):len(urls)], cfg.fallback...)
 	d, err := driver.Lookup(url)
@@ -298,39 +298,6 @@ func sameScheme(first string, fallback []string) error {
 		}
 	}
 	return nil
-}
-
-// splitURLs splits a comma-separated list of broker URLs. A comma starts a
-// new URL only where a scheme and "://" follow it (spaces around it are
-// dropped); any other comma belongs to the URL it is in. It returns at
-// least one element.
-func splitURLs(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == ',' && startsWithScheme(strings.TrimLeft(s[i+1:], " \t")) {
-			out = append(out, strings.TrimSpace(s[start:i]))
-			start = i + 1
-		}
-	}
-	return append(out, strings.TrimSpace(s[start:]))
-}
-
-// startsWithScheme reports whether s begins with a URL scheme (a letter,
-// then letters, digits, '+', '-' or '.') and "://".
-func startsWithScheme(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
-		case i > 0 && c == ':':
-			return strings.HasPrefix(s[i:], "://")
-		default:
-			return false
-		}
-	}
-	return false
 }
 
 // unprefixed is an error whose text drops a leading "acemq: ", for an error

@@ -1,4 +1,4 @@
-package acemq
+package driver
 
 import (
 	"slices"
@@ -23,8 +23,8 @@ func TestSplitURLs(t *testing.T) {
 		{"memory://x,memory://y", []string{"memory://x", "memory://y"}},
 		{"", []string{""}},
 	} {
-		if got := splitURLs(tc.in); !slices.Equal(got, tc.want) {
-			t.Errorf("splitURLs(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := SplitURLs(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("SplitURLs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -37,7 +37,7 @@ func FuzzSplitURLs(f *testing.F) {
 	f.Add("amqp://u:p,w@a/ , amqps://b/")
 	f.Add(",,a://")
 	f.Fuzz(func(t *testing.T, s string) {
-		parts := splitURLs(s)
+		parts := SplitURLs(s)
 		if len(parts) == 0 {
 			t.Fatal("no parts")
 		}
@@ -49,9 +49,19 @@ func FuzzSplitURLs(f *testing.F) {
 			if i > 0 && !startsWithScheme(p) {
 				t.Fatalf("part %d %q of %q does not begin with a scheme", i, p, s)
 			}
-			if again := splitURLs(p); len(again) != 1 {
+			if again := SplitURLs(p); len(again) != 1 {
 				t.Fatalf("part %q of %q splits again into %q", p, s, again)
 			}
 		}
 	})
+}
+
+func TestRedactURLList(t *testing.T) {
+	got := RedactURL("amqp://u:one@a:5672/,amqps://u:two@b:5671/v")
+	if got != "amqp://u:xxxxx@a:5672/,amqps://u:xxxxx@b:5671/v" {
+		t.Fatalf("RedactURL of a list = %q", got)
+	}
+	if got := RedactURL("amqp://u:p,w@a/"); got != "amqp://u:xxxxx@a/" {
+		t.Fatalf("RedactURL of a URL with a comma in its password = %q", got)
+	}
 }
