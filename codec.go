@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/acemq/acemq/internal/media"
 )
 
 // Codec turns payloads into bodies and back. A publisher writes one format;
@@ -49,13 +51,8 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // mediaType returns the lower-cased media type of a content type, without
 // parameters. It is what mime.ParseMediaType returns as the media type,
 // for valid and invalid input alike, without parsing the parameters: it
-// runs on every delivery.
-func mediaType(ct string) string {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	return strings.ToLower(strings.TrimSpace(ct))
-}
+// runs on every delivery. The codecs under codec/ compare the same way.
+func mediaType(ct string) string { return media.Type(ct) }
 
 // JSON is the default codec: application/json, encoding/json semantics, no
 // trailing newline. It also reads text/json, application/*+json and a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -36,6 +37,11 @@ type Conn struct {
 	consumers map[*consumerCore]struct{}
 	closed    bool
 	events    []func(ConnEvent)
+
+	// The pipeline (pipeline.go, logging.go).
+	publishIcpt []PublishInterceptor
+	consumeIcpt []ConsumeInterceptor
+	log         *slog.Logger
 }
 
 // ConnEvent is a connection state transition (lost, retrying, recovered,
@@ -129,7 +135,11 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		hooks:     map[int]func(Settlement){},
 		consumers: map[*consumerCore]struct{}{},
 		events:    cfg.onEvent,
+
+		publishIcpt: cfg.publishIcpt,
+		consumeIcpt: cfg.consumeIcpt,
 	}
+	c.log = newConnLogger(cfg.logger, cfg.drv.Name, c.url)
 	if c.origin == "" {
 		c.origin = wire.DefaultOrigin()
 	}
@@ -147,6 +157,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		TracerProvider: c.obs.tracerProvider,
 		Tracing:        c.obs.tracing,
 		Capabilities:   c.capabilities,
+		Logger:         c.log,
 	}
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil
@@ -154,6 +165,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 
 func (c *Conn) dispatchEvent(e driver.Event) {
 	c.obs.connEvent(e)
+	c.logEvent(e)
 	for _, f := range c.events {
 		f(e)
 	}
@@ -219,8 +231,10 @@ func (c *Conn) Raw(f func(driver.Conn) error) error {
 	return f(c.t)
 }
 
-// Close stops every consumer started on the connection (each with its drain
-// timeout, bounded by ctx) and closes the connection.
+// Close stops every consumer started on the connection and closes the
+// connection. The consumers drain at once, side by side, each within its
+// drain timeout and all within ctx: ctx is the one shutdown deadline.
+// Their *DrainError values, if any, are joined in the error returned.
 func (c *Conn) Close(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -230,12 +244,12 @@ func (c *Conn) Close(ctx context.Context) error {
 	c.closed = true
 	cs := slices.Collect(maps.Keys(c.consumers))
 	c.mu.Unlock()
-	var errs []error
-	for _, k := range cs {
-		if err := k.close(ctx); err != nil {
-			errs = append(errs, err)
-		}
+	errs := make([]error, len(cs), len(cs)+1)
+	var wg sync.WaitGroup
+	for i, k := range cs {
+		wg.Go(func() { errs[i] = k.close(ctx) })
 	}
+	wg.Wait()
 	if err := c.t.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -278,6 +292,9 @@ func (c *Conn) emitSettlement(s Settlement) {
 		s.end(s)
 	}
 	c.obs.settled(s)
+	if s.SetAsideFailed != "" || s.SettleErr != nil {
+		c.logSettlement(&s)
+	}
 	if fs := c.listeners.Load(); fs != nil {
 		for _, f := range *fs {
 			f(s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,15 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		return nil, errNoCodec
 	case cfg.noDeclare && len(cfg.topology) > 0:
 		return nil, errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
+	case cfg.err != nil:
+		return nil, cfg.err
+	}
+	if err := cfg.breaker.check(); err != nil {
+		return nil, err
+	}
+	h, err := chain(h, cfg.middleware)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.retrySet {
 		if cfg.retry.err != nil {
@@ -108,6 +118,8 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	cfg.retry = cfg.retry.orDefault()
 	codec := cfg.codec
 	k := &consumerCore{conn: c, queue: queue, cfg: cfg}
+	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
+	k.brk = newBreaker(k, cfg.breaker)
 	k.handle = func(ctx context.Context, d *driver.Delivery, env Envelope) (Ack, error) {
 		var v T
 		if err := decode(codec, d.Body, d.ContentType, &v); err != nil {
@@ -173,8 +185,13 @@ type consumerCore struct {
 	queue  string
 	cfg    consumeConfig
 	handle func(ctx context.Context, d *driver.Delivery, env Envelope) (Ack, error)
+	// The pipeline: the connection's consume interceptors, then the
+	// consumer's (pipeline.go); the circuit breaker, nil without one
+	// (breaker.go); the subscriptions and pause state (flow.go).
+	intercept []ConsumeInterceptor
+	brk       *breaker
+	flow      flowState
 
-	sub       driver.Subscription
 	stopping  chan struct{}
 	done      chan struct{}
 	hctx      context.Context
@@ -202,11 +219,11 @@ func (k *consumerCore) start(ctx context.Context) error {
 			return err
 		}
 	}
-	sub, err := k.conn.t.Consume(ctx, driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch})
+	sub, err := k.conn.t.Consume(ctx, k.spec())
 	if err != nil {
 		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, err)
 	}
-	k.sub = sub
+	k.begin(sub)
 	k.stopping = make(chan struct{})
 	k.done = make(chan struct{})
 	k.hctx, k.hcancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -246,28 +263,40 @@ func (k *consumerCore) isStopping() bool {
 
 // work takes deliveries straight from the subscription (with no goroutine
 // in between when the driver is a driver.Receiver: each hand-over costs a
-// wake-up) and processes them; once the consumer is stopping, deliveries
-// not yet started go back to the queue.
+// wake-up) and processes them; once the consumer is stopping or pausing,
+// deliveries not yet started go back to the queue. A paused consumer's
+// workers wait for the next subscription (flow.go).
 func (k *consumerCore) work() {
 	defer k.workers.Done()
-	receive := driver.Receive(k.sub)
 	for {
-		d, ok := receive()
-		if !ok {
+		g := k.take()
+		if g == nil {
 			break
 		}
-		// A delivery taken up as the consumer began to stop has not
-		// started: put it back rather than run it.
-		if k.isStopping() {
-			_ = d.Nack(true)
-			continue
+		receive := driver.Receive(g.sub)
+		for {
+			d, ok := receive()
+			if !ok {
+				break
+			}
+			// A delivery taken up as the consumer began to stop or
+			// pause has not started: put it back rather than run it.
+			if g.draining.Load() || k.isStopping() || !k.brk.admit() {
+				_ = d.Nack(true)
+				continue
+			}
+			g.pending.Add(1)
+			k.process(&d, g)
 		}
-		k.process(&d)
-	}
-	// The deliveries have ended. Every worker gets here; recording it twice
-	// is harmless.
-	if !k.isStopping() {
-		k.ended.Store(true) // the subscription ended without Close
+		g.readers.Done()
+		if !g.draining.Load() {
+			// The subscription ended without Close or Pause. Every
+			// worker gets here; it is recorded and logged once.
+			if k.ended.CompareAndSwap(false, true) {
+				k.conn.log.Error("acemq: the consumer stopped: its subscription ended without Close (its queue was deleted, or the broker cancelled it)", slog.String("queue", k.queue))
+			}
+			break
+		}
 	}
 	k.running.Store(false)
 }
@@ -280,15 +309,10 @@ func (k *consumerCore) close(ctx context.Context) error {
 	}
 	k.closed = true
 	k.running.Store(false)
-	close(k.stopping)
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, k.cfg.drainTimeout)
 	defer cancel()
-	if err := k.sub.Cancel(dctx); err != nil {
-		// The subscription cannot be cancelled (its channel is gone, or ctx
-		// has ended): close it, which ends the deliveries at once.
-		_ = k.sub.Close()
-	}
+	k.stopFlow(dctx)
 
 	finished := make(chan struct{})
 	go func() {
@@ -301,11 +325,12 @@ func (k *consumerCore) close(ctx context.Context) error {
 	case <-dctx.Done():
 		k.abandoned.Store(true)
 		k.closeErr = &DrainError{Queue: k.queue, Stranded: int(k.unsettled.Load()), Timeout: time.Since(start).Round(time.Millisecond)}
+		k.conn.log.Warn("acemq: a consumer's drain ran out; its unsettled deliveries go back to the queue", slog.String("queue", k.queue), slog.Int("stranded", int(k.unsettled.Load())))
 	}
-	// Closing the subscription puts whatever is still unsettled back on the
-	// queue (the broker redelivers it) and lets stranded handlers' settlements
-	// fail fast.
-	_ = k.sub.Close()
+	// Closing the subscriptions puts whatever is still unsettled back on
+	// the queue (the broker redelivers it) and lets stranded handlers'
+	// settlements fail fast.
+	k.closeAll()
 	k.hcancel()
 	k.unregister()
 	close(k.done)

@@ -75,6 +75,17 @@ until it takes them, moves them elsewhere, or puts them back: how an operator
 looks at a dead-letter queue. [Conn.Health] reports the connection's health
 as the family's actuator endpoint does.
 
+# The pipeline
+
+Publish interceptors ([WithPublishInterceptors]) see and may change every
+application publish; consume interceptors ([WithConsumeInterceptors]) see
+every delivery before it is decoded and may refuse it; [Middleware] wraps a
+typed handler ([WithMiddleware]; package middleware has a timeout, a rate
+limit and per-message logs). [WithLogger] logs operator-level events
+through log/slog. [Consumer.Pause], [Publisher.Pause] and a circuit breaker
+([WithBreaker]) stop the flow without closing anything; [Conn.Close] drains
+every consumer at once within one deadline. See docs/pipeline.md.
+
 # Options
 
 Every option of the module is a function named With… that returns an
@@ -83,19 +94,25 @@ option interface: [ConnOption] for Connect, [PublisherOption], [SendOption],
 An option that switches a default off takes a bool: WithConfirms(false),
 WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
 publishers and consumers, [WithRetry] by both consumers and queue
-declarations. Nonsensical values (a concurrency of 0, a retry policy with
+declarations, and the [InterceptorOption] values of
+[WithPublishInterceptors] and [WithConsumeInterceptors] by Connect,
+NewPublisher and Consume. Nonsensical values (a concurrency of 0, a retry policy with
 no attempts, a negative timeout) are refused with an error that says what
 to change.
 
 # Where to go next
 
-  - docs/ in the repository: the envelope, consuming, retries, topology,
-    connecting, observability, reliability and performance, and docs/wire.md
+  - docs/ in the repository: the envelope, consuming, the pipeline,
+    retries, topology, connecting, observability, reliability and performance, and docs/wire.md
     for the contract itself; docs/upgrading.md for names that changed.
+  - packages under codec/: XML, YAML, TOML, Protobuf and Avro codecs,
+    encryption (codec/encrypted) and codecs by name (codec); see
+    docs/codecs.md and docs/encryption.md.
   - package rpc: request and reply on top of one-way messaging.
   - packages route and replay: routing slips and pipelines; moving dead
     letters back.
   - package claimcheck: large payloads kept out of the broker.
+  - package middleware: handler middleware (timeout, rate limit, logs).
   - package acemqtest: a memory:// broker per test, waiting until a consumer
     is idle, collected settlements.
   - package actuator: the family's /acemq-metrics, /acemq-health and

@@ -38,9 +38,12 @@ type HealthReport struct {
 	// Checked is when the check ran.
 	Checked time.Time `json:"checked"`
 	// Parts holds the check's figures: for a connection, blocked,
-	// blockedReason, consumers and roundTripMillis (null when the broker
-	// was not probed), and endpoint (the URL of the node the connection is
-	// on, without its password; "" while it is down); for an aggregate (package actuator's), one
+	// blockedReason, consumers, roundTripMillis (null when the broker
+	// was not probed), paused (the queues of paused consumers, by Pause
+	// or their breaker), breakers (queue → breaker state, for consumers
+	// with one) and endpoint (the URL of the node the connection is on,
+	// without its password; "" while it is down); for an aggregate
+	// (package actuator's), one
 	// HealthReport per check.
 	Parts map[string]any `json:"parts"`
 }
@@ -55,7 +58,8 @@ type HealthReport struct {
 //     BlockedDetail + reason; the broker is not probed then, since a
 //     blocked broker stops reading;
 //   - degraded when a consumer's subscription ended without Close being
-//     called (its queue was deleted, or the broker cancelled it);
+//     called (its queue was deleted, or the broker cancelled it), or when
+//     a consumer's circuit breaker is open or half open;
 //   - up otherwise.
 //
 // It does not detect a consumer whose handlers are stuck: use the
@@ -71,15 +75,30 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 	closed := c.closed
 	running := 0
 	var stopped []string
+	paused := []string{}
+	breakers := map[string]string{}
+	var tripped []string
 	for k := range c.consumers {
 		if k.ended.Load() {
 			stopped = append(stopped, k.queue)
 		} else {
 			running++
 		}
+		if k.paused() {
+			paused = append(paused, k.queue)
+		}
+		if k.brk != nil {
+			st := k.brk.State()
+			breakers[k.queue] = string(st)
+			if st != BreakerClosed {
+				tripped = append(tripped, k.queue)
+			}
+		}
 	}
 	c.mu.Unlock()
 	sort.Strings(stopped)
+	sort.Strings(paused)
+	sort.Strings(tripped)
 	r := HealthReport{
 		Checked: time.Now().UTC(),
 		Parts: map[string]any{
@@ -87,6 +106,8 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 			"blockedReason":   reason,
 			"consumers":       running,
 			"roundTripMillis": nil,
+			"paused":          paused,
+			"breakers":        breakers,
 			"endpoint":        c.Endpoint(),
 		},
 	}
@@ -119,8 +140,16 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 		r.Detail = fmt.Sprintf("the consumer of %s stopped unexpectedly (its queue was deleted or the broker cancelled it); %d consumers running", quoteAll(stopped), running)
 		return r
 	}
+	if len(tripped) > 0 {
+		r.Status = HealthDegraded
+		r.Detail = fmt.Sprintf("the circuit breaker of the consumer of %s is not closed: it is paused after its handlers failed, and probes again after its cool-down; %d consumers running", quoteAll(tripped), running)
+		return r
+	}
 	r.Status = HealthUp
 	r.Detail = fmt.Sprintf("the broker answered; %d consumers running", running)
+	if len(paused) > 0 {
+		r.Detail += fmt.Sprintf(", of which %d paused (%s)", len(paused), quoteAll(paused))
+	}
 	return r
 }
 

@@ -53,6 +53,8 @@ type observer struct {
 	setAsideFailed  metric.Int64Counter
 	rungMissing     metric.Int64Counter
 	connEvents      metric.Int64Counter
+	breakerState    metric.Int64ObservableGauge
+	breakerOpened   metric.Int64Counter
 
 	noConfirms bool
 	attrs      attrCache
@@ -142,6 +144,33 @@ func (o *observer) instruments() {
 		metric.WithDescription("Connection state transitions, by event (lost, retrying, recovered, blocked, unblocked).")); err != nil {
 		o.connEvents, _ = n.Int64Counter("")
 	}
+	if o.breakerState, err = m.Int64ObservableGauge(telemetry.BreakerState, metric.WithUnit("{state}"),
+		metric.WithDescription("The state of a consumer's circuit breaker, by queue: 0 closed, 1 half open, 2 open. Consumers without a breaker report nothing.")); err != nil {
+		o.breakerState, _ = n.Int64ObservableGauge("")
+	}
+	if o.breakerOpened, err = m.Int64Counter(telemetry.BreakerOpened, metric.WithUnit("{opening}"),
+		metric.WithDescription("How often a consumer's circuit breaker opened, by queue.")); err != nil {
+		o.breakerOpened, _ = n.Int64Counter("")
+	}
+}
+
+// breakerOpen counts a circuit breaker's opening.
+func (o *observer) breakerOpen(queue string) {
+	ctx := context.Background()
+	if o.breakerOpened.Enabled(ctx) {
+		o.breakerOpened.Add(ctx, 1, o.attrs.get(attrKey{kind: 'q', a: queue}))
+	}
+}
+
+// breakerGauge is the gauge value of a breaker state.
+func breakerGauge(s BreakerState) int64 {
+	switch s {
+	case BreakerHalfOpen:
+		return 1
+	case BreakerOpen:
+		return 2
+	}
+	return 0
 }
 
 // watch starts the in-flight gauge over the connection's consumers and
@@ -156,15 +185,25 @@ func (o *observer) watch(c *Conn, noConfirms bool) {
 			return nil
 		}
 		counts := make(map[string]int64, len(c.consumers))
+		var breakers map[string]int64
 		for k := range c.consumers {
 			counts[k.queue] += k.inflight.Load()
+			if k.brk != nil {
+				if breakers == nil {
+					breakers = map[string]int64{}
+				}
+				breakers[k.queue] = max(breakers[k.queue], breakerGauge(k.brk.State()))
+			}
 		}
 		c.mu.Unlock()
 		for q, n := range counts {
 			ob.ObserveInt64(o.inFlight, n, o.attrs.get(attrKey{kind: 'q', a: q}))
 		}
+		for q, n := range breakers {
+			ob.ObserveInt64(o.breakerState, n, o.attrs.get(attrKey{kind: 'q', a: q}))
+		}
 		return nil
-	}, o.inFlight)
+	}, o.inFlight, o.breakerState)
 	if err == nil {
 		o.regMu.Lock()
 		o.reg = reg

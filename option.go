@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -18,7 +19,8 @@ import (
 // value of one of the option interfaces below. An option that switches a
 // default off takes a bool: WithConfirms(false), WithMandatory(false).
 // Options are applied in order: a later one of the same kind wins, except
-// WithConnEvents, WithFallbackURLs and WithTopology, which add up.
+// WithConnEvents, WithFallbackURLs, WithTopology, WithPublishInterceptors,
+// WithConsumeInterceptors and WithMiddleware, which add up.
 
 // A ConnOption configures Connect.
 type ConnOption interface{ applyConn(*connConfig) }
@@ -63,6 +65,11 @@ type connConfig struct {
 	tel      telemetryConfig
 	fallback []string
 	errs     []error
+
+	// The pipeline (pipeline.go, logging.go).
+	publishIcpt []PublishInterceptor
+	consumeIcpt []ConsumeInterceptor
+	logger      *slog.Logger
 }
 
 type connOption func(*connConfig)
@@ -240,6 +247,8 @@ type publisherConfig struct {
 	codec           Codec
 	transient       bool
 	allowUnroutable bool
+	intercept       []PublishInterceptor
+	err             error
 }
 
 type publisherOption func(*publisherConfig)
@@ -289,6 +298,12 @@ type consumeConfig struct {
 	noDeclare    bool
 	drainTimeout time.Duration
 	topology     []*Topology
+
+	// The pipeline (pipeline.go, breaker.go).
+	intercept  []ConsumeInterceptor
+	middleware []any // Middleware[T] of the consumer's T
+	breaker    *Breaker
+	err        error
 }
 
 type consumeOption func(*consumeConfig)
@@ -340,6 +355,120 @@ func WithTopology(t *Topology) ConsumeOption {
 			c.topology = append(c.topology, t)
 		}
 	})
+}
+
+// The pipeline's options (docs/pipeline.md): interceptors on a connection,
+// publisher or consumer; a consumer's middleware and circuit breaker; a
+// connection's logger.
+
+// An InterceptorOption adds interceptors. Given to Connect, they run for
+// every publisher or consumer of the connection; given to NewPublisher or
+// Consume, for that one only, after the connection's.
+type InterceptorOption interface {
+	ConnOption
+	PublisherOption
+	ConsumeOption
+}
+
+type interceptors struct {
+	publish []PublishInterceptor
+	consume []ConsumeInterceptor
+	err     error
+}
+
+func (o interceptors) applyConn(c *connConfig) {
+	if o.err != nil {
+		c.errs = append(c.errs, o.err)
+	}
+	c.publishIcpt = append(c.publishIcpt, o.publish...)
+	c.consumeIcpt = append(c.consumeIcpt, o.consume...)
+}
+
+func (o interceptors) applyPublisher(c *publisherConfig) {
+	if o.err != nil && c.err == nil {
+		c.err = o.err
+	}
+	c.intercept = append(c.intercept, o.publish...)
+}
+
+func (o interceptors) applyConsume(c *consumeConfig) {
+	if o.err != nil && c.err == nil {
+		c.err = o.err
+	}
+	c.intercept = append(c.intercept, o.consume...)
+}
+
+// WithPublishInterceptors adds publish interceptors, run in the order
+// given. Given to Connect they run for every publisher of the connection,
+// before those given to NewPublisher. Consumers ignore them.
+func WithPublishInterceptors(fs ...PublishInterceptor) InterceptorOption {
+	o := interceptors{publish: fs}
+	for _, f := range fs {
+		if f == nil {
+			o.err = errors.New("acemq: WithPublishInterceptors was given a nil interceptor: drop it")
+		}
+	}
+	return o
+}
+
+// WithConsumeInterceptors adds consume interceptors, run in the order
+// given. Given to Connect they run for every consumer of the connection,
+// before those given to Consume. Publishers ignore them.
+func WithConsumeInterceptors(fs ...ConsumeInterceptor) InterceptorOption {
+	o := interceptors{consume: fs}
+	for _, f := range fs {
+		if f == nil {
+			o.err = errors.New("acemq: WithConsumeInterceptors was given a nil interceptor: drop it")
+		}
+	}
+	return o
+}
+
+// WithMiddleware wraps the consumer's handler in mw, the first given
+// outermost: WithMiddleware(a, b) runs a, then b, then the handler, and b's
+// Ack passes through a on the way out. Several WithMiddleware options add
+// up, in order. The chain is built once, when the consumer starts; a
+// consumer of a type other than T refuses to start.
+func WithMiddleware[T any](mw ...Middleware[T]) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) {
+		for _, m := range mw {
+			if m == nil {
+				if c.err == nil {
+					c.err = errors.New("acemq: WithMiddleware was given a nil middleware: drop it")
+				}
+				continue
+			}
+			c.middleware = append(c.middleware, m)
+		}
+	})
+}
+
+// WithBreaker gives the consumer a circuit breaker. While it is open the
+// consumer is paused (as Pause pauses it), and a failure that opened it or
+// happened while it was open is put back on the queue unchanged (nack with
+// requeue, attempt unchanged; Settlement.Outcome is OutcomeRequeued) rather
+// than retried or dead-lettered: the downstream failed, not the message.
+// After CoolDown it subscribes again and runs one delivery as a probe: a
+// success closes the breaker, a failure opens it for another cool-down.
+// Its state is in Consumer.Breaker, Conn.Health (degraded while not
+// closed), the acemq.consume.breaker.state gauge and the log. Options that
+// make no sense (no way to open, a CoolDown that is not positive) are
+// refused by Consume.
+func WithBreaker(b Breaker) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.breaker = &b })
+}
+
+// WithLogger logs the connection's operator-level events through l:
+// the connection lost, reconnecting, recovered and its topology
+// redeclared, blocked and unblocked by the broker; a consumer that stopped
+// without Close, was paused or resumed, whose drain ran out or whose
+// circuit breaker opened or closed; and a delivery that could not be set
+// aside or settled as decided. Nothing is logged per message: use
+// middleware.Log for that. The default is no logger: nothing is printed.
+// URLs are logged with their password redacted, and no header value or
+// body is ever logged.
+func WithLogger(l *slog.Logger) ConnOption {
+	return connOption(func(c *connConfig) { c.logger = l })
 }
 
 // Topology's options.

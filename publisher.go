@@ -17,6 +17,10 @@ type Publisher[T any] struct {
 	exchange string
 	cfg      publisherConfig
 	err      error // a mistake in the options, returned by every Send
+	// intercept is the connection's publish interceptors, then the
+	// publisher's (pipeline.go).
+	intercept []PublishInterceptor
+	gate      gate // Pause and Resume (flow.go)
 }
 
 // NewPublisher returns a publisher of T values to exchange ("" is the
@@ -34,6 +38,10 @@ func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Pub
 		p.err = errors.New("acemq: NewPublisher was given a nil connection")
 	case p.cfg.codec == nil:
 		p.err = errNoCodec
+	case p.cfg.err != nil:
+		p.err = p.cfg.err
+	default:
+		p.intercept = append(append([]PublishInterceptor(nil), c.publishIcpt...), p.cfg.intercept...)
 	}
 	return p
 }
@@ -56,19 +64,22 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 			so(&sc)
 		}
 	}
-	m, env, err := p.message(key, v, sc.env)
+	if err := p.gate.wait(ctx); err != nil {
+		return Envelope{}, err
+	}
+	m, env, err := p.message(ctx, key, v, sc.env)
 	if err != nil {
 		return Envelope{}, err
 	}
 	if err := p.c.publish(ctx, m, env); err != nil {
-		return env, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", p.exchange, key, err)
+		return env, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", m.Exchange, m.RoutingKey, err)
 	}
 	return env, nil
 }
 
-// message encodes v and builds the driver message and envelope of one
-// publish.
-func (p *Publisher[T]) message(key string, v T, env Envelope) (driver.Message, Envelope, error) {
+// message encodes v, runs the publish interceptors and builds the driver
+// message and envelope of one publish.
+func (p *Publisher[T]) message(ctx context.Context, key string, v T, env Envelope) (driver.Message, Envelope, error) {
 	body, err := p.cfg.codec.Encode(v)
 	if err != nil {
 		return driver.Message{}, Envelope{}, err
@@ -80,7 +91,17 @@ func (p *Publisher[T]) message(key string, v T, env Envelope) (driver.Message, E
 	if env.origin == "" {
 		env.origin = p.c.origin
 	}
-	m := message(p.exchange, key, env, p.cfg.codec.ContentType(), body)
+	exchange, contentType := p.exchange, p.cfg.codec.ContentType()
+	if len(p.intercept) > 0 {
+		if err := interceptPublish(ctx, p.intercept, &exchange, &key, &env, contentType, body); err != nil {
+			return driver.Message{}, Envelope{}, err
+		}
+		env = env.orDefault().withoutUnknown()
+		if env.origin == "" {
+			env.origin = p.c.origin
+		}
+	}
+	m := message(exchange, key, env, contentType, body)
 	m.Mandatory = !p.cfg.allowUnroutable
 	m.Transient = p.cfg.transient
 	return m, env, nil
@@ -111,11 +132,17 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 		}
 		return results, batchError(results)
 	}
+	if err := p.gate.wait(ctx); err != nil {
+		for i := range results {
+			results[i].Err = err
+		}
+		return results, batchError(results)
+	}
 	out := make([]driver.Message, 0, len(msgs))
 	envs := make([]Envelope, 0, len(msgs))
 	idx := make([]int, 0, len(msgs))
 	for i, m := range msgs {
-		dm, env, err := p.message(m.RoutingKey, m.Payload, m.Envelope)
+		dm, env, err := p.message(ctx, m.RoutingKey, m.Payload, m.Envelope)
 		if err != nil {
 			results[i].Err = err
 			continue

@@ -27,7 +27,9 @@ const (
 	OutcomeInProgress   Outcome = "in_progress"
 	// OutcomeRequeued: the delivery was put back on its queue unchanged
 	// (a set-aside target or its own queue was missing, a republish was not
-	// confirmed, or the consumer's drain ran out while its handler ran). It
+	// confirmed, the consumer's drain ran out while its handler ran, or its
+	// failure opened the consumer's circuit breaker or came while it was
+	// open). It
 	// is not a family outcome and is not counted in acemq.consume.total.
 	OutcomeRequeued Outcome = "requeued"
 )
@@ -53,7 +55,8 @@ const (
 type Settlement struct {
 	Queue    string
 	Envelope Envelope
-	// Decision is what the handler asked: DecisionReject for a panic;
+	// Decision is what the handler asked: DecisionReject for a panic or a
+	// delivery a consume interceptor refused;
 	// DecisionPark for a body that could not be decoded (the handler never
 	// saw it), or DecisionRetry when the codec said retrying could help.
 	Decision Decision
@@ -92,6 +95,7 @@ type Settlement struct {
 	Redelivered bool
 
 	end func(Settlement) // ends the delivery's span
+	gen *generation      // the subscription it came on (flow.go)
 }
 
 // The family's x-acemq-error prefixes (docs/wire.md §6.2).
@@ -104,20 +108,28 @@ const (
 	reasonUndecodable = "could not be decoded: "
 )
 
-// process runs one delivery through decode, handler and settlement.
-func (k *consumerCore) process(d *driver.Delivery) {
+// process runs one delivery of g through interceptors, decode, handler and
+// settlement.
+func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 	k.unsettled.Add(1)
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
 	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 	ctx, end := k.conn.obs.processStart(k.hctx, k.queue, d, env)
 	start := time.Now()
-	ack, decodeErr, panicked := k.run(ctx, d, env)
-	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered, end: end}
+	ack, decodeErr, refused, panicked := k.run(ctx, d, env)
+	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered, end: end, gen: g}
 	if k.abandoned.Load() {
 		// The drain ran out while the handler ran: its delivery goes back
 		// when the subscription closes; republishing now could duplicate it.
 		k.strand(s)
+		return
+	}
+	if k.brk.holdBack(ack, decodeErr, refused, panicked) {
+		// The circuit breaker is open (or this failure opened it): the
+		// downstream is failing, not the message (breaker.go).
+		k.brk.putBack(d, ack, decodeErr, &s)
+		k.finish(s)
 		return
 	}
 	switch {
@@ -125,6 +137,10 @@ func (k *consumerCore) process(d *driver.Delivery) {
 		s.Decision = DecisionReject
 		s.Err = panicked
 		k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+wire.Describe(panicked), OutcomeRejected)
+	case refused != nil:
+		s.Decision = DecisionReject
+		s.Err = refused
+		k.setAside(d, env, &s, DeadLetterQueue(k.queue), refusedReason(refused), OutcomeRejected)
 	case decodeErr != nil:
 		s.Err = decodeErr
 		var de *DecodeError
@@ -177,6 +193,9 @@ func (k *consumerCore) process(d *driver.Delivery) {
 // finish records a settled delivery.
 func (k *consumerCore) finish(s Settlement) {
 	k.unsettled.Add(-1)
+	if s.gen != nil {
+		s.gen.settled()
+	}
 	k.conn.emitSettlement(s)
 }
 
@@ -221,14 +240,22 @@ type PanicError struct {
 // Error is "panic: " and the recovered value.
 func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
 
-func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope) (ack Ack, decodeErr error, panicked error) {
+// run runs the consume interceptors, then decode and the handler (with its
+// middleware). A panic anywhere among them is recovered here, the one
+// place the engine recovers panics: it is a fatal reject.
+func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope) (ack Ack, decodeErr, refused, panicked error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
+	if len(k.intercept) > 0 {
+		if ctx, refused = k.interceptConsume(ctx, d, env); refused != nil {
+			return Ack{}, nil, refused, nil
+		}
+	}
 	ack, decodeErr = k.handle(ctx, d, env)
-	return ack, decodeErr, nil
+	return ack, decodeErr, nil, nil
 }
 
 // retry applies the retry policy to a failed delivery. It reports whether

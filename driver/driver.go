@@ -214,6 +214,11 @@ const (
 	EventRecovered EventKind = "recovered"
 	EventBlocked   EventKind = "blocked"
 	EventUnblocked EventKind = "unblocked"
+	// EventRedeclared follows a recovery once the driver has declared
+	// again what the connection declared before it was lost (its
+	// exchanges, queues and bindings). A driver that does not redeclare
+	// never emits it.
+	EventRedeclared EventKind = "redeclared"
 )
 
 // Credentials is a user name and password.

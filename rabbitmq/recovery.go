@@ -123,6 +123,9 @@ func (c *conn) reconnect(cause error) *session {
 		}
 		c.markUp(s)
 		c.emit(driver.Event{Kind: driver.EventRecovered, Attempt: attempt, Endpoint: driver.RedactURL(c.cfg.URLs[s.endpoint])})
+		// connect(…, true) redeclared the recorded topology before the
+		// session was marked up.
+		c.emit(driver.Event{Kind: driver.EventRedeclared, Attempt: attempt})
 		return s
 	}
 }

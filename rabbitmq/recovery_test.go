@@ -117,10 +117,11 @@ func TestRecoveryRedeclaresAndResubscribes(t *testing.T) {
 	for _, e := range evs {
 		kinds = append(kinds, e.Kind)
 	}
-	if len(evs) < 3 || evs[0].Kind != driver.EventLost || evs[0].Err == nil ||
+	if len(evs) < 4 || evs[0].Kind != driver.EventLost || evs[0].Err == nil ||
 		evs[1].Kind != driver.EventRetrying || evs[1].Attempt != 1 || evs[1].Delay <= 0 ||
-		evs[len(evs)-1].Kind != driver.EventRecovered {
-		t.Fatalf("events %v", kinds)
+		evs[len(evs)-2].Kind != driver.EventRecovered ||
+		evs[len(evs)-1].Kind != driver.EventRedeclared || evs[len(evs)-1].Attempt != evs[len(evs)-2].Attempt {
+		t.Fatalf("events %v; want lost, retrying …, recovered, redeclared", kinds)
 	}
 	if _, err := c.InspectQueue(ctx, q); err != nil {
 		t.Fatalf("exclusive queue after recovery: %v", err)

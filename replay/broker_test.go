@@ -495,3 +495,30 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 		waitCount(t, c, dlq, 0)
 	})
 }
+
+// WithMessageFilter sees each message's body, and holds what it declines
+// until the end like WithFilter.
+func TestReplayMessageFilterSeesTheBody(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := queues(t, c)
+		dlq := acemq.DeadLetterQueue(q)
+		fill(t, c, dlq, 4) // bodies m-0 … m-3
+		var seen []string
+		res, err := replay.Run(context.Background(), c, dlq, replay.WithMessageFilter(func(m acemq.Message[[]byte]) bool {
+			seen = append(seen, string(m.Body))
+			return string(m.Body) != "m-1"
+		}))
+		if err != nil || res.Moved != 3 || res.Skipped != 1 || res.Reason != replay.Drained {
+			t.Fatalf("%v, %v", res, err)
+		}
+		if len(seen) != 4 {
+			t.Fatalf("the filter saw %q, want the four bodies once each", seen)
+		}
+		waitCount(t, c, q, 3)
+		waitCount(t, c, dlq, 1)
+		if d := getAll(t, c, dlq); len(d) != 1 || string(d[0].Body) != "m-1" {
+			t.Fatalf("left on the source: %v", d)
+		}
+	})
+}

@@ -14,6 +14,7 @@ type config struct {
 	targetSet            bool
 	limit                int
 	filter               func(acemq.Envelope) bool
+	messageFilter        func(acemq.Message[[]byte]) bool
 	keepAttempts         bool
 	now                  func() time.Time
 }
@@ -43,3 +44,13 @@ func WithFilter(keep func(env acemq.Envelope) bool) Option {
 // resetting it to 1, so a message that exhausted its attempts is
 // dead-lettered again at its first failure.
 func WithKeptAttempts() Option { return option(func(c *config) { c.keepAttempts = true }) }
+
+// WithMessageFilter moves only the messages for which keep returns true,
+// seeing each whole (body and content type included, as fetched); the
+// others are held until the replay ends and then put back on the source,
+// like WithFilter's. Both filters may be given; a message moves when both
+// keep it. The acemq CLI's replay --keyring uses it to leave on the source
+// every encrypted body its keyring cannot open.
+func WithMessageFilter(keep func(m acemq.Message[[]byte]) bool) Option {
+	return option(func(c *config) { c.messageFilter = keep })
+}

@@ -167,7 +167,7 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 			return res, nil
 		}
 		env := m.Envelope
-		if cfg.filter != nil && !cfg.filter(env) {
+		if (cfg.filter != nil && !cfg.filter(env)) || (cfg.messageFilter != nil && !cfg.messageFilter(m)) {
 			res.Skipped++
 			continue
 		}

@@ -20,6 +20,7 @@ type consumeFlags struct {
 	timeout time.Duration
 	requeue bool
 	json    bool
+	keyring string
 }
 
 // deliveryJSON is what a line of consume --json adds after the envelope's
@@ -32,12 +33,18 @@ type deliveryJSON struct {
 	ReplyTo     string  `json:"replyTo"`
 	Body        *string `json:"body,omitempty"`
 	BodyBase64  *string `json:"bodyBase64,omitempty"`
+	// KeyID is the key id of an encrypted body (docs/wire.md §4.2), read
+	// without a key.
+	KeyID string `json:"keyId,omitempty"`
+	// Decrypted is true when --keyring opened the body: body (or
+	// bodyBase64) is then the plaintext.
+	Decrypted bool `json:"decrypted,omitempty"`
 }
 
 func newConsumeCmd() *cobra.Command {
 	var f consumeFlags
 	cmd := &cobra.Command{
-		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--json]",
+		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--json] [--keyring FILE]",
 		Short: "Read messages from a queue, acknowledging them (or putting them back)",
 		Long: `consume reads messages from a queue one at a time (basic.get) and prints
 each: its envelope, delivery details and body. Each message is acknowledged
@@ -54,7 +61,13 @@ start, and exits 3 if fewer than N came.
 
 --json prints one JSON object per line: the envelope fields exactly as
 'acemq envelope decode' prints them, plus routingKey, exchange, contentType,
-redelivered, replyTo, and body (UTF-8 text) or bodyBase64 (anything else).`,
+redelivered, replyTo, and body (UTF-8 text) or bodyBase64 (anything else).
+
+An encrypted body (content type application/vnd.acemq.encrypted) shows its
+key id (keyId in --json). With --keyring FILE it is decrypted and the
+plaintext is printed in its place (decrypted: true). A body the keyring
+cannot open is reported with its key id on standard error and left on the
+queue (never taken), and consume exits 1 when the read is over.`,
 		Example: `  acemq consume --queue orders.new.dlq --requeue
   acemq consume --queue orders.new --count 5 --timeout 30s --json | jq .body`,
 		Args: cobra.NoArgs,
@@ -69,6 +82,7 @@ redelivered, replyTo, and body (UTF-8 text) or bodyBase64 (anything else).`,
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "with --count, how long to wait for the messages; otherwise a bound on the whole read")
 	fl.BoolVar(&f.requeue, "requeue", false, "put every message back when done: look without taking")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per message")
+	addKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
 	return cmd
 }
@@ -79,6 +93,10 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	}
 	if f.timeout <= 0 {
 		return withCode(exitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
+	}
+	keys, err := loadKeyring(f.keyring)
+	if err != nil {
+		return err
 	}
 	s, err := openSession(cmd, "")
 	if err != nil {
@@ -103,7 +121,7 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	}()
 
 	out := cmd.OutOrStdout()
-	read := 0
+	read, unopened := 0, 0
 	wait := 10 * time.Millisecond
 	for f.count == 0 || read < f.count {
 		m, ok, gerr := b.Next(ctx)
@@ -129,8 +147,15 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 		}
 		wait = 10 * time.Millisecond
 		read++
-		if perr := printMessage(out, read, m, f.json); perr != nil {
+		o := openBody(keys, m)
+		if perr := printMessage(out, read, m, f.json, o); perr != nil {
 			return withCode(exitFailure, perr) // m is held: Close puts it back
+		}
+		if o.failed() {
+			// Held, never taken: Close puts it back on the queue.
+			unopened++
+			reportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
+			continue
 		}
 		if !f.requeue {
 			if terr := b.Take(m); terr != nil {
@@ -148,6 +173,9 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	if cmd.Context().Err() != nil {
 		return withCode(exitFailure, errors.New("interrupted"))
 	}
+	if unopened > 0 {
+		return withCode(exitFailure, fmt.Errorf("%d of %d message(s) could not be opened with the keyring %s and were left on %s", unopened, read, f.keyring, f.queue))
+	}
 	if f.count > 0 && read < f.count {
 		return withCode(exitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from %s", f.timeout, read, f.count, f.queue))
 	}
@@ -160,13 +188,18 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 // messageJSON is one line of consume --json: the envelope's JSON form (the
 // library's, exactly as envelope decode prints it), then the delivery's
 // fields, spliced into one object.
-func messageJSON(m acemq.Message[[]byte]) ([]byte, error) {
+func messageJSON(m acemq.Message[[]byte], o opened) ([]byte, error) {
 	env, err := m.Envelope.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
 	d := deliveryJSON{RoutingKey: m.RoutingKey, Exchange: m.Exchange, ContentType: m.ContentType, Redelivered: m.Redelivered, ReplyTo: m.ReplyTo}
 	d.Body, d.BodyBase64 = bodyJSON(m.Body)
+	d.KeyID = o.keyID
+	if o.plain != nil {
+		d.Body, d.BodyBase64 = bodyJSON(o.plain)
+		d.Decrypted = true
+	}
 	rest, err := marshalLine(d)
 	if err != nil {
 		return nil, err
@@ -180,9 +213,9 @@ func messageJSON(m acemq.Message[[]byte]) ([]byte, error) {
 }
 
 // printMessage prints one message, as text or as one JSON line.
-func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool) error {
+func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o opened) error {
 	if asJSON {
-		line, err := messageJSON(m)
+		line, err := messageJSON(m, o)
 		if err != nil {
 			return err
 		}
@@ -227,14 +260,24 @@ func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool) erro
 	} else if claimcheck.IsFramed(m.Body) {
 		fmt.Fprintf(&b, "    claim check: an inline payload behind a 3-byte frame\n")
 	}
-	text, b64 := bodyJSON(m.Body)
+	body := m.Body
+	switch {
+	case o.plain != nil:
+		fmt.Fprintf(&b, "    encrypted: key id %s; decrypted with --keyring, the plaintext follows\n", o.keyID)
+		body = o.plain
+	case o.err != nil:
+		fmt.Fprintf(&b, "    encrypted: key id %s; the keyring cannot open it: %v\n", o.keyID, o.err)
+	case o.encrypted && o.keyID != "":
+		fmt.Fprintf(&b, "    encrypted: key id %s; give --keyring FILE to read it\n", o.keyID)
+	}
+	text, b64 := bodyJSON(body)
 	if text != nil {
 		b.WriteString(*text)
 		if !strings.HasSuffix(*text, "\n") {
 			b.WriteString("\n")
 		}
 	} else {
-		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(m.Body), *b64)
+		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(body), *b64)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err

@@ -22,6 +22,7 @@ type replayFlags struct {
 	json          bool
 	setExchange   bool
 	setRoutingKey bool
+	keyring       string
 }
 
 // replayChunk is how many messages one replay.Run moves between progress
@@ -61,6 +62,12 @@ one.
 --type T moves only messages of envelope type T; the others are put back on
 the source when the replay ends (skipped).
 
+--keyring FILE moves only the encrypted bodies (content type
+application/vnd.acemq.encrypted) the keyring opens; each one it cannot open
+is reported with its key id on standard error and stays on the source
+(skipped), since its consumer could not read it either. Bodies move as they
+are, still encrypted; other bodies are not checked.
+
 Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
 (the message being moved was put back) or anything else.`,
 		Example: `  acemq replay --queue orders.new.dlq
@@ -83,6 +90,7 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
 	fl.BoolVar(&f.keepAttempts, "keep-attempts", false, "keep each message's attempt instead of resetting it to 1")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop after this long (0: no limit; Ctrl-C stops)")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	addKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
 	return cmd
 }
@@ -98,6 +106,10 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 		if _, ok := replay.Target(f.queue); !ok {
 			return withCode(exitFailure, fmt.Errorf("%q ends in neither .dlq nor .parked, so there is no queue to put its messages back on: give --to-exchange and --to-routing-key", f.queue))
 		}
+	}
+	keys, err := loadKeyring(f.keyring)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := within(cmd.Context(), f.timeout)
 	defer cancel()
@@ -124,6 +136,20 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 		opts = append(opts, replay.WithFilter(func(env acemq.Envelope) bool { return env.Type() == typ }))
 	}
 
+	if keys != nil {
+		seen := 0
+		stderr := cmd.ErrOrStderr()
+		opts = append(opts, replay.WithMessageFilter(func(m acemq.Message[[]byte]) bool {
+			seen++
+			o := openBody(keys, m)
+			if o.failed() {
+				reportUnopened(stderr, seen, m, o, "it stays on "+f.queue)
+				return false
+			}
+			return true
+		}))
+	}
+
 	var bar *progressbar.ProgressBar
 	if stderrIsTerminal(cmd) && !f.json {
 		total := info.Messages
@@ -135,7 +161,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	}
 
 	var res replay.Result
-	if f.typ != "" {
+	if f.typ != "" || keys != nil {
 		// A filtered replay holds what it declines until it ends, so it
 		// runs in one piece: in pieces, each would fetch the declined
 		// messages again.

@@ -80,6 +80,7 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"ExclusiveQueue", testExclusiveQueue},
 		{"AutoDeleteQueue", testAutoDeleteQueue},
 		{"Cancel", testCancel},
+		{"ResubscribeAfterCancel", testResubscribe},
 		{"CloseRequeues", testCloseRequeues},
 		{"ConnCloseEndsSubscriptions", testConnClose},
 		{"RoundRobin", testRoundRobin},

@@ -9,6 +9,7 @@ package plumbing
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/acemq/acemq/driver"
 	"go.opentelemetry.io/otel/metric"
@@ -35,6 +36,11 @@ type Conn struct {
 	Tracing func() bool
 	// Capabilities is what the broker supports.
 	Capabilities func() driver.Capabilities
+	// Logger is the connection's logger (acemq.WithLogger), never nil: one
+	// that discards everything when none was given. Packages built on the
+	// connection log operator-level events through it (an outbox record
+	// retired, say), never one line per message, and never a secret.
+	Logger *slog.Logger
 }
 
 var connOf func(any) *Conn

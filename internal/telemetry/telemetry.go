@@ -23,10 +23,15 @@ const (
 	SetAsideFailed   = "acemq.messages.set.aside.failed"
 	RungMissing      = "acemq.retry.rung.missing"
 	ConnectionEvents = "acemq.connection.events"
-	RequestTotal     = "acemq.request.total"
-	RequestDuration  = "acemq.request.duration"
-	RunTotal         = "acemq.pipeline.run.total"
-	RunDuration      = "acemq.pipeline.run.duration"
+	// BreakerState and BreakerOpened are this library's additions
+	// (docs/pipeline.md): a consumer's circuit breaker state (0 closed, 1
+	// half open, 2 open) and how often it opened.
+	BreakerState    = "acemq.consume.breaker.state"
+	BreakerOpened   = "acemq.consume.breaker.opened"
+	RequestTotal    = "acemq.request.total"
+	RequestDuration = "acemq.request.duration"
+	RunTotal        = "acemq.pipeline.run.total"
+	RunDuration     = "acemq.pipeline.run.duration"
 )
 
 // DurationBuckets are the bucket boundaries, in seconds, of every family

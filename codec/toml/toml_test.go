@@ -1,0 +1,79 @@
+package toml_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec"
+	"github.com/acemq/acemq/codec/toml"
+)
+
+type order struct {
+	ID    string   `toml:"id"`
+	Qty   int      `toml:"qty"`
+	Items []string `toml:"items"`
+}
+
+func TestRoundTripAndContentTypes(t *testing.T) {
+	c := toml.New()
+	body, err := c.Encode(order{ID: "o-1", Qty: 2, Items: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back order
+	if err := c.Decode(body, "application/toml", &back); err != nil || back.ID != "o-1" || back.Qty != 2 {
+		t.Fatalf("%s → %+v, %v", body, back, err)
+	}
+	// Another producer's quoting.
+	if err := c.Decode([]byte("id = 'o-2'\nqty = 3\n"), "text/toml", &back); err != nil || back.ID != "o-2" {
+		t.Fatalf("%+v, %v", back, err)
+	}
+	var v any
+	if err := c.Decode(body, "application/toml", &v); err != nil || v.(map[string]any)["id"] != "o-1" {
+		t.Fatalf("into any: %v, %v", v, err)
+	}
+	for ct, want := range map[string]bool{"application/toml": true, "text/toml": true, "application/x.cfg+toml": true, "": false, "application/json": false} {
+		if c.Accepts(ct) != want {
+			t.Errorf("Accepts(%q) = %t", ct, !want)
+		}
+	}
+	if _, err := codec.Lookup("toml"); err != nil {
+		t.Error(err)
+	}
+}
+
+// A TOML document is a table: nothing else is written or read.
+func TestTopLevelTableOnly(t *testing.T) {
+	c := toml.New()
+	for _, v := range []any{"a string", 42, []string{"a"}, map[int]string{1: "a"}, nil} {
+		if b, err := c.Encode(v); err == nil {
+			t.Errorf("Encode(%#v) = %q, want a refusal", v, b)
+		}
+	}
+	var s string
+	var de *acemq.DecodeError
+	if err := c.Decode([]byte(`x = 1`), "application/toml", &s); !errors.As(err, &de) || de.Retryable {
+		t.Errorf("into a string: %v", err)
+	}
+	var o order
+	if err := c.Decode([]byte(`id = `), "application/toml", &o); !errors.As(err, &de) || de.Retryable {
+		t.Errorf("malformed: %v", err)
+	}
+	if b, err := c.Encode(&order{ID: "p"}); err != nil || len(b) == 0 {
+		t.Errorf("a pointer to a struct: %q, %v", b, err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	c := toml.New()
+	f.Add([]byte("id = 'o-1'\nqty = 2\nitems = ['a']\n"))
+	f.Add([]byte("[a.b.c]\nd = 1979-05-27T07:32:00Z\n"))
+	f.Add([]byte("x = [[[[[[1]]]]]]"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var o order
+		var v any
+		_ = c.Decode(body, "application/toml", &o)
+		_ = c.Decode(body, "application/toml", &v)
+	})
+}

@@ -1,0 +1,19 @@
+package xml
+
+// An Option configures New. Every option is a function named With…, as
+// across the module.
+type Option interface{ apply(*Codec) }
+
+type option func(*Codec)
+
+func (f option) apply(c *Codec) { f(c) }
+
+// WithRoot names the root element of an encoded map (default "message").
+// Structs name their own with an XMLName field or their type's name.
+func WithRoot(name string) Option {
+	return option(func(c *Codec) {
+		if name != "" {
+			c.root = name
+		}
+	})
+}
