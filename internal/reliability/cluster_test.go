@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,6 +84,9 @@ func TestClusterProducerNodeRestarted(t *testing.T) {
 		r.faults.Add(1)
 		r.markFault()
 		r.note("stopped; %d confirmed; the producer is now on %q", r.confirmedN.Load(), r.prod.Endpoint())
+		if ctx.Err() != nil {
+			r.t.Errorf("the node stopped after the producers had finished: lengthen the sending")
+		}
 		sleepCtx(context.Background(), 3*time.Second)
 		if err := n.Start(); err != nil {
 			r.t.Errorf("%v", err)
@@ -99,22 +103,34 @@ func TestClusterProducerNodeRestarted(t *testing.T) {
 // kill to the first confirm after it. The node is started again 5 s later.
 func TestClusterLeaderKilled(t *testing.T) {
 	nodes := cluster(t)
-	runLoad(t, clustertest.URLList(nodes), clusterLoad("cluster-leader-killed", func(ctx context.Context, r *loadRun) {
-		if !awaitThird(ctx, r) {
-			return
-		}
+	cfg := clusterLoad("cluster-leader-killed", nil)
+	cfg.minSend *= 2 // the kill must land while the producers send
+	cfg.fault = func(ctx context.Context, r *loadRun) {
+		// The leader and its VM's pid are found first, so that the kill
+		// itself is one system call once a third is confirmed.
 		leader, err := clustertest.Leader(nodes, r.queue)
 		if err != nil {
 			r.t.Errorf("finding the queue's leader: %v", err)
 			return
 		}
-		r.note("kill -9 of %s, the queue's leader (producer on %s, consumer on %s)", leader, r.prod.Endpoint(), r.cons.Endpoint())
-		if err := leader.Kill(); err != nil {
+		pid, err := leader.Pid()
+		if err != nil {
 			r.t.Errorf("%v", err)
+			return
+		}
+		if !awaitThird(ctx, r) {
+			return
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			r.t.Errorf("kill -9 %d (%s): %v", pid, leader, err)
 			return
 		}
 		r.faults.Add(1)
 		r.markFault()
+		r.note("killed %s (pid %d), the queue's leader; producer on %s, consumer on %s", leader, pid, r.prod.Endpoint(), r.cons.Endpoint())
+		if ctx.Err() != nil {
+			r.t.Errorf("the kill landed after the producers had finished: lengthen the sending")
+		}
 		sleepCtx(context.Background(), 5*time.Second)
 		if l, err := clustertest.Leader(nodes, r.queue); err == nil {
 			r.note("the new leader is %s", l)
@@ -125,7 +141,8 @@ func TestClusterLeaderKilled(t *testing.T) {
 			return
 		}
 		r.note("%s is back", leader)
-	}))
+	}
+	runLoad(t, clustertest.URLList(nodes), cfg)
 }
 
 // TestClusterRollingRestart: every node in turn is stopped (stop_app),
