@@ -50,6 +50,7 @@ type Ack struct {
 	decision Decision
 	err      error
 	delay    time.Duration
+	chosen   bool // a retry delay the handler chose (RetryAfter)
 }
 
 // Decision is what the handler asked for.
@@ -58,7 +59,8 @@ func (a Ack) Decision() Decision { return a.decision }
 // Err is the reason given with Retry, Reject or Park.
 func (a Ack) Err() error { return a.err }
 
-// Delay is the in-progress delay.
+// Delay is the in-progress delay, or the retry delay given to RetryAfter;
+// 0 for a Retry, whose wait the policy decides.
 func (a Ack) Delay() time.Duration { return a.delay }
 
 // String is the decision's name, followed by ": " and the reason when there
@@ -81,6 +83,25 @@ func Retry(err error) Ack {
 		return Ack{decision: DecisionReject, err: err}
 	}
 	return Ack{decision: DecisionRetry, err: orUnknown(err)}
+}
+
+// RetryAfter asks for another attempt after the handler's own delay
+// instead of the policy's: use it when the cause says how long to wait,
+// such as a downstream service's Retry-After. Everything else is the
+// policy's, exactly as for Retry: whether to retry at all (its attempts
+// and age limit; when they are spent the message is dead-lettered), and
+// where the wait is held (docs/wire.md §7.5): below the policy's broker
+// threshold the consumer waits d, holding the delivery; at or above it
+// the copy waits on the policy's rung whose delay is the nearest at or
+// above d, or on its longest rung when d exceeds them all (so the retry
+// may come earlier than d). With no rung declared the consumer waits d. A
+// chosen delay is not jittered — the handler asked for it — and a delay
+// of zero or less retries at once. An error marked Fatal is never retried.
+func RetryAfter(d time.Duration, err error) Ack {
+	if IsFatal(err) {
+		return Ack{decision: DecisionReject, err: err}
+	}
+	return Ack{decision: DecisionRetry, err: orUnknown(err), delay: max(d, 0), chosen: true}
 }
 
 // Reject gives up on the message at once: it goes to {queue}.dlq with the

@@ -103,8 +103,12 @@ to change.
 # Where to go next
 
   - docs/ in the repository: the envelope, consuming, the pipeline,
-    retries, topology, connecting, observability, reliability and performance, and docs/wire.md
-    for the contract itself; docs/upgrading.md for names that changed.
+    retries, topology, connecting, observability, reliability and
+    performance, expiry and priority (docs/expiry-and-priority.md),
+    scheduling (docs/scheduling.md), the operator console
+    (docs/console.md), and docs/wire.md for the contract itself;
+    docs/upgrading.md for names that changed.
+  - package schedule: delivering a message later, keeping its id.
   - packages under codec/: XML, YAML, TOML, Protobuf and Avro codecs,
     encryption (codec/encrypted) and codecs by name (codec); see
     docs/codecs.md and docs/encryption.md.

@@ -271,7 +271,12 @@ func WithMandatory(on bool) PublisherOption {
 // Send's options.
 
 type sendConfig struct {
-	env Envelope
+	env         Envelope
+	ttl         time.Duration
+	ttlSet      bool
+	priority    uint8
+	prioritySet bool
+	err         error
 }
 
 type sendOption func(*sendConfig)
@@ -285,6 +290,40 @@ func (f sendOption) applySend(c *sendConfig) { f(c) }
 // to republishes of that delivery, not to a message the application
 // publishes.
 func WithEnvelope(env Envelope) SendOption { return sendOption(func(c *sendConfig) { c.env = env }) }
+
+// expirationOption and priorityOption are applied by Send with a type
+// switch, like sendOption, so they stay off the heap.
+type expirationOption time.Duration
+
+func (o expirationOption) applySend(c *sendConfig) {
+	if o < 0 {
+		c.err = fmt.Errorf("acemq: WithExpiration(%s): a time to live must not be negative (0 expires the message unless a consumer takes it at once)", time.Duration(o))
+		return
+	}
+	c.ttl, c.ttlSet = time.Duration(o), true
+}
+
+type priorityOption uint8
+
+func (o priorityOption) applySend(c *sendConfig) { c.priority, c.prioritySet = uint8(o), true }
+
+// WithExpiration gives the message its own time to live (the AMQP
+// expiration property, whole milliseconds, rounded up): a message still
+// on a queue ttl after it was enqueued there expires, and the broker
+// dead-letters it (reason expired) when the queue has a dead-letter
+// exchange (WithDeadLettering sends it to {queue}.dlq), or drops it. A
+// queue's own x-message-ttl applies too; the shorter wins. The broker acts
+// on a message's own expiry only when it reaches the head of the queue,
+// so an expired message behind one that lives longer waits its turn
+// (docs/expiry-and-priority.md). Library republishes (retries, dead letters) do not
+// carry it. ttl must not be negative.
+func WithExpiration(ttl time.Duration) SendOption { return expirationOption(ttl) }
+
+// WithPriority sends the message with an AMQP priority (0, the default, to
+// 255). Only a queue declared with WithMaxPriority orders by it (highest
+// first, capped at the queue's maximum); other queues ignore it. Retries
+// and set-asides keep it.
+func WithPriority(p uint8) SendOption { return priorityOption(p) }
 
 // Consume's options.
 
@@ -485,6 +524,8 @@ type declareSpec struct {
 	deadLetter bool
 	retry      RetryPolicy
 	retrySet   bool
+	maxPrio    uint8
+	maxPrioSet bool
 
 	groupSize    int // WithInitialGroupSize (groupsize.go)
 	groupSizeSet bool
@@ -550,6 +591,19 @@ func WithQueueType(t QueueType) DeclareOption {
 // refused, not overruled. It applies to queues only.
 func WithDeadLettering() DeclareOption {
 	return declareOption(func(s *declareSpec) { s.deadLetter = true })
+}
+
+// WithMaxPriority declares a priority queue (x-max-priority = max, as a
+// 32-bit integer): it delivers messages sent WithPriority highest first,
+// first in first out within one priority, counting a priority above max
+// as max. Priority queues are classic queues — RabbitMQ refuses the
+// argument on quorum queues — so combine it with
+// WithQueueType(QueueClassic), WithDurable(false), WithExclusive or
+// WithAutoDelete; a (default) quorum queue with it is a mistake Validate
+// reports. max must be 1 to 255; RabbitMQ advises at most 10, since every
+// level costs the broker memory and work. It applies to queues only.
+func WithMaxPriority(max uint8) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.maxPrio, s.maxPrioSet = max, true })
 }
 
 // Drift's options.

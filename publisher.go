@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/acemq/acemq/driver"
 )
@@ -60,9 +62,17 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 		// calling it directly rather than through the interface lets the
 		// compiler keep the options, and WithEnvelope's closure, off the
 		// heap.
-		if so, ok := o.(sendOption); ok {
+		switch so := o.(type) {
+		case sendOption:
 			so(&sc)
+		case expirationOption:
+			so.applySend(&sc)
+		case priorityOption:
+			so.applySend(&sc)
 		}
+	}
+	if sc.err != nil {
+		return Envelope{}, sc.err
 	}
 	if err := p.gate.wait(ctx); err != nil {
 		return Envelope{}, err
@@ -71,6 +81,7 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 	if err != nil {
 		return Envelope{}, err
 	}
+	sc.apply(&m)
 	if err := p.c.publish(ctx, m, env); err != nil {
 		return env, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", m.Exchange, m.RoutingKey, err)
 	}
@@ -192,4 +203,18 @@ func batchError(rs []SendResult) error {
 		return nil
 	}
 	return be
+}
+
+// apply sets the per-message properties the options chose on m.
+func (c *sendConfig) apply(m *driver.Message) {
+	if c.ttlSet {
+		ms := c.ttl.Milliseconds()
+		if time.Duration(ms)*time.Millisecond < c.ttl {
+			ms++ // round up: a message never expires earlier than asked
+		}
+		m.Expiration = strconv.FormatInt(ms, 10)
+	}
+	if c.prioritySet {
+		m.Priority = c.priority
+	}
 }

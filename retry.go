@@ -198,6 +198,27 @@ func (p RetryPolicy) brokerRungs() []time.Duration {
 	return slices.Compact(out)
 }
 
+// chosenDelay is where a handler-chosen retry delay d (RetryAfter) waits:
+// d itself when it is held in the consumer or no rung is declared; at or
+// above the threshold, the nearest declared rung at or above d, or the
+// longest rung when d exceeds them all (docs/wire.md §5.1), since only
+// declared rungs exist on the broker.
+func (p RetryPolicy) chosenDelay(d time.Duration) (wait time.Duration, inBroker bool) {
+	if !p.waitsInBroker(d) {
+		return d, false
+	}
+	rungs := p.brokerRungs()
+	if len(rungs) == 0 {
+		return d, false
+	}
+	for _, r := range rungs {
+		if r >= d {
+			return r, true
+		}
+	}
+	return rungs[len(rungs)-1], true
+}
+
 // shouldRetry reports whether a message that failed on attempt (1-based),
 // with the given age, is tried again: attempt < the maximum and the age is
 // unknown or below a non-zero limit. The limit is inclusive.

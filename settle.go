@@ -165,7 +165,7 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 				s.Outcome = OutcomeAcked
 			}
 		case DecisionRetry:
-			if k.retry(d, env, &s) {
+			if k.retryWith(d, env, &s, ack) {
 				return
 			}
 		case DecisionReject:
@@ -261,6 +261,12 @@ func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope
 // retry applies the retry policy to a failed delivery. It reports whether
 // the settlement was deferred to a wait in the consumer (which then emits it).
 func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (deferred bool) {
+	return k.retryWith(d, env, s, Ack{})
+}
+
+// retryWith is retry with the handler's decision, whose chosen delay
+// (RetryAfter) replaces the policy's.
+func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement, ack Ack) (deferred bool) {
 	p := k.cfg.retry
 	age, known := env.Age()
 	if !p.shouldRetry(env.attempt, age, known) {
@@ -275,9 +281,13 @@ func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (d
 	}
 	s.Reason = wire.Describe(s.Err)
 	delay := p.delayAfter(env.attempt)
+	inBroker := p.waitsInBroker(delay)
+	if ack.chosen {
+		delay, inBroker = p.chosenDelay(ack.delay)
+	}
 	s.Delay = delay
 	next := env.next()
-	if p.waitsInBroker(delay) {
+	if inBroker {
 		rung := RungQueue(k.queue, delay)
 		s.Where = WhereBroker
 		err := k.publishCopy(d, next, rung)
@@ -296,6 +306,9 @@ func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (d
 	}
 	s.Where = WhereConsumer
 	wait := p.jittered(delay)
+	if ack.chosen {
+		wait = max(delay, time.Millisecond) // the handler's own delay is not jittered
+	}
 	s.Delay = wait
 	k.later(wait, *s, func(s *Settlement) { k.republish(d, next, k.queue, s, OutcomeRetried) })
 	return true
@@ -398,6 +411,7 @@ func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue strin
 		MessageID:     d.MessageID,
 		CorrelationID: d.CorrelationID,
 		ReplyTo:       d.ReplyTo,
+		Priority:      d.Priority,
 		Headers:       env.AppendHeaders(nil, d.RoutingKey),
 		Body:          d.Body,
 	}

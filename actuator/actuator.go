@@ -217,8 +217,11 @@ type Info struct {
 	Version string `json:"version"`
 	// Transport maps each capability of the family's vocabulary to whether
 	// the first watched connection's broker supports it; all false while
-	// none is watched. transactions, priority and delayed-delivery are
-	// always false: the library does not offer them.
+	// none is watched. transactions is always false: the library does
+	// not offer them. priority is true while a connection is watched
+	// (acemq.WithPriority and WithMaxPriority work on both built-in
+	// brokers); delayed-delivery is the scheduler (package schedule), which
+	// needs dead-lettering.
 	Transport map[string]bool `json:"transport"`
 }
 
@@ -226,7 +229,8 @@ type Info struct {
 func (a *Endpoints) Info() Info {
 	a.mu.Lock()
 	var caps driver.Capabilities
-	if len(a.conns) > 0 {
+	watched := len(a.conns) > 0
+	if watched {
 		caps = plumbing.ConnOf(a.conns[0]).Capabilities()
 	}
 	a.mu.Unlock()
@@ -242,8 +246,8 @@ func (a *Endpoints) Info() Info {
 			"streams":            caps.Streams,
 			"recovery":           caps.Recovery,
 			"transactions":       false,
-			"priority":           false,
-			"delayed-delivery":   false,
+			"priority":           watched,
+			"delayed-delivery":   caps.DeadLettering,
 		},
 	}
 }

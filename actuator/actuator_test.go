@@ -271,7 +271,7 @@ func TestInfoEndpoint(t *testing.T) {
 	want := map[string]bool{
 		"publisher-confirms": caps.PublisherConfirms, "dead-lettering": caps.DeadLettering,
 		"quorum-queues": caps.QuorumQueues, "streams": caps.Streams, "recovery": caps.Recovery,
-		"transactions": false, "priority": false, "delayed-delivery": false,
+		"transactions": false, "priority": true, "delayed-delivery": caps.DeadLettering,
 	}
 	if fmt.Sprint(info.Transport) != fmt.Sprint(want) {
 		t.Errorf("transport %v, want %v", info.Transport, want)

@@ -25,8 +25,12 @@ type Message struct {
 	// Expiration is the per-message TTL in milliseconds as a decimal string;
 	// empty means none.
 	Expiration string
-	Headers    Table
-	Body       []byte
+	// Priority is the AMQP priority, 0 to 255; 0 means none (a priority
+	// queue treats it as 0). Only a queue declared with x-max-priority
+	// orders by it, and it caps the value at its maximum for ordering.
+	Priority uint8
+	Headers  Table
+	Body     []byte
 }
 
 // Delivery is an inbound message together with the means to settle it.
@@ -41,6 +45,9 @@ type Delivery struct {
 	Redelivered   bool
 	Headers       Table
 	Body          []byte
+	// Priority is the AMQP priority the message was published with (0 when
+	// none), as published: a priority queue's cap is not applied to it.
+	Priority uint8
 	// ConsumerTag is empty for a message fetched with Get.
 	ConsumerTag string
 	DeliveryTag uint64

@@ -68,6 +68,7 @@ func newMessage(m driver.Message) (*message, error) {
 		replyTo:       m.ReplyTo,
 		expiration:    m.Expiration,
 		persistent:    !m.Transient,
+		priority:      m.Priority,
 		headers:       cloneTable(m.Headers),
 		body:          bytes.Clone(m.Body),
 	}

@@ -77,7 +77,7 @@ var queueDefaults = map[string]any{"x-queue-type": "classic"}
 // memory broker does not implement; it refuses them rather than pretend.
 var unimplementedArgs = []string{
 	"x-expires", "x-max-length", "x-max-length-bytes", "x-overflow",
-	"x-max-priority", "x-single-active-consumer", "x-delivery-limit",
+	"x-single-active-consumer", "x-delivery-limit",
 	"x-queue-mode", "x-queue-master-locator", "x-queue-leader-locator",
 	"x-max-age", "x-stream-max-segment-size-bytes",
 	"x-dead-letter-strategy", "x-queue-version",
@@ -207,6 +207,9 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 			return nil, invalid("x-dead-letter-routing-key", "routing_key_but_no_dlx_defined")
 		}
 		nq.dlrk, nq.hasDLK = s, true
+	}
+	if err := parseMaxPriority(nq, name, qtype, q.Args, invalid); err != nil {
+		return nil, err
 	}
 	return nq, nil
 }

@@ -32,9 +32,10 @@
 //     Redeclaring an existing queue with a different exclusive flag fails
 //     with RESOURCE_LOCKED (405), as RabbitMQ does.
 //   - Queue arguments implemented: x-message-ttl, x-dead-letter-exchange,
-//     x-dead-letter-routing-key and x-queue-type. Arguments RabbitMQ knows
+//     x-dead-letter-routing-key, x-queue-type and x-max-priority
+//     (highest priority first). Arguments RabbitMQ knows
 //     but this broker does not implement (x-max-length, x-expires,
-//     x-overflow, x-max-priority, x-single-active-consumer,
+//     x-overflow, x-single-active-consumer,
 //     x-delivery-limit, …) are refused rather than silently ignored.
 //   - Publishing: mandatory messages that route nowhere fail with
 //     *driver.ReturnError (312 NO_ROUTE); a missing exchange fails with an

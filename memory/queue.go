@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/acemq/acemq/driver"
@@ -26,7 +25,9 @@ type queue struct {
 	dlrk   string // x-dead-letter-routing-key
 	hasDLK bool
 
-	msgs        []*message // ready messages, sorted by seq
+	maxPriority uint8 // x-max-priority; 0: not a priority queue
+
+	msgs        []*message // ready messages, in delivery order (see before)
 	consumers   []*sub
 	rr          int // next consumer, round-robin
 	hadConsumer bool
@@ -51,6 +52,7 @@ type message struct {
 	headers       driver.Table
 	body          []byte
 	redelivered   bool
+	priority      uint8
 
 	msgTTL    time.Duration // parsed expiration
 	hasMsgTTL bool
@@ -82,6 +84,7 @@ func (m *message) delivery() driver.Delivery {
 		Redelivered:   m.redelivered,
 		Headers:       cloneTable(m.headers),
 		Body:          bytes.Clone(m.body),
+		Priority:      m.priority,
 	}
 }
 
@@ -117,7 +120,7 @@ func (b *broker) enqueue(q *queue, m *message) {
 		m.expiresAt = now().Add(ttl)
 		m.zeroTTL = ttl == 0
 	}
-	q.msgs = append(q.msgs, m)
+	q.msgs = slices.Insert(q.msgs, q.position(m), m)
 	if m.zeroTTL {
 		m.fresh = true
 		b.dispatch(q)
@@ -133,8 +136,7 @@ func (b *broker) requeue(q *queue, m *message) {
 		return
 	}
 	m.redelivered = true
-	i := sort.Search(len(q.msgs), func(i int) bool { return q.msgs[i].seq > m.seq })
-	q.msgs = slices.Insert(q.msgs, i, m)
+	q.msgs = slices.Insert(q.msgs, q.position(m), m)
 }
 
 // dispatch expires messages at the head of q and hands ready messages to
@@ -350,6 +352,7 @@ func (b *broker) deadLetter(q *queue, m *message, reason string) {
 		correlationID: m.correlationID,
 		replyTo:       m.replyTo,
 		persistent:    m.persistent,
+		priority:      m.priority,
 		headers:       h,
 		body:          m.body,
 	}

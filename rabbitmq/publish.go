@@ -183,6 +183,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 		CorrelationId: m.CorrelationID,
 		ReplyTo:       m.ReplyTo,
 		Expiration:    m.Expiration,
+		Priority:      m.Priority,
 		MessageId:     m.MessageID,
 		Body:          m.Body,
 	}

@@ -86,6 +86,7 @@ func toDelivery(d *amqp.Delivery, a *acker) driver.Delivery {
 		Redelivered:   d.Redelivered,
 		Headers:       fromAMQPTable(d.Headers),
 		Body:          d.Body,
+		Priority:      d.Priority,
 		ConsumerTag:   d.ConsumerTag,
 		DeliveryTag:   d.DeliveryTag,
 		Acknowledger:  a,

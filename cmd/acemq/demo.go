@@ -13,6 +13,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/cmd/acemq/internal/reasons"
+	"github.com/acemq/acemq/console"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rpc"
 	"github.com/spf13/cobra"
@@ -25,6 +26,10 @@ const demoURL = "memory://demo"
 const demoDeadline = 55 * time.Second
 
 func newDemoCmd() *cobra.Command {
+	var (
+		withConsole bool
+		listen      string
+	)
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a small order system in one process and narrate every message",
@@ -39,8 +44,14 @@ step did what it says.
 
 By default it runs on the in-process broker memory://demo and needs nothing
 else. With --url amqp://… it runs against RabbitMQ, with uniquely named
-queues and exchanges that it deletes at the end.`,
+queues and exchanges that it deletes at the end.
+
+With --console it leaves the dead-lettered order in its .dlq, keeps the
+broker and the consumers running, and serves the operator console on
+--listen (127.0.0.1:8484) until Ctrl-C, so that you can look at the dead
+letters in a browser and replay them (see 'acemq console --help').`,
 		Example: `  acemq demo
+  acemq demo --console
   acemq demo --url amqp://guest:guest@localhost:5672/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,7 +63,20 @@ queues and exchanges that it deletes at the end.`,
 			if err != nil {
 				return err
 			}
-			ok, err := runDemo(cmd.Context(), url, cmd.OutOrStdout(), tlsOpts...)
+			var hold func(context.Context, *demo) error
+			if withConsole {
+				hold = func(ctx context.Context, d *demo) error {
+					opts := make([]console.Option, 0, len(d.topos))
+					for _, t := range d.topos {
+						opts = append(opts, console.WithTopology(t))
+					}
+					// The demo's own queues, by name: on a shared RabbitMQ the
+					// management API would list everyone's.
+					f := consoleFlags{listen: listen, peekLimit: console.DefaultPeekLimit}
+					return serveConsole(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), d.conn, url, f, nil, opts...)
+				}
+			}
+			ok, err := runDemoWith(cmd.Context(), url, cmd.OutOrStdout(), hold, tlsOpts...)
 			if err != nil {
 				return err
 			}
@@ -63,6 +87,8 @@ queues and exchanges that it deletes at the end.`,
 		},
 	}
 	addBrokerFlags(cmd, demoURL+"; $ACEMQ_URL is not used")
+	cmd.Flags().BoolVar(&withConsole, "console", false, "keep the broker running afterwards and serve the operator console on it until Ctrl-C")
+	cmd.Flags().StringVar(&listen, "listen", defaultConsoleListen, "with --console, where to serve it (off loopback, a token is made up and printed)")
 	return cmd
 }
 
@@ -80,6 +106,12 @@ type demo struct {
 	conn *acemq.Conn
 	out  io.Writer
 	sfx  string
+
+	// console, when set, serves the console on the demo's broker once the
+	// steps are done, until its context ends; the replay step is left to
+	// the operator.
+	console func(ctx context.Context, d *demo) error
+	topos   []*acemq.Topology
 
 	mu       sync.Mutex
 	counters map[[2]string]int // queue, outcome
@@ -195,9 +227,11 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 	return nil
 }
 
-// runDemo runs the demo against url; ok reports whether every step did what
-// it says.
-func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.ConnOption) (ok bool, err error) {
+// runDemoWith runs the demo against url; ok reports whether every step did
+// what it says. When console is set, it runs console on the demo's broker
+// once the steps are done (with the replay step left to the operator),
+// before anything is deleted.
+func runDemoWith(parent context.Context, url string, out io.Writer, console func(context.Context, *demo) error, opts ...acemq.ConnOption) (ok bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, demoDeadline)
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, connectTimeout)
@@ -207,7 +241,7 @@ func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.Co
 	if err != nil {
 		return false, connectError(url, false, err)
 	}
-	d := &demo{conn: conn, out: out, sfx: suffix(), counters: map[[2]string]int{}}
+	d := &demo{conn: conn, out: out, sfx: suffix(), counters: map[[2]string]int{}, console: console}
 	remove := conn.OnSettle(func(s acemq.Settlement) {
 		d.mu.Lock()
 		d.counters[[2]string{s.Queue, string(s.Outcome)}]++
@@ -218,6 +252,12 @@ func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.Co
 	d.say("acemq demo on %s (names end in %s)\n", conn.URL(), d.sfx)
 
 	d.runSteps(ctx)
+	ok = d.summary(time.Since(start))
+	if d.console != nil && ok {
+		if cerr := d.console(parent, d); cerr != nil {
+			err = cerr
+		}
+	}
 
 	remove()
 	cleanCtx, cleanCancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -228,8 +268,7 @@ func runDemo(parent context.Context, url string, out io.Writer, opts ...acemq.Co
 	if err := conn.Close(cleanCtx); err != nil {
 		d.say("closing the connection: %v", err)
 	}
-	ok = d.summary(time.Since(start))
-	return ok, nil
+	return ok, err
 }
 
 // runSteps runs every step in order; a step that cannot run is recorded as
@@ -244,6 +283,10 @@ func (d *demo) runSteps(ctx context.Context) {
 	d.pricingStep(ctx)
 	d.documentStep(ctx)
 	d.routeStep(ctx)
+	if d.console != nil {
+		d.say("step 5: replay — left to you: open the console below, look at %s and replay it", acemq.DeadLetterQueue(q.queue))
+		return
+	}
 	d.replayStep(ctx, q)
 }
 
@@ -294,6 +337,7 @@ func (d *demo) apply(ctx context.Context, topo *acemq.Topology) error {
 
 // deleteAtEnd registers topo's deletion at the end.
 func (d *demo) deleteAtEnd(topo *acemq.Topology) {
+	d.topos = append(d.topos, topo)
 	d.cleanups = append(d.cleanups, func(ctx context.Context) {
 		if err := topo.Delete(ctx, d.conn); err != nil {
 			d.say("cleanup: %v", err)

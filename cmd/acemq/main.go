@@ -1,10 +1,10 @@
 // Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
 // and reads messages, asks and answers requests, replays dead letters,
-// measures a broker, encodes and decodes envelopes, and writes development
-// certificates.
+// serves the operator console, measures a broker, encodes and decodes
+// envelopes, and writes development certificates.
 //
 // The commands that connect to a broker (demo, publish, consume, ask, serve,
-// replay, bench) take --url (default $ACEMQ_URL, else
+// replay, console, bench) take --url (default $ACEMQ_URL, else
 // amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo)
 // and the TLS flags; every command takes --help. Exit codes:
 //
@@ -94,8 +94,8 @@ func newRootCmd() *cobra.Command {
 		Use:   "acemq",
 		Short: "The AceMQ operator's tool",
 		Long: `acemq runs the AceMQ demo, publishes and reads messages, asks and answers
-requests, replays dead letters, measures a broker, encodes and decodes
-envelopes and writes development certificates.
+requests, replays dead letters, serves the operator console, measures a
+broker, encodes and decodes envelopes and writes development certificates.
 
 Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 3 timed out, 4 unroutable.`,
@@ -113,6 +113,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newAskCmd(),
 		newServeCmd(),
 		newReplayCmd(),
+		newConsoleCmd(),
 		newBenchCmd(),
 		newCertsCmd(),
 	)

@@ -196,7 +196,7 @@ var brokerFlags = []string{"url", "tls-ca", "tls-cert", "tls-key", "tls-allow-de
 // to the commands that connect, and appear nowhere else (not on the root,
 // not on envelope or certs).
 func TestBrokerFlagsOnlyOnCommandsThatConnect(t *testing.T) {
-	connects := map[string]bool{"demo": true, "publish": true, "consume": true, "ask": true, "serve": true, "replay": true, "bench": true}
+	connects := map[string]bool{"demo": true, "publish": true, "consume": true, "ask": true, "serve": true, "replay": true, "console": true, "bench": true}
 	root := newRootCmd()
 	for _, name := range brokerFlags {
 		if root.PersistentFlags().Lookup(name) != nil || root.Flags().Lookup(name) != nil {

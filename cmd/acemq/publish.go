@@ -32,6 +32,7 @@ type publishFlags struct {
 	count                          int
 	timeout                        time.Duration
 	transient                      bool
+	later                          laterFlags
 	codec, keyring                 string
 	encrypt                        bool
 }
@@ -66,11 +67,25 @@ broker confirmed. A copy whose connection died before its confirm is sent
 again with the same id once the connection has recovered (so a consumer may
 see it twice); publishing waits for recovery until --timeout or Ctrl-C.
 
+With --ttl the message expires if it is still on a queue that long after it
+got there (the broker dead-letters it, reason expired, when the queue has a
+dead-letter exchange); with --priority a priority queue delivers it ahead of
+lower ones.
+
+With --delay or --at the message is scheduled instead: it waits on the
+broker's acemq.schedule rungs and is delivered to the exchange and routing
+key when it falls due, by a running 'acemq serve --scheduler' (or any
+language's scheduler on the broker). The printed id is the delivered
+message's. A time less than a second away, or past, is delivered at once.
+
 Exit codes: 0 every message confirmed; 4 unroutable (no queue is bound for
 the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 		Example: `  acemq publish --exchange orders --routing-key order.placed '{"id":"o-1"}'
   echo '{"id":"o-2"}' | acemq publish --exchange "" --routing-key orders.new --header x-tenant=acme -
-  acemq publish --exchange orders --routing-key order.placed --count 10000 '{"load":"test"}'`,
+  acemq publish --exchange orders --routing-key order.placed --count 10000 '{"load":"test"}'
+  acemq publish --exchange billing --routing-key invoice.due --delay 90s '{"invoice":"i-7"}'
+  acemq publish --exchange billing --routing-key invoice.due --at 2026-12-01T09:00:00Z '{"invoice":"i-8"}'
+  acemq publish --exchange "" --routing-key jobs --priority 9 --ttl 30s '{"job":"urgent"}'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPublish(cmd, args, f)
@@ -88,6 +103,7 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 	fl.IntVar(&f.count, "count", 1, "number of copies to send")
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after this long (0: no limit; Ctrl-C stops)")
 	fl.BoolVar(&f.transient, "transient", false, "delivery mode 1: the broker may lose the message on restart")
+	f.later.add(fl)
 	fl.StringVar(&f.codec, "codec", "", "write the body in this format: "+strings.Join(codec.Names(), ", ")+" (all but text and bytes read the body as JSON)")
 	addKeyringFlag(cmd, &f.keyring)
 	fl.BoolVar(&f.encrypt, "encrypt", false, "encrypt the body with the current key of --keyring")
@@ -107,6 +123,9 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.later.check(f); err != nil {
+		return err
+	}
 	body, err := readBody(cmd, args)
 	if err != nil {
 		return err
@@ -114,6 +133,9 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 	body, err = f.prepare(body)
 	if err != nil {
 		return withCode(exitFailure, err)
+	}
+	if f.later.scheduled() {
+		return runSchedule(cmd, f, headers, body)
 	}
 	ctx, cancel := within(cmd.Context(), f.timeout)
 	defer cancel()
@@ -146,10 +168,11 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 		if err != nil {
 			return withCode(exitFailure, err)
 		}
-		sent, err := pub.Send(ctx, f.routingKey, body, acemq.WithEnvelope(env))
+		sendOpts := append([]acemq.SendOption{acemq.WithEnvelope(env)}, f.later.sendOptions()...)
+		sent, err := pub.Send(ctx, f.routingKey, body, sendOpts...)
 		for try := 0; errors.Is(err, acemq.ErrLost) && try < publishLostRetries && ctx.Err() == nil; try++ {
 			fmt.Fprintf(cmd.ErrOrStderr(), "the connection was lost before the broker confirmed %s; sending it again with the same id (a consumer may see it twice)\n", env.ID())
-			sent, err = pub.Send(ctx, f.routingKey, body, acemq.WithEnvelope(env))
+			sent, err = pub.Send(ctx, f.routingKey, body, sendOpts...)
 		}
 		if err != nil {
 			return publishError(ctx, s, err)

@@ -29,13 +29,14 @@ type serveFlags struct {
 	drain          time.Duration
 	json           bool
 	metricsAddr    string
+	scheduler      bool
 }
 
 func newServeCmd() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve --queue Q [--concurrency N] [--declare] -- COMMAND [ARGS...]",
-		Short: "Answer requests on a queue by running a command",
+		Use:   "serve --queue Q [--concurrency N] [--declare] -- COMMAND [ARGS...] | serve --scheduler",
+		Short: "Answer requests on a queue by running a command, or run the scheduler",
 		Long: `serve answers each request arriving on a queue by running COMMAND with the
 request body on standard input. What the command writes on standard output
 is the reply. A command that exits non-zero is answered with an error
@@ -53,16 +54,37 @@ Replies are sent with --content-type (default application/json). With
 exist. Like every consumer, serve declares Q.dlq and Q.parked.
 
 SIGINT or SIGTERM stops taking requests, lets the running commands finish
-(up to --drain), and prints the counters: answered, failed, unanswerable.`,
+(up to --drain), and prints the counters: answered, failed, unanswerable.
+
+serve --scheduler runs the scheduler's control consumer instead (no --queue,
+no COMMAND): it declares the acemq.schedule exchange and rungs and the
+acemq.schedule.due control queue, and delivers every scheduled message that
+falls due ('acemq publish --delay' or any language's scheduler), or puts it on
+the next rung. Messages wait on the broker, so stopping it loses nothing:
+what fell due meanwhile is delivered when it runs again. On SIGINT or SIGTERM
+it prints how many messages it handled ({"handled": N} with --json).`,
 		Example: `  acemq serve --queue pricing --declare -- jq -c '{pence: 250, sku: .sku}'
-  acemq serve --queue shout --concurrency 4 -- tr a-z A-Z`,
+  acemq serve --queue shout --concurrency 4 -- tr a-z A-Z
+  acemq serve --scheduler --metrics 127.0.0.1:9464`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if f.scheduler {
+				if len(args) > 0 || f.queue != "" {
+					return withCode(exitFailure, errors.New("serve --scheduler takes neither --queue nor a COMMAND: it reads acemq.schedule.due"))
+				}
+				return nil
+			}
+			if f.queue == "" {
+				return withCode(exitFailure, errors.New(`required flag(s) "queue" not set`))
+			}
 			if len(args) == 0 {
 				return withCode(exitFailure, errors.New("serve needs a COMMAND after --, for example: acemq serve --queue q -- cat"))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.scheduler {
+				return runScheduler(cmd, f)
+			}
 			return runServe(cmd, args, f)
 		},
 	}
@@ -76,7 +98,7 @@ SIGINT or SIGTERM stops taking requests, lets the running commands finish
 	fl.DurationVar(&f.drain, "drain", acemq.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running commands may take to finish")
 	fl.BoolVar(&f.json, "json", false, "print the final counters as one JSON object")
 	addMetricsFlag(fl, &f.metricsAddr)
-	_ = cmd.MarkFlagRequired("queue")
+	fl.BoolVar(&f.scheduler, "scheduler", false, "run the scheduler's control consumer (acemq.schedule.due) instead of answering requests")
 	return cmd
 }
 

@@ -15,7 +15,8 @@
 // exchanges and the default exchange, NO_ROUTE returns, message properties
 // and header types, publisher confirms under concurrency, nack with requeue
 // and the redelivered flag, dead-lettering on reject and on TTL with
-// x-death, the retry rung shape, per-message expiration, prefetch, exclusive
+// x-death, the retry rung shape, per-message expiration (acted on at the head of
+// the queue), priority queues, prefetch, exclusive
 // and auto-delete queues, Cancel and Close semantics, closing the
 // connection, and round-robin between subscriptions.
 //
@@ -76,6 +77,9 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"TTLDeadLetter", testTTLDeadLetter},
 		{"RetryRung", testRetryRung},
 		{"PerMessageExpiration", testPerMessageExpiration},
+		{"ExpirationAtHead", testExpirationAtHead},
+		{"PriorityOrder", testPriorityOrder},
+		{"PriorityArguments", testPriorityArguments},
 		{"Prefetch", testPrefetch},
 		{"ExclusiveQueue", testExclusiveQueue},
 		{"AutoDeleteQueue", testAutoDeleteQueue},

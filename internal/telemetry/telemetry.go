@@ -34,6 +34,26 @@ const (
 	RunDuration     = "acemq.pipeline.run.duration"
 )
 
+// The scheduler's metrics (package schedule). The contract names none;
+// these are this library's, in the family's style.
+const (
+	// ScheduleScheduled counts messages handed to the scheduler
+	// (exchange, routing.key).
+	ScheduleScheduled = "acemq.schedule.scheduled.total"
+	// ScheduleHops counts publishes onto a rung (rung).
+	ScheduleHops = "acemq.schedule.hops.total"
+	// ScheduleDelivered counts messages published to their target
+	// (exchange, routing.key).
+	ScheduleDelivered = "acemq.schedule.delivered.total"
+	// ScheduleLateness is how long after its due time a message was
+	// delivered, in seconds (exchange, routing.key); early is 0.
+	ScheduleLateness = "acemq.schedule.lateness"
+	// ScheduleUndeliverable counts due messages that could not be
+	// delivered (reason: unroutable or no_exchange, held back a while;
+	// malformed, dropped).
+	ScheduleUndeliverable = "acemq.schedule.undeliverable.total"
+)
+
 // DurationBuckets are the bucket boundaries, in seconds, of every family
 // duration histogram: 5 ms to 60 s.
 func DurationBuckets() []float64 {

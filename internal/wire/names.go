@@ -32,6 +32,19 @@ const (
 	HeaderReplayCount  = "acemq-replay-count"
 )
 
+// The scheduler's headers (docs/wire.md §3.2, §5.7), unprefixed so that
+// handlers see them, on messages between the scheduler's rungs.
+// HeaderScheduleType is the Go library's addition: the scheduled message's
+// own type, written only when it was set, since x-acemq-type says
+// ScheduledMessage between rungs.
+const (
+	HeaderScheduleExchange    = "x-schedule-exchange"
+	HeaderScheduleRoutingKey  = "x-schedule-routing-key"
+	HeaderScheduleDueAt       = "x-schedule-due-at"
+	HeaderScheduleContentType = "x-schedule-content-type"
+	HeaderScheduleType        = "x-schedule-type"
+)
+
 // DefaultType is the x-acemq-type written when neither the envelope nor
 // the routing key gives one.
 const DefaultType = "message"

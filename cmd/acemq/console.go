@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec/encrypted"
+	"github.com/acemq/acemq/console"
+	"github.com/spf13/cobra"
+)
+
+// defaultConsoleListen is where the console listens unless told.
+const defaultConsoleListen = "127.0.0.1:8484"
+
+type consoleFlags struct {
+	listen     string
+	token      string
+	queues     []string
+	management string
+	peekLimit  int
+	keyring    string
+}
+
+func newConsoleCmd() *cobra.Command {
+	var f consoleFlags
+	cmd := &cobra.Command{
+		Use:   "console [--listen 127.0.0.1:8484] [--queues Q,…] [--management URL|off] [--token T] [--keyring FILE]",
+		Short: "Serve a web page to see every queue's dead letters, grouped by reason, and replay them",
+		Long: `console serves the operator console on --listen: a web page listing the
+broker's queues with their depth, consumers and rates, each with its
+dead-letter half (Q.dlq, Q.parked) and retry rungs; a queue's messages,
+peeked (never taken) and grouped by reason with counts and first and last
+failure; each message's envelope, headers and body; and the actions replay
+(to where the messages came from, each confirmed before the dead letter is
+removed), delete (after a confirmation) and export as JSON lines.
+
+The queues come from RabbitMQ's management API (--management; by default
+http://HOST:15672/ with --url's user and password, used if it answers) and
+otherwise from --queues. On memory:// only --queues can name them.
+
+It listens on loopback by default. Any other --listen address needs a token,
+which every request must carry: give --token, or one is made up and printed
+with the address to open.
+
+Looking at a queue puts every message back, marked redelivered; on a quorum
+queue that counts towards its delivery limit (see docs/console.md).
+
+With --keyring FILE, encrypted bodies are shown decrypted; without it the
+page says which key id would open them.`,
+		Example: `  acemq console --url amqp://guest:guest@localhost:5672/
+  acemq console --url amqp://ops:secret@rabbit:5672/prod --listen 0.0.0.0:8484 --token "$TOKEN"
+  acemq console --url amqp://… --management off --queues orders.new,payments.in`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.peekLimit < 1 {
+				return withCode(exitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.peekLimit))
+			}
+			url, _ := brokerURL(cmd)
+			if isMemory(url) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", memoryNote(url))
+			} else if f.management == "" {
+				f.management = "auto"
+			}
+			s, err := openSession(cmd, "")
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			return serveConsole(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), s.conn, url, f, nil)
+		},
+	}
+	addBrokerFlags(cmd, sharedURLDefault)
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", defaultConsoleListen, "address to serve the console on; off loopback it needs a token")
+	fl.StringVar(&f.token, "token", "", "the token every request must carry (made up when --listen is off loopback and none is given)")
+	fl.StringSliceVar(&f.queues, "queues", nil, "the application's queues to list (with their .dlq and .parked), when the management API is not used")
+	fl.StringVar(&f.management, "management", "", "RabbitMQ's management API: http://[user:pass@]host:15672/, or off (default: try http://HOST:15672/ with --url's credentials)")
+	fl.IntVar(&f.peekLimit, "peek-limit", console.DefaultPeekLimit, "read at most this many messages of a queue to show it")
+	addKeyringFlag(cmd, &f.keyring)
+	return cmd
+}
+
+// serveConsole serves the console on conn until ctx ends. brokerURL is the
+// URL conn was opened with (password included, for the management API's
+// default credentials; never printed). extra adds options (the demo's
+// topology); ready, when set, is told the address served.
+func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, brokerURL string, f consoleFlags, ready func(addr string), extra ...console.Option) error {
+	keys, err := loadKeyring(f.keyring)
+	if err != nil {
+		return err
+	}
+	opts := append([]console.Option{console.WithQueues(f.queues...), console.WithPeekLimit(f.peekLimit), console.WithBodyDecoder(decryptBody(keys))}, extra...)
+	switch f.management {
+	case "", "off":
+	case "auto":
+		mu, vhost, ok := managementURL(brokerURL)
+		if ok && managementAnswers(ctx, mu) {
+			opts = append(opts, console.WithManagement(mu, vhost))
+		} else {
+			fmt.Fprintf(errOut, "acemq: the management API did not answer at %s; listing only --queues (enable it with: rabbitmq-plugins enable rabbitmq_management)\n", redacted(mu))
+		}
+	default:
+		_, vhost, _ := managementURL(brokerURL)
+		opts = append(opts, console.WithManagement(f.management, vhost))
+	}
+	token := f.token
+	if token == "" && !console.IsLoopback(f.listen) {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		token = hex.EncodeToString(b[:])
+	}
+	if token != "" {
+		opts = append(opts, console.WithToken(token))
+	}
+	con, err := console.New(conn, opts...)
+	if err != nil {
+		return withCode(exitFailure, err)
+	}
+	defer con.Close()
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return withCode(exitFailure, fmt.Errorf("--listen %s: %w", f.listen, err))
+	}
+	addr := ln.Addr().String()
+	link := "http://" + addr + "/"
+	if token != "" {
+		link += "?token=" + url.QueryEscape(token)
+	}
+	fmt.Fprintf(out, "acemq console on %s for %s (Ctrl-C stops)\n", link, conn.URL())
+	if ready != nil {
+		ready(addr)
+	}
+	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return withCode(exitFailure, fmt.Errorf("serving the console: %w", err))
+	case <-ctx.Done():
+	}
+	_ = con.Close() // ends the live streams, which Shutdown would wait for
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	<-done
+	return nil
+}
+
+// decryptBody is the console's body decoder: an encrypted body
+// (application/vnd.acemq.encrypted) is opened with keys, the --keyring, and
+// shown as JSON when its plaintext is JSON (the frame does not say what the
+// plaintext's content type was); without a keyring the page says which key
+// would open it. Other bodies are left as they are.
+func decryptBody(keys *encrypted.Codec) console.BodyDecoder {
+	return func(m acemq.Message[[]byte]) ([]byte, string, bool, error) {
+		if !isEncrypted(m.ContentType) {
+			return nil, "", false, nil
+		}
+		if keys == nil {
+			id, ok := encrypted.KeyIDOf(m.Body)
+			if !ok {
+				return nil, "", false, errors.New("labelled encrypted, but the body is not an encrypted frame")
+			}
+			return nil, "", false, fmt.Errorf("encrypted under key id %s: start the console with --keyring FILE to read it", id)
+		}
+		plain, err := keys.Open(m.Body)
+		if err != nil {
+			return nil, "", false, err
+		}
+		ct := ""
+		if json.Valid(plain) {
+			ct = "application/json"
+		}
+		return plain, ct, true, nil
+	}
+}
+
+// managementURL is the management API's usual address for an AMQP URL:
+// http://HOST:15672/ (https://HOST:15671/ for amqps), with its user and
+// password, and the vhost.
+func managementURL(amqpURL string) (mgmt, vhost string, ok bool) {
+	u, err := url.Parse(amqpURL)
+	if err != nil || u.Hostname() == "" {
+		return "", "", false
+	}
+	scheme, port := "http", "15672"
+	if strings.EqualFold(u.Scheme, "amqps") {
+		scheme, port = "https", "15671"
+	}
+	m := url.URL{Scheme: scheme, Host: net.JoinHostPort(u.Hostname(), port), Path: "/"}
+	if u.User != nil {
+		m.User = u.User
+	} else {
+		m.User = url.UserPassword("guest", "guest")
+	}
+	vhost = strings.TrimPrefix(u.Path, "/")
+	if vhost == "" {
+		vhost = "/"
+	} else if v, err := url.PathUnescape(vhost); err == nil {
+		vhost = v
+	}
+	return m.String(), vhost, true
+}
+
+// managementAnswers reports whether the management API answers at mgmt.
+func managementAnswers(ctx context.Context, mgmt string) bool {
+	u, err := url.Parse(mgmt)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")+"/api/overview", nil)
+	if err != nil {
+		return false
+	}
+	if u.User != nil {
+		p, _ := u.User.Password()
+		req.SetBasicAuth(u.User.Username(), p)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// redacted is a URL without its password.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}

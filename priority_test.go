@@ -1,0 +1,108 @@
+package acemq_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/testenv"
+)
+
+// Per-message priority and expiry on both brokers.
+
+func TestPriorityAndExpiry(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		c := brokertest.Connect(t, url)
+		t.Run("PriorityOrder", func(t *testing.T) {
+			q := testenv.Unique(t, "acemq-prio")
+			brokertest.DeleteAtEnd(t, c, q)
+			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(5))
+			if err := topo.Apply(ctx, c); err != nil {
+				t.Fatalf("declaring a priority queue: %v", err)
+			}
+			p := acemq.NewPublisher[string](c, "")
+			for _, s := range []struct {
+				body string
+				prio uint8
+			}{{"low", 1}, {"none", 0}, {"top", 9}, {"mid", 3}} {
+				var opts []acemq.SendOption
+				if s.prio > 0 {
+					opts = append(opts, acemq.WithPriority(s.prio))
+				}
+				if _, err := p.Send(ctx, q, s.body, opts...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for range 4 {
+				d := brokertest.Get(t, c, q)
+				got = append(got, string(d.Body))
+			}
+			if strings.Join(got, " ") != `"top" "mid" "low" "none"` {
+				t.Errorf("delivered %v, want top, mid, low, none", got)
+			}
+		})
+		t.Run("ExpiredIsDeadLettered", func(t *testing.T) {
+			q := testenv.Unique(t, "acemq-exp")
+			brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering())
+			if err := topo.Apply(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			env, err := acemq.NewPublisher[string](c, "").Send(ctx, q, "stale", acemq.WithExpiration(50*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+			if string(d.Body) != `"stale"` || d.MessageID != env.ID() {
+				t.Errorf("dead-lettered %q (id %q), want the expired message %s", d.Body, d.MessageID, env.ID())
+			}
+			deaths, _ := d.Headers["x-death"].([]any)
+			if len(deaths) == 0 {
+				t.Fatalf("no x-death on the dead letter: %v", d.Headers)
+			}
+			if first, _ := deaths[0].(map[string]any); first["reason"] != "expired" || first["original-expiration"] != "50" {
+				t.Errorf("x-death %v, want reason expired with original-expiration 50", first)
+			}
+		})
+	})
+}
+
+func TestSendOptionMistakes(t *testing.T) {
+	ctx := context.Background()
+	c := brokertest.Connect(t, brokertest.MemoryURL(t))
+	_, err := acemq.NewPublisher[string](c, "").Send(ctx, "q", "x", acemq.WithExpiration(-time.Second))
+	if err == nil || !strings.Contains(err.Error(), "WithExpiration(-1s)") {
+		t.Errorf("a negative expiration: %v, want it refused by name", err)
+	}
+}
+
+func TestMaxPriorityDeclaration(t *testing.T) {
+	q := acemq.NewTopology().Queue("jobs", acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(10))
+	plan, err := q.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan[0].Queue.Args["x-max-priority"]; got != int32(10) {
+		t.Errorf("x-max-priority = %#v, want int32(10)", got)
+	}
+	for name, topo := range map[string]*acemq.Topology{
+		"quorum":   acemq.NewTopology().Queue("jobs", acemq.WithMaxPriority(10)),
+		"zero":     acemq.NewTopology().Queue("jobs", acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(0)),
+		"twice":    acemq.NewTopology().Queue("jobs", acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(3), acemq.WithArguments(map[string]any{"x-max-priority": 3})),
+		"exchange": acemq.NewTopology().Exchange("jobs", acemq.ExchangeDirect, acemq.WithMaxPriority(3)),
+		"binding":  acemq.NewTopology().Bind("jobs", "jobs", "k", acemq.WithMaxPriority(3)),
+	} {
+		if err := topo.Validate(); err == nil {
+			t.Errorf("%s: WithMaxPriority accepted, want a mistake reported", name)
+		}
+	}
+	// A transient queue is classic without asking.
+	if err := acemq.NewTopology().Queue("jobs", acemq.WithDurable(false), acemq.WithMaxPriority(3)).Validate(); err != nil {
+		t.Errorf("a transient priority queue: %v", err)
+	}
+}
