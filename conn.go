@@ -157,7 +157,12 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		TracerProvider: c.obs.tracerProvider,
 		Tracing:        c.obs.tracing,
 		Capabilities:   c.capabilities,
-		Logger:         c.log,
+		Settled: func(v any) {
+			if s, ok := v.(Settlement); ok {
+				c.emitSettlement(s)
+			}
+		},
+		Logger: c.log,
 	}
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil

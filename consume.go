@@ -29,6 +29,10 @@ type Message[T any] struct {
 	Redelivered bool
 	// Body is the raw body as delivered. Do not modify it.
 	Body []byte
+	// FromStream is true for a message read from a stream; Offset is then
+	// its offset (x-stream-offset, docs/streams.md), and 0 otherwise.
+	FromStream bool
+	Offset     int64
 
 	browser *Browser // the Browser holding it, for a message Browser.Next returned
 	held    uint64
@@ -36,7 +40,7 @@ type Message[T any] struct {
 
 // newMessage is the Message of delivery d, read from queue.
 func newMessage[T any](payload T, d *driver.Delivery, env Envelope, queue string) Message[T] {
-	return Message[T]{
+	m := Message[T]{
 		Payload:       payload,
 		Envelope:      env,
 		Queue:         queue,
@@ -48,6 +52,8 @@ func newMessage[T any](payload T, d *driver.Delivery, env Envelope, queue string
 		Redelivered:   d.Redelivered,
 		Body:          d.Body,
 	}
+	m.Offset, m.FromStream = d.StreamOffset()
+	return m
 }
 
 // Handler processes one message and returns its decision.
@@ -97,6 +103,8 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		return nil, errNoCodec
 	case cfg.noDeclare && len(cfg.topology) > 0:
 		return nil, errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
+	case cfg.argsErr != nil:
+		return nil, fmt.Errorf("acemq: WithConsumerArguments: %w", cfg.argsErr)
 	case cfg.err != nil:
 		return nil, cfg.err
 	}
@@ -206,6 +214,7 @@ type consumerCore struct {
 	closeMu   sync.Mutex
 	closeErr  error
 	closed    bool
+	keyed     keyOrder // WithOrderKey's running keys (order.go)
 }
 
 func (k *consumerCore) start(ctx context.Context) error {
@@ -273,7 +282,7 @@ func (k *consumerCore) work() {
 		if g == nil {
 			break
 		}
-		receive := driver.Receive(g.sub)
+		receive := k.receiver(g)
 		for {
 			d, ok := receive()
 			if !ok {
@@ -286,6 +295,10 @@ func (k *consumerCore) work() {
 				continue
 			}
 			g.pending.Add(1)
+			if k.cfg.orderKey != nil {
+				k.processInOrder(&d, g) // order.go
+				continue
+			}
 			k.process(&d, g)
 		}
 		g.readers.Done()

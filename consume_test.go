@@ -308,6 +308,11 @@ func testUndecodable(t *testing.T, b backend) {
 	if e := readEnvelope(d).Reason(); !strings.HasPrefix(e, "could not be decoded: ") || e != s.Reason {
 		t.Errorf("x-acemq-error %q (settlement %q)", e, s.Reason)
 	}
+	// The cause follows the prefix as TypeName: message, without the
+	// DecodeError's own prose repeating the prefix, and names the content type.
+	if e := s.Reason; !strings.HasPrefix(e, "could not be decoded: SyntaxError: ") || strings.Contains(e, "could not decode") || !strings.HasSuffix(e, "(content type application/json)") {
+		t.Errorf("x-acemq-error %q: want the codec's error as TypeName: message and the content type", e)
+	}
 	if calls.Load() != 0 {
 		t.Error("the handler saw a body that could not be decoded")
 	}

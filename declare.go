@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,8 @@ type QueueType string
 
 // The queue types (docs/wire.md §5.3). Classic is the x-queue-type
 // argument's absence: no declaration writes x-queue-type=classic. The
-// memory:// broker refuses streams.
+// memory:// broker serves streams as RabbitMQ does; read them with package
+// stream (docs/streams.md).
 const (
 	QueueQuorum  QueueType = "quorum"
 	QueueClassic QueueType = "classic"
@@ -306,4 +308,82 @@ func normalizeArgs(args map[string]any) (driver.Table, error) {
 		out[k] = cv
 	}
 	return out, nil
+}
+
+// Stream and single-active-consumer arguments (docs/wire.md §5.9, §5.10).
+const (
+	argMaxAge            = "x-max-age"
+	argMaxLengthBytes    = "x-max-length-bytes"
+	argMaxSegmentBytes   = "x-stream-max-segment-size-bytes"
+	argSingleActive      = "x-single-active-consumer"
+	streamRefusedOptions = "WithDeadLettering and WithRetry do not apply to a stream: nothing is dead-lettered or retried on one (docs/streams.md); drop the option"
+)
+
+// queueLimits adds the retention and single-active-consumer arguments of s
+// to q, whose type resolveQueue has decided: retention belongs to streams,
+// single active consumer to the other types.
+func queueLimits(q driver.Queue, s declareSpec) (driver.Queue, error) {
+	stream := queueType(q.Args) == string(QueueStream)
+	if stream && (s.deadLetter || s.retrySet) {
+		return q, fmt.Errorf("the stream %q: %s", q.Name, streamRefusedOptions)
+	}
+	set := func(opt, arg string, given bool, v any) error {
+		if !given {
+			return nil
+		}
+		if !stream {
+			return fmt.Errorf("the queue %q: %s applies to streams only; add WithQueueType(QueueStream) or drop the option", q.Name, opt)
+		}
+		if _, ok := q.Args[arg]; ok {
+			return fmt.Errorf("the stream %q sets %s in its arguments and with %s: drop one", q.Name, arg, opt)
+		}
+		q.Args[arg] = v
+		return nil
+	}
+	if s.maxAge != 0 {
+		age, err := MaxAge(s.maxAge)
+		if err != nil {
+			return q, fmt.Errorf("the stream %q: %w", q.Name, err)
+		}
+		if err := set("WithMaxAge", argMaxAge, true, age); err != nil {
+			return q, err
+		}
+	}
+	for _, n := range []struct {
+		opt, arg string
+		v        int64
+	}{{"WithMaxLengthBytes", argMaxLengthBytes, s.maxBytes}, {"WithMaxSegmentSizeBytes", argMaxSegmentBytes, s.segmentBytes}} {
+		if n.v < 0 {
+			return q, fmt.Errorf("the queue %q: %s(%d): the size must be positive", q.Name, n.opt, n.v)
+		}
+		if err := set(n.opt, n.arg, n.v != 0, n.v); err != nil {
+			return q, err
+		}
+	}
+	if s.singleActive {
+		if stream {
+			return q, fmt.Errorf("the stream %q: WithSingleActiveConsumer does not apply to streams over AMQP 0-9-1; every stream reader reads every message", q.Name)
+		}
+		q.Args[argSingleActive] = true
+	}
+	return q, nil
+}
+
+// MaxAge renders d as a stream's x-max-age by the family's rule
+// (docs/wire.md §5.9): the largest unit among D, h, m and s that states d
+// exactly, so 7 days is "7D", 36 hours "36h", 90 minutes "90m", 45 seconds
+// "45s". d must be a positive whole number of seconds.
+func MaxAge(d time.Duration) (string, error) {
+	if d <= 0 || d%time.Second != 0 {
+		return "", fmt.Errorf("WithMaxAge(%s): a stream's maximum age must be a positive whole number of seconds", d)
+	}
+	for _, u := range []struct {
+		d    time.Duration
+		unit string
+	}{{24 * time.Hour, "D"}, {time.Hour, "h"}, {time.Minute, "m"}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.unit, nil
+		}
+	}
+	return strconv.FormatInt(int64(d/time.Second), 10) + "s", nil
 }

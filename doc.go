@@ -67,6 +67,16 @@ family names them. A consumer declares its own dead-letter half when it
 starts, never its queue: declare that with a Topology, or pass one with
 [WithTopology].
 
+# Streams and ordering
+
+A stream (WithQueueType(QueueStream), with WithMaxAge, WithMaxLengthBytes
+and WithMaxSegmentSizeBytes) is an append-only log read from an offset by
+package stream, which resumes after a reconnect with no gap and keeps
+checkpoints (docs/streams.md). Package partition routes by key over N
+queues, each read by one consumer at a time (WithSingleActiveConsumer);
+[WithOrderKey] keeps per-key order while several handlers run
+(docs/ordering.md).
+
 # Looking at queues
 
 [Conn.Inspect] reports a queue's depth and consumers. [Conn.Browse] opens a

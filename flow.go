@@ -273,7 +273,7 @@ func (k *consumerCore) paused() bool {
 
 // spec is the consumer's subscription.
 func (k *consumerCore) spec() driver.ConsumeSpec {
-	return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch}
+	return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.cfg.args}
 }
 
 // stopFlow marks the consumer stopping and cancels its current

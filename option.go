@@ -337,6 +337,9 @@ type consumeConfig struct {
 	noDeclare    bool
 	drainTimeout time.Duration
 	topology     []*Topology
+	args         driver.Table                   // WithConsumerArguments
+	argsErr      error                          // a WithConsumerArguments value AMQP cannot carry
+	orderKey     func(m Message[[]byte]) string // WithOrderKey (order.go)
 
 	// The pipeline (pipeline.go, breaker.go).
 	intercept  []ConsumeInterceptor
@@ -394,6 +397,27 @@ func WithTopology(t *Topology) ConsumeOption {
 			c.topology = append(c.topology, t)
 		}
 	})
+}
+
+// WithConsumerArguments sets the consumer arguments of the subscription
+// (basic.consume), for example x-priority. Their values are checked and
+// converted as WithArguments' are. To read a stream use package stream,
+// which sets x-stream-offset itself and resumes from where it got to.
+func WithConsumerArguments(args map[string]any) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.args, c.argsErr = normalizeArgs(args) })
+}
+
+// WithOrderKey keeps the messages that share a key in order while
+// WithConcurrency runs several handlers: key names each delivery's key
+// (from its routing key, a header of its envelope or its raw body, which
+// m.Payload holds). Messages with the same key are handled one at a time,
+// in the order the broker delivered them; messages with different keys run
+// in parallel. A message waits, holding its prefetch slot, while an earlier
+// one with its key runs. A retried message comes back later, behind newer
+// ones with its key, as with one handler. key must be fast and must not
+// block. See docs/ordering.md.
+func WithOrderKey(key func(m Message[[]byte]) string) ConsumeOption {
+	return consumeOption(func(c *consumeConfig) { c.orderKey = key })
 }
 
 // The pipeline's options (docs/pipeline.md): interceptors on a connection,
@@ -524,8 +548,13 @@ type declareSpec struct {
 	deadLetter bool
 	retry      RetryPolicy
 	retrySet   bool
-	maxPrio    uint8
-	maxPrioSet bool
+	// Stream retention and single active consumer (declare.go, queueLimits).
+	maxAge       time.Duration
+	maxBytes     int64
+	segmentBytes int64
+	singleActive bool
+	maxPrio      uint8
+	maxPrioSet   bool
 
 	groupSize    int // WithInitialGroupSize (groupsize.go)
 	groupSizeSet bool
@@ -591,6 +620,40 @@ func WithQueueType(t QueueType) DeclareOption {
 // refused, not overruled. It applies to queues only.
 func WithDeadLettering() DeclareOption {
 	return declareOption(func(s *declareSpec) { s.deadLetter = true })
+}
+
+// WithMaxAge keeps a stream's messages for about d (x-max-age), written
+// in the largest unit that states d exactly: 7D, 36h, 90m, 45s
+// (docs/wire.md §5.9). d must be a positive whole number of seconds. The
+// broker removes whole segments, so messages may outlive d until their
+// segment goes. It applies to streams only (WithQueueType(QueueStream)).
+func WithMaxAge(d time.Duration) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.maxAge = d })
+}
+
+// WithMaxLengthBytes bounds a stream at about n bytes (x-max-length-bytes):
+// when a segment fills, the oldest segments are removed while the stream
+// holds more. n must be positive. It applies to streams only.
+func WithMaxLengthBytes(n int64) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.maxBytes = n })
+}
+
+// WithMaxSegmentSizeBytes sets the size of a stream's segment files
+// (x-stream-max-segment-size-bytes), the unit retention removes; without
+// it the broker's default (500 MB) applies and no value is invented. n must
+// be positive. It applies to streams only.
+func WithMaxSegmentSizeBytes(n int64) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.segmentBytes = n })
+}
+
+// WithSingleActiveConsumer declares a queue on which one consumer at a time
+// receives messages (x-single-active-consumer): the others stand by and,
+// in the order they subscribed, take over when it goes, with what it left
+// unsettled first. It is how a consumer group keeps strict order per queue
+// (docs/ordering.md). It applies to classic and quorum queues, not
+// streams.
+func WithSingleActiveConsumer() DeclareOption {
+	return declareOption(func(s *declareSpec) { s.singleActive = true })
 }
 
 // WithMaxPriority declares a priority queue (x-max-priority = max, as a

@@ -152,7 +152,7 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 			break
 		}
 		s.Decision = DecisionPark
-		k.setAside(d, env, &s, ParkedQueue(k.queue), reasonUndecodable+wire.Describe(decodeErr), OutcomeParked)
+		k.setAside(d, env, &s, ParkedQueue(k.queue), undecodableReason(decodeErr), OutcomeParked)
 	default:
 		s.Decision = ack.decision
 		s.Err = ack.err
@@ -432,4 +432,20 @@ func declareDeadLetterHalf(ctx context.Context, t driver.Conn, q string, p Retry
 		}
 	}
 	return nil
+}
+
+// undecodableReason is the x-acemq-error of a parked undecodable body:
+// the prefix, then the codec's own error as TypeName: message, then the
+// content type. A *DecodeError is unwrapped, so its prose ("could not decode
+// a body") does not repeat the prefix's.
+func undecodableReason(err error) string {
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Err == nil {
+		return reasonUndecodable + wire.Describe(err)
+	}
+	ct := de.ContentType
+	if ct == "" {
+		ct = "none"
+	}
+	return reasonUndecodable + wire.Describe(de.Err) + " (content type " + ct + ")"
 }

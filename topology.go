@@ -68,8 +68,9 @@ func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology 
 		return t
 	}
 	if t.misplaced(s, "the exchange "+strconv.Quote(name), "WithExclusive", s.exclusive, "WithQueueType", s.qtype != "",
-		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet,
-		"WithInitialGroupSize", s.groupSizeSet) {
+		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
+		"WithMaxLengthBytes", s.maxBytes != 0, "WithMaxSegmentSizeBytes", s.segmentBytes != 0,
+		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
 	t.add(Declaration{Kind: ExchangeDeclaration, Exchange: e})
@@ -104,6 +105,9 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 	q, err := resolveQueue(driver.Queue{Name: name, Durable: !s.transient, Exclusive: s.exclusive, AutoDelete: s.autoDelete, Args: args}, s.qtype, s.deadLetter)
 	if err == nil {
 		err = priorityNeedsClassic(q, s)
+	}
+	if err == nil {
+		q, err = queueLimits(q, s)
 	}
 	if err == nil {
 		q, err = applyGroupSize(q, s)
@@ -155,8 +159,9 @@ func (t *Topology) Bind(exchange, queue, routingKey string, opts ...DeclareOptio
 	}
 	if t.misplaced(s, fmt.Sprintf("the binding of %q to %q", queue, exchange), "WithDurable", s.transient, "WithAutoDelete", s.autoDelete,
 		"WithExclusive", s.exclusive, "WithInternal", s.internal, "WithQueueType", s.qtype != "",
-		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet,
-		"WithInitialGroupSize", s.groupSizeSet) {
+		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
+		"WithMaxLengthBytes", s.maxBytes != 0, "WithMaxSegmentSizeBytes", s.segmentBytes != 0,
+		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
 	t.add(Declaration{Kind: BindingDeclaration, Binding: b})

@@ -1,6 +1,10 @@
 package driver
 
-import "context"
+import (
+	"context"
+
+	"github.com/acemq/acemq/internal/wire"
+)
 
 // Message is an outbound message.
 type Message struct {
@@ -111,7 +115,26 @@ type ConsumeSpec struct {
 	// hand this consumer; 0 means no limit.
 	Prefetch  int
 	Exclusive bool
-	Args      Table
+	// Args are the consumer arguments of basic.consume: x-stream-offset
+	// on a stream (docs/wire.md §5.9), x-priority, and so on.
+	Args Table
+	// Resume, when set, is called before every resubscription a driver
+	// makes underneath the same Subscription after a lost channel or
+	// connection; the arguments it returns replace Args from then on. A
+	// stream reader uses it to carry on from the offset it has reached
+	// instead of the one it started at. It must not block.
+	Resume func() Table
+}
+
+// StreamOffsetHeader is the header on a delivery from a stream that holds
+// its offset, an int64 from 0 (docs/wire.md §5.9). Both drivers put it on
+// every delivery of a stream, as RabbitMQ does.
+const StreamOffsetHeader = "x-stream-offset"
+
+// StreamOffset returns the delivery's stream offset and true, or false
+// for a delivery that did not come from a stream.
+func (d *Delivery) StreamOffset() (int64, bool) {
+	return wire.Integer(d.Headers[StreamOffsetHeader])
 }
 
 // Subscription is a running consumer. Deliveries arrive on the channel

@@ -192,9 +192,10 @@ func TestQueueDeclareValidation(t *testing.T) {
 		}
 	}
 	for _, q := range []driver.Queue{
-		{Name: "a", Durable: true, Args: driver.Table{"x-queue-type": "stream"}},
+		{Name: "a", Durable: true, Args: driver.Table{"x-queue-type": "stream", "x-message-ttl": int32(1)}},
 		{Name: "a", Args: driver.Table{"x-max-length": int32(1)}},
-		{Name: "a", Args: driver.Table{"x-custom": 7}}, // Go int has no AMQP width
+		{Name: "a", Args: driver.Table{"x-max-age": "7D"}}, // only streams take it
+		{Name: "a", Args: driver.Table{"x-custom": 7}},     // Go int has no AMQP width
 	} {
 		if _, err := c.DeclareQueue(ctx, q); err == nil {
 			t.Errorf("declare %+v succeeded", q)
@@ -958,7 +959,7 @@ func TestClosedConn(t *testing.T) {
 
 func TestCapabilitiesAndPing(t *testing.T) {
 	c := fresh(t)
-	want := driver.Capabilities{PublisherConfirms: true, DeadLettering: true, QuorumQueues: true}
+	want := driver.Capabilities{PublisherConfirms: true, DeadLettering: true, QuorumQueues: true, Streams: true}
 	if got := c.Capabilities(); got != want {
 		t.Errorf("capabilities %+v", got)
 	}

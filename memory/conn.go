@@ -162,6 +162,14 @@ func (c *conn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Sub
 			return nil, refusedErr("queue '%s' in vhost '/' in exclusive use", q.name)
 		}
 	}
+	var streamStart int64
+	if q.stream != nil {
+		if streamStart, err = streamConsumable(q, spec); err != nil {
+			return nil, err
+		}
+	} else if err := notStreamConsumable(q, spec); err != nil {
+		return nil, err
+	}
 	tag := spec.Tag
 	if tag == "" {
 		tag = randomName("amq.ctag-")
@@ -181,6 +189,9 @@ func (c *conn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Sub
 	}
 	q.consumers = append(q.consumers, s)
 	q.hadConsumer = true
+	if q.stream != nil {
+		q.stream.cursors[s] = streamStart
+	}
 	c.subs[s] = struct{}{}
 	go s.run()
 	b.dispatch(q)
@@ -198,6 +209,9 @@ func (c *conn) Get(ctx context.Context, queue string) (driver.Delivery, bool, er
 	q, err := c.lookupQueue(queue)
 	if err != nil {
 		return driver.Delivery{}, false, err
+	}
+	if q.stream != nil {
+		return driver.Delivery{}, false, fmt.Errorf("memory: get from queue %q: 540 NOT_IMPLEMENTED - basic.get not supported by stream queues queue '%s' in vhost '/'", queue, queue)
 	}
 	b.expireHead(q)
 	if len(q.msgs) == 0 {
@@ -250,6 +264,7 @@ func (c *conn) Capabilities() driver.Capabilities {
 		PublisherConfirms: true,
 		DeadLettering:     true,
 		QuorumQueues:      true,
+		Streams:           true,
 	}
 }
 

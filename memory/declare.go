@@ -148,11 +148,6 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 	invalid := func(arg string, why string) error {
 		return pe("invalid arg '%s' for queue '%s' in vhost '/': %s", arg, name, why)
 	}
-	for _, a := range unimplementedArgs {
-		if _, ok := q.Args[a]; ok {
-			return nil, fmt.Errorf("memory: declare queue %q: the memory broker does not implement the queue argument %q", name, a)
-		}
-	}
 	nq := &queue{}
 	qtype := "classic"
 	if v, ok := q.Args["x-queue-type"]; ok {
@@ -162,19 +157,27 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 		}
 		qtype = s
 	}
+	for _, a := range unimplementedArgs {
+		if _, ok := q.Args[a]; ok && !implementedArg(qtype, a) {
+			return nil, fmt.Errorf("memory: declare queue %q: the memory broker does not implement the queue argument %q", name, a)
+		}
+	}
+	if err := parseSingleActive(name, q, nq); err != nil {
+		return nil, err
+	}
 	switch qtype {
 	case "classic":
 	case "quorum":
-		switch {
-		case !q.Durable:
-			return nil, pe("invalid property 'non-durable' for queue '%s' in vhost '/'", name)
-		case q.Exclusive:
-			return nil, pe("invalid property 'exclusive-owner' for queue '%s' in vhost '/'", name)
-		case q.AutoDelete:
-			return nil, pe("invalid property 'auto-delete' for queue '%s' in vhost '/'", name)
+		if err := durableOnly(name, q); err != nil {
+			return nil, err
 		}
 	case "stream":
-		return nil, fmt.Errorf("memory: declare queue %q: the memory broker does not support stream queues", name)
+		l, err := parseStreamArgs(name, q)
+		if err != nil {
+			return nil, err
+		}
+		nq.stream = l
+		return nq, nil
 	default:
 		return nil, invalid("x-queue-type", fmt.Sprintf("unknown queue type '%s'", qtype))
 	}
@@ -214,7 +217,26 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 	return nq, nil
 }
 
+// durableOnly refuses the flags a quorum queue or a stream cannot have.
+func durableOnly(name string, q driver.Queue) error {
+	pe := func(prop string) error {
+		return &driver.PreconditionError{Kind: "queue", Name: name, Detail: fmt.Sprintf("invalid property '%s' for queue '%s' in vhost '/'", prop, name)}
+	}
+	switch {
+	case !q.Durable:
+		return pe("non-durable")
+	case q.Exclusive:
+		return pe("exclusive-owner")
+	case q.AutoDelete:
+		return pe("auto-delete")
+	}
+	return nil
+}
+
 func (q *queue) info() driver.QueueInfo {
+	if q.stream != nil {
+		return driver.QueueInfo{Name: q.name, Messages: q.stream.count(), Consumers: len(q.consumers)}
+	}
 	return driver.QueueInfo{Name: q.name, Messages: len(q.msgs), Consumers: len(q.consumers)}
 }
 

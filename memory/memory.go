@@ -20,7 +20,8 @@
 //     auto-delete (deleted when its last consumer goes) and server-named
 //     (an empty name gets "amq.gen-…"). x-queue-type may be "classic" (the
 //     same as absent) or "quorum" (which must be durable, non-exclusive and
-//     non-auto-delete); "stream" is refused.
+//     non-auto-delete) or "stream" (an append-only log read from an offset;
+//     see stream.go for what is implemented).
 //   - Redeclaring with different settings fails with a
 //     *driver.PreconditionError whose Detail is RabbitMQ's text, for
 //     example "inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/':
@@ -32,11 +33,13 @@
 //     Redeclaring an existing queue with a different exclusive flag fails
 //     with RESOURCE_LOCKED (405), as RabbitMQ does.
 //   - Queue arguments implemented: x-message-ttl, x-dead-letter-exchange,
-//     x-dead-letter-routing-key, x-queue-type and x-max-priority
-//     (highest priority first). Arguments RabbitMQ knows
-//     but this broker does not implement (x-max-length, x-expires,
-//     x-overflow, x-single-active-consumer,
-//     x-delivery-limit, …) are refused rather than silently ignored.
+//     x-dead-letter-routing-key, x-queue-type, x-max-priority (highest
+//     priority first), x-single-active-consumer (one consumer receives, the
+//     others stand by and take over in order) and, on streams, x-max-age,
+//     x-max-length-bytes and x-stream-max-segment-size-bytes. Arguments
+//     RabbitMQ knows but this broker does not implement (x-max-length,
+//     x-expires, x-overflow, x-delivery-limit, …) are refused rather than
+//     silently ignored.
 //   - Publishing: mandatory messages that route nowhere fail with
 //     *driver.ReturnError (312 NO_ROUTE); a missing exchange fails with an
 //     error wrapping driver.ErrNotFound; the publish returns once the

@@ -35,6 +35,9 @@ type queue struct {
 
 	timer   *time.Timer
 	timerAt time.Time
+
+	stream       *streamLog // the log of a stream queue; nil otherwise
+	singleActive bool       // x-single-active-consumer
 }
 
 // message is a message held by the broker. Headers and body are owned by the
@@ -110,6 +113,10 @@ func (b *broker) enqueue(q *queue, m *message) {
 	if q.deleted {
 		return
 	}
+	if q.stream != nil {
+		b.appendStream(q, m)
+		return
+	}
 	b.seq++
 	m.seq = b.seq
 	ttl, has := q.ttl, q.hasTTL
@@ -132,8 +139,8 @@ func (b *broker) enqueue(q *queue, m *message) {
 // requeue puts a delivered message back on q near its original position,
 // marked redelivered.
 func (b *broker) requeue(q *queue, m *message) {
-	if q.deleted {
-		return
+	if q.deleted || q.stream != nil {
+		return // a stream keeps its messages; nothing goes back
 	}
 	m.redelivered = true
 	q.msgs = slices.Insert(q.msgs, q.position(m), m)
@@ -143,6 +150,10 @@ func (b *broker) requeue(q *queue, m *message) {
 // consumers with room, round-robin, then re-arms the expiry timer.
 func (b *broker) dispatch(q *queue) {
 	if q.deleted {
+		return
+	}
+	if q.stream != nil {
+		b.dispatchStream(q)
 		return
 	}
 	t := now()
@@ -183,6 +194,9 @@ func (b *broker) popHead(q *queue) *message {
 }
 
 func (q *queue) nextConsumer() *sub {
+	if q.singleActive {
+		return q.activeConsumer()
+	}
 	n := len(q.consumers)
 	for i := range n {
 		idx := (q.rr + i) % n

@@ -203,6 +203,9 @@ func (s *sub) settle(tag uint64, how settleKind) error {
 	if s.closed {
 		return fmt.Errorf("memory: %s of delivery %d on consumer %q: %w", how, tag, s.tag, driver.ErrChannelClosed)
 	}
+	if s.q.stream != nil && how != settleAck {
+		return b.streamRefused(s, how)
+	}
 	u, ok := s.unacked[tag]
 	if !ok {
 		return unknownTag(how, tag)

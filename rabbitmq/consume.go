@@ -132,6 +132,18 @@ func (sub *subscription) attach(s *session) (*attachment, error) {
 	return &attachment{s: s, ch: ch, dels: dels, ack: &acker{s: s, ch: ch}}, nil
 }
 
+// resume replaces the consumer arguments with what spec.Resume says before
+// a resubscription (a stream reader's offset reached so far). Arguments that
+// cannot be carried keep the previous ones.
+func (sub *subscription) resume() {
+	if sub.spec.Resume == nil {
+		return
+	}
+	if args, err := toAMQPTable(sub.spec.Resume()); err == nil {
+		sub.args = args
+	}
+}
+
 func (sub *subscription) stopped() bool {
 	select {
 	case <-sub.stop:
@@ -230,6 +242,7 @@ func (sub *subscription) reattach() *attachment {
 		if err != nil {
 			return nil
 		}
+		sub.resume()
 		att, err := sub.attach(s)
 		if err == nil {
 			sub.mu.Lock()

@@ -31,6 +31,12 @@ const (
 // sent on a connection whose negotiated frame size is frameMax (0: no
 // limit). It walks the headers once and allocates nothing when they pass.
 func checkSendable(pub *amqp.Publishing, frameMax int) error {
+	return checkSendableSized(pub, frameMax, -1)
+}
+
+// checkSendableSized is checkSendable for headers whose encoded size is
+// known (flatTable), or -1 to walk them.
+func checkSendableSized(pub *amqp.Publishing, frameMax, headerSize int) error {
 	// Content header payload: class, weight, body size, property flags.
 	size := 2 + 2 + 8 + 2
 	for _, p := range [...]struct{ name, v string }{
@@ -55,7 +61,9 @@ func checkSendable(pub *amqp.Publishing, frameMax int) error {
 	if !pub.Timestamp.IsZero() {
 		size += 8
 	}
-	if len(pub.Headers) > 0 {
+	if len(pub.Headers) > 0 && headerSize >= 0 {
+		size += headerSize
+	} else if len(pub.Headers) > 0 {
 		n, err := tableSize(pub.Headers, 0)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrUnsendable, err)

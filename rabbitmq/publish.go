@@ -172,9 +172,15 @@ func (c *conn) acquire(ctx context.Context) error {
 // start publishes m and, with confirms, returns the pending to wait on.
 func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	confirm := !c.cfg.NoConfirms || m.Mandatory
-	headers, err := toAMQPTable(m.Headers)
-	if err != nil {
-		return nil, fmt.Errorf("acemq: the headers cannot be sent: %w", err)
+	// One walk over the headers for the common flat table; anything else
+	// is converted and measured the long way.
+	headers, headerSize, flat := flatTable(m.Headers)
+	if !flat {
+		var err error
+		if headers, err = toAMQPTable(m.Headers); err != nil {
+			return nil, fmt.Errorf("acemq: the headers cannot be sent: %w", err)
+		}
+		headerSize = -1
 	}
 	pub := amqp.Publishing{
 		Headers:       headers,
@@ -206,7 +212,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 		}
 		// Refuse what would close the connection (and lose every publish
 		// outstanding on it) rather than send it.
-		if err := checkSendable(&pub, s.ac.Config.FrameSize); err != nil {
+		if err := checkSendableSized(&pub, s.ac.Config.FrameSize, headerSize); err != nil {
 			return nil, fmt.Errorf("acemq: nothing was published: %w", err)
 		}
 		pc := s.pick(confirm).get()
@@ -280,15 +286,26 @@ func (c *conn) Publish(ctx context.Context, m driver.Message) error {
 
 // PublishBatch publishes every message, then awaits every confirm; the
 // errors are in the order of ms, nil for a confirmed message.
+//
+// A batch larger than the permits (MaxOutstanding) would wait for a permit
+// only its own confirms, not yet awaited, give back; so while every permit
+// is taken it awaits its oldest publishes first, and the window slides
+// inside the batch.
 func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 	errs := make([]error, len(ms))
 	ps := make([]*pending, len(ms))
+	w := 0 // the oldest publish of the batch not yet awaited
 	for i := range ms {
+		for ; w < i && len(c.sem) == cap(c.sem); w++ {
+			if ps[w] != nil {
+				errs[w] = c.wait(ctx, ps[w])
+			}
+		}
 		ps[i], errs[i] = c.start(ctx, &ms[i])
 	}
-	for i, p := range ps {
-		if p != nil {
-			errs[i] = c.wait(ctx, p)
+	for i := w; i < len(ps); i++ {
+		if ps[i] != nil {
+			errs[i] = c.wait(ctx, ps[i])
 		}
 	}
 	return errs

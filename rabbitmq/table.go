@@ -30,6 +30,56 @@ func toAMQPTable(t driver.Table) (amqp.Table, error) {
 	return out, nil
 }
 
+// flatTable is toAMQPTable and tableSize in one walk over t, for the
+// common case of a publish's headers: a table of scalars amqp091 takes as
+// they are, within AMQP's limits. It returns t as an amqp091 table and its
+// encoded size (length prefix included), or ok false for anything else
+// (a nested table or array, a value to convert or refuse, a name longer
+// than 255 bytes, a NaN or infinite float, too many entries): then
+// toAMQPTable and checkSendable walk it and say what is wrong.
+func flatTable(t driver.Table) (at amqp.Table, size int, ok bool) {
+	if len(t) > maxContainerElements {
+		return nil, 0, false
+	}
+	size = 4
+	for k, v := range t {
+		n, ok := scalarSize(v)
+		if !ok || len(k) > 255 {
+			return nil, 0, false
+		}
+		size += 1 + len(k) + n
+	}
+	return amqp.Table(t), size, true
+}
+
+// scalarSize is fieldSize for a scalar amqp091 encodes as it is, or false.
+func scalarSize(v any) (int, bool) {
+	switch x := v.(type) {
+	case string:
+		return 5 + len(x), true
+	case int32, int, uint32:
+		return 5, true
+	case int64, time.Time:
+		return 9, true
+	case nil:
+		return 1, true
+	case bool, uint8, int8:
+		return 2, true
+	case int16, uint16:
+		return 3, true
+	case []byte:
+		return 5 + len(x), true
+	case amqp.Decimal:
+		return 6, true
+	case float32:
+		f := float64(x)
+		return 5, !math.IsNaN(f) && !math.IsInf(f, 0)
+	case float64:
+		return 9, !math.IsNaN(x) && !math.IsInf(x, 0)
+	}
+	return 0, false
+}
+
 // tableNeedsConversion reports whether t holds a value that amqp091 does
 // not accept as it is.
 func tableNeedsConversion(t map[string]any) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -167,12 +168,13 @@ func printBench(w io.Writer, rep benchReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", r.Phase, r.Client, r.Messages, r.Errors, r.Seconds, r.Rate, r.P50, r.P95, r.P99, r.Max)
 	}
 	tw.Flush()
-	if len(rep.Ratios) > 0 {
+	if len(rep.Ratios) > 0 || len(rep.SameWorkRatios) > 0 {
 		fmt.Fprintln(w, "\nacemq ÷ amqp091-go (throughput above 1 is faster; p50 above 1 is slower):")
+		fmt.Fprintln(w, rep.ReferenceNote)
 		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "PHASE\tTHROUGHPUT\tP50\t")
-		for _, r := range rep.Ratios {
-			fmt.Fprintf(tw, "%s\t%.2fx\t%.2fx\t\n", r.Phase, r.Throughput, r.P50)
+		fmt.Fprintln(tw, "PHASE\tSAME WORK THROUGHPUT\tSAME WORK P50\tBARE BODY THROUGHPUT\tBARE BODY P50\t")
+		for _, phase := range ratioPhases(rep) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\n", phase, ratioCells(rep.SameWorkRatios, phase), ratioCells(rep.Ratios, phase))
 		}
 		tw.Flush()
 	}
@@ -181,4 +183,28 @@ func printBench(w io.Writer, rep benchReport) {
 	} else {
 		fmt.Fprintf(w, "\nFAILED: %s\n", rep.FailReason)
 	}
+}
+
+// ratioPhases lists the phases that have a ratio, in the order measured.
+func ratioPhases(rep benchReport) []string {
+	var phases []string
+	for _, rs := range [][]benchRatio{rep.SameWorkRatios, rep.Ratios} {
+		for _, r := range rs {
+			if !slices.Contains(phases, r.Phase) {
+				phases = append(phases, r.Phase)
+			}
+		}
+	}
+	return phases
+}
+
+// ratioCells are the throughput and p50 cells of phase's ratio in rs, or
+// dashes when the run did not get that far.
+func ratioCells(rs []benchRatio, phase string) string {
+	for _, r := range rs {
+		if r.Phase == phase {
+			return fmt.Sprintf("%.2fx\t%.2fx", r.Throughput, r.P50)
+		}
+	}
+	return "—\t—"
 }

@@ -12,12 +12,13 @@ import (
 
 // The --compare-raw half of bench: the same work through plain amqp091-go,
 // with the raw references of internal/perf, which its benchmarks measure
-// acemq against too ("rawhdr"): confirm mode, mandatory, persistent, the
-// same windows, prefetch and acknowledgements, and by hand the headers
-// acemq's contract puts on every message (the envelope of a message sent
-// on b.conn, with UUID message ids), so that the ratio prices what the
-// library does rather than the bytes the contract adds, which both sides
-// send.
+// acemq against too: confirm mode, mandatory, persistent, the same
+// windows, prefetch and acknowledgements. With headers (raw-headers, the
+// benchmarks' "rawhdr") the raw client writes by hand the headers acemq's
+// contract puts on every message (the envelope of a message sent on
+// b.conn, with UUID message ids), so that the ratio prices what the
+// library does; without (raw), it sends the body alone, and the ratio
+// adds the bytes the contract costs.
 
 // rawDial opens the raw client's connection.
 func (b *bench) rawDial() (*amqp.Connection, error) {
@@ -25,19 +26,32 @@ func (b *bench) rawDial() (*amqp.Connection, error) {
 }
 
 // rawEnvelope writes the headers acemq writes on a message published with
-// a fresh envelope on b.conn.
-func (b *bench) rawEnvelope() *perf.EnvelopeTable {
+// a fresh envelope on b.conn; without headers it is nil (bare bodies).
+func (b *bench) rawEnvelope(headers bool) *perf.EnvelopeTable {
+	if !headers {
+		return nil
+	}
 	return perf.Envelope{Origin: b.conn.Origin()}.Prepare()
+}
+
+// rawClientName is the raw client's name in the results.
+func rawClientName(headers bool) string {
+	if headers {
+		return rawHeadersClient
+	}
+	return rawClient
 }
 
 // rawPubSub publishes and consumes through amqp091-go: f.consumers
 // consumers at f.prefetch, each on a channel of its own as acemq's are, and
 // f.producers producers, each on a confirm-mode channel of its own keeping
-// up to f.window publishes waiting for their confirm.
-func (b *bench) rawPubSub(ctx context.Context) (pub, con benchResult, err error) {
+// up to f.window publishes waiting for their confirm; with headers, each
+// message carries the contract's headers.
+func (b *bench) rawPubSub(ctx context.Context, headers bool) (pub, con benchResult, err error) {
 	f := b.f
-	pub, con = benchResult{Phase: "publish", Client: "raw", Messages: f.messages}, benchResult{Phase: "consume", Client: "raw", Messages: f.messages}
-	q, err := b.queue(ctx, "raw")
+	client := rawClientName(headers)
+	pub, con = benchResult{Phase: "publish", Client: client, Messages: f.messages}, benchResult{Phase: "consume", Client: client, Messages: f.messages}
+	q, err := b.queue(ctx, client)
 	if err != nil {
 		return pub, con, err
 	}
@@ -46,7 +60,7 @@ func (b *bench) rawPubSub(ctx context.Context) (pub, con benchResult, err error)
 		return pub, con, err
 	}
 	defer conn.Close()
-	env := b.rawEnvelope()
+	env := b.rawEnvelope(headers)
 
 	var conLat perf.Latencies
 	done := perf.NewCountdown(f.messages)
@@ -58,7 +72,7 @@ func (b *bench) rawPubSub(ctx context.Context) (pub, con benchResult, err error)
 	}()
 	for i := range f.consumers {
 		c, err := perf.StartRawConsumer(conn, perf.RawConsumerConfig{
-			Queue: q, Tag: fmt.Sprintf("acemq-bench-raw-%d", i+1), Prefetch: f.prefetch, Handlers: 1, Done: done,
+			Queue: q, Tag: fmt.Sprintf("acemq-bench-%s-%d", client, i+1), Prefetch: f.prefetch, Handlers: 1, Done: done,
 			Handle: func(d amqp.Delivery) { delivered(&conLat, d.Body) },
 		})
 		if err != nil {
@@ -83,7 +97,7 @@ func (b *bench) rawPubSub(ctx context.Context) (pub, con benchResult, err error)
 	}
 	var pubLat perf.Latencies
 	var firstErr firstError
-	bar := b.bar(f.messages, "publish (raw)")
+	bar := b.bar(f.messages, "publish ("+client+")")
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, n := range shares {
@@ -111,11 +125,11 @@ func (b *bench) rawPubSub(ctx context.Context) (pub, con benchResult, err error)
 			firstErr.set(err)
 		}
 	}
-	pub = phaseResult("publish", "raw", &pubLat, f.messages, failed, pubElapsed)
+	pub = phaseResult("publish", client, &pubLat, f.messages, failed, pubElapsed)
 	if failed == 0 {
 		done.Wait(ctx, benchStall)
 	}
-	con = phaseResult("consume", "raw", &conLat, f.messages, f.messages-conLat.Count(), conLat.Summary().Last.Sub(start))
+	con = phaseResult("consume", client, &conLat, f.messages, f.messages-conLat.Count(), conLat.Summary().Last.Sub(start))
 	if e := firstErr.get(); e != nil {
 		return pub, con, fmt.Errorf("publishing through amqp091-go: %w", e)
 	}
@@ -126,11 +140,13 @@ func (b *bench) rawPubSub(ctx context.Context) (pub, con benchResult, err error)
 // acemq's side is: a responder that echoes the body with f.producers
 // handlers at f.prefetch, publishing each reply confirmed before
 // acknowledging the request, and callers sharing one requester, whose
-// exclusive reply queue is read at rpc's reply prefetch.
-func (b *bench) rawRPC(ctx context.Context) (benchResult, error) {
+// exclusive reply queue is read at rpc's reply prefetch; with headers,
+// requests and replies carry the headers rpc writes on them.
+func (b *bench) rawRPC(ctx context.Context, headers bool) (benchResult, error) {
 	f := b.f
-	res := benchResult{Phase: "request", Client: "raw", Messages: f.requests}
-	q, err := b.queue(ctx, "rpc-raw")
+	client := rawClientName(headers)
+	res := benchResult{Phase: "request", Client: client, Messages: f.requests}
+	q, err := b.queue(ctx, "rpc-"+client)
 	if err != nil {
 		return res, err
 	}
@@ -139,7 +155,7 @@ func (b *bench) rawRPC(ctx context.Context) (benchResult, error) {
 		return res, err
 	}
 	defer conn.Close()
-	env := b.rawEnvelope()
+	env := b.rawEnvelope(headers)
 	resp, err := perf.StartRawResponder(conn, perf.RawResponderConfig{
 		Queue: q, Prefetch: f.prefetch, Handlers: f.producers, Envelope: env,
 		Answer: func(body []byte) ([]byte, error) { return body, nil },
@@ -153,7 +169,7 @@ func (b *bench) rawRPC(ctx context.Context) (benchResult, error) {
 		return res, err
 	}
 	defer req.Close()
-	return b.rounds(ctx, "raw", "asking through amqp091-go", func() error {
+	return b.rounds(ctx, client, "asking through amqp091-go", func() error {
 		_, err := req.Ask(ctx, "application/octet-stream", b.body(), benchCallTimeout)
 		return err
 	})

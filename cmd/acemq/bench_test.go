@@ -71,18 +71,40 @@ func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
 	conn, url := brokerConn(t)
 	r := runCLI(t, "", "bench", "--url", url, "--messages", "500", "--size", "128", "--rpc", "--requests", "100", "--compare-raw", "--json").wantCode(t, 0)
 	rep := benchReportOf(t, r.stdout)
-	for _, c := range []string{"acemq", "raw"} {
+	for _, c := range []string{"acemq", "raw", "raw-headers"} {
 		checkResult(t, rep, "publish", c, 500)
 		checkResult(t, rep, "consume", c, 500)
 		checkResult(t, rep, "request", c, 100)
 	}
-	if len(rep.Ratios) != 3 {
-		t.Errorf("ratios %+v", rep.Ratios)
-	}
-	for _, ra := range rep.Ratios {
-		if ra.Throughput <= 0 || ra.P50 <= 0 {
-			t.Errorf("ratio %+v", ra)
+	for name, rs := range map[string][]benchRatio{"ratios": rep.Ratios, "sameWorkRatios": rep.SameWorkRatios} {
+		var phases []string
+		for _, ra := range rs {
+			phases = append(phases, ra.Phase)
+			if ra.Throughput <= 0 || ra.P50 <= 0 {
+				t.Errorf("%s: %+v", name, ra)
+			}
 		}
+		if strings.Join(phases, ",") != "publish,consume,request" {
+			t.Errorf("%s: phases %v", name, phases)
+		}
+	}
+	// The ratios are the results divided, each by its own reference.
+	rate := func(phase, client string) float64 {
+		for _, r := range rep.Results {
+			if r.Phase == phase && r.Client == client {
+				return r.Rate
+			}
+		}
+		return 0
+	}
+	if got, want := rep.SameWorkRatios[0].Throughput, rate("publish", "acemq")/rate("publish", "raw-headers"); got != want {
+		t.Errorf("sameWorkRatios publish throughput %v, want acemq ÷ raw-headers = %v", got, want)
+	}
+	if got, want := rep.Ratios[0].Throughput, rate("publish", "acemq")/rate("publish", "raw"); got != want {
+		t.Errorf("ratios publish throughput %v, want acemq ÷ raw = %v", got, want)
+	}
+	if !strings.Contains(rep.ReferenceNote, "sameWorkRatios") || !strings.Contains(rep.ReferenceNote, "contract's headers") {
+		t.Errorf("referenceNote %q", rep.ReferenceNote)
 	}
 	// Its queues are gone.
 	if !strings.HasPrefix(rep.QueuePrefix, "acemq-bench-") {
@@ -90,7 +112,7 @@ func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, q := range []string{"acemq", "raw", "rpc", "rpc-raw", "acemq.dlq", "rpc.parked"} {
+	for _, q := range []string{"acemq", "raw", "raw-headers", "rpc", "rpc-raw", "rpc-raw-headers", "acemq.dlq", "rpc.parked"} {
 		if _, err := conn.Inspect(ctx, rep.QueuePrefix+q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("bench left %s%s behind (%v)", rep.QueuePrefix, q, err)
 			_ = acemq.NewTopology().Queue(rep.QueuePrefix+q).Delete(ctx, conn)
@@ -112,5 +134,51 @@ func TestBenchMetricsAddr(t *testing.T) {
 	r = runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "10", "--metrics-addr", ln.Addr().String()).wantCode(t, 1)
 	if !strings.Contains(r.stderr, "--metrics-addr") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// TestBenchReportJSONShape pins the names --json prints for the two
+// references: they are an interface.
+func TestBenchReportJSONShape(t *testing.T) {
+	rep := benchReport{
+		Results:        []benchResult{{Phase: "publish", Client: "raw-headers", Rate: 10}},
+		Ratios:         []benchRatio{{Phase: "publish", Throughput: 0.5, P50: 2}},
+		SameWorkRatios: []benchRatio{{Phase: "publish", Throughput: 0.9, P50: 1.1}},
+		ReferenceNote:  referenceNote,
+	}
+	bs, err := marshalLine(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(bs, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"ratios", "sameWorkRatios"} {
+		rs, ok := got[k].([]any)
+		if !ok || len(rs) != 1 {
+			t.Fatalf("%s = %v in %s", k, got[k], bs)
+		}
+		entry := rs[0].(map[string]any)
+		if len(entry) != 3 || entry["phase"] != "publish" || entry["throughput"] == nil || entry["p50"] == nil {
+			t.Errorf("%s entry %v: want phase, throughput, p50", k, entry)
+		}
+	}
+	if got["referenceNote"] != referenceNote {
+		t.Errorf("referenceNote = %v", got["referenceNote"])
+	}
+	// Without --compare-raw none of them is printed.
+	bs, _ = marshalLine(benchReport{})
+	for _, k := range []string{"ratios", "sameWorkRatios", "referenceNote"} {
+		if strings.Contains(string(bs), `"`+k+`"`) {
+			t.Errorf("%s printed without --compare-raw: %s", k, bs)
+		}
+	}
+	var text strings.Builder
+	printBench(&text, rep)
+	for _, want := range []string{referenceNote, "SAME WORK THROUGHPUT", "BARE BODY THROUGHPUT", "0.90x", "0.50x"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
 	}
 }

@@ -20,19 +20,22 @@ type consumeFlags struct {
 	timeout time.Duration
 	requeue bool
 	json    bool
+	offset  string // a stream start (stream.ParseOffset); empty: not a stream read
 	keyring string
 }
 
 // deliveryJSON is what a line of consume --json adds after the envelope's
 // JSON form: the delivery's own fields.
 type deliveryJSON struct {
-	RoutingKey  string  `json:"routingKey"`
-	Exchange    string  `json:"exchange"`
-	ContentType string  `json:"contentType"`
-	Redelivered bool    `json:"redelivered"`
-	ReplyTo     string  `json:"replyTo"`
-	Body        *string `json:"body,omitempty"`
-	BodyBase64  *string `json:"bodyBase64,omitempty"`
+	RoutingKey  string `json:"routingKey"`
+	Exchange    string `json:"exchange"`
+	ContentType string `json:"contentType"`
+	Redelivered bool   `json:"redelivered"`
+	ReplyTo     string `json:"replyTo"`
+	// Offset is the stream offset, on messages read with --offset only.
+	Offset     *int64  `json:"offset,omitempty"`
+	Body       *string `json:"body,omitempty"`
+	BodyBase64 *string `json:"bodyBase64,omitempty"`
 	// KeyID is the key id of an encrypted body (docs/wire.md §4.2), read
 	// without a key.
 	KeyID string `json:"keyId,omitempty"`
@@ -44,7 +47,7 @@ type deliveryJSON struct {
 func newConsumeCmd() *cobra.Command {
 	var f consumeFlags
 	cmd := &cobra.Command{
-		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--json] [--keyring FILE]",
+		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--offset O] [--json] [--keyring FILE]",
 		Short: "Read messages from a queue, acknowledging them (or putting them back)",
 		Long: `consume reads messages from a queue one at a time (basic.get) and prints
 each: its envelope, delivery details and body. Each message is acknowledged
@@ -67,9 +70,17 @@ An encrypted body (content type application/vnd.acemq.encrypted) shows its
 key id (keyId in --json). With --keyring FILE it is decrypted and the
 plaintext is printed in its place (decrypted: true). A body the keyring
 cannot open is reported with its key id on standard error and left on the
-queue (never taken), and consume exits 1 when the read is over.`,
+queue (never taken), and consume exits 1 when the read is over.
+
+--offset first|last|next|N|RFC3339-time reads a stream instead, from that
+point, through a stream reader: nothing is taken (reading a stream never
+removes messages), every message shows its offset ("offset" in --json), and
+without --count the read ends once no message has come for a second (a
+stream has no "empty") or at --timeout.`,
 		Example: `  acemq consume --queue orders.new.dlq --requeue
-  acemq consume --queue orders.new --count 5 --timeout 30s --json | jq .body`,
+  acemq consume --queue orders.new --count 5 --timeout 30s --json | jq .body
+  acemq consume --queue orders.events --offset first --count 100 --json | jq .offset
+  acemq consume --queue orders.events --offset 2026-01-02T15:00:00Z`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runConsume(cmd, f)
@@ -82,6 +93,7 @@ queue (never taken), and consume exits 1 when the read is over.`,
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "with --count, how long to wait for the messages; otherwise a bound on the whole read")
 	fl.BoolVar(&f.requeue, "requeue", false, "put every message back when done: look without taking")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per message")
+	fl.StringVar(&f.offset, "offset", "", "read a stream from first, last, next, an offset N or an RFC 3339 time")
 	addKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
 	return cmd
@@ -93,6 +105,9 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	}
 	if f.timeout <= 0 {
 		return withCode(exitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
+	}
+	if cmd.Flags().Changed("offset") {
+		return runConsumeStream(cmd, f)
 	}
 	keys, err := loadKeyring(f.keyring)
 	if err != nil {
@@ -194,6 +209,9 @@ func messageJSON(m acemq.Message[[]byte], o opened) ([]byte, error) {
 		return nil, err
 	}
 	d := deliveryJSON{RoutingKey: m.RoutingKey, Exchange: m.Exchange, ContentType: m.ContentType, Redelivered: m.Redelivered, ReplyTo: m.ReplyTo}
+	if m.FromStream {
+		d.Offset = &m.Offset
+	}
 	d.Body, d.BodyBase64 = bodyJSON(m.Body)
 	d.KeyID = o.keyID
 	if o.plain != nil {
@@ -224,7 +242,11 @@ func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o op
 	}
 	env := m.Envelope
 	var b strings.Builder
-	fmt.Fprintf(&b, "--- message %d: exchange=%q routingKey=%q contentType=%q redelivered=%t\n", n, m.Exchange, m.RoutingKey, m.ContentType, m.Redelivered)
+	fmt.Fprintf(&b, "--- message %d: exchange=%q routingKey=%q contentType=%q redelivered=%t", n, m.Exchange, m.RoutingKey, m.ContentType, m.Redelivered)
+	if m.FromStream {
+		fmt.Fprintf(&b, " offset=%d", m.Offset)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "    id=%s type=%s version=%d attempt=%d correlation=%s", env.ID(), env.Type(), env.Version(), env.Attempt(), env.CorrelationID())
 	if c := env.CausationID(); c != "" {
 		fmt.Fprintf(&b, " causation=%s", c)

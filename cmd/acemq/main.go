@@ -116,6 +116,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newConsoleCmd(),
 		newBenchCmd(),
 		newCertsCmd(),
+		newPartitionCmd(),
 	)
 	return root
 }

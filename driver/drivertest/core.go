@@ -18,7 +18,11 @@
 // x-death, the retry rung shape, per-message expiration (acted on at the head of
 // the queue), priority queues, prefetch, exclusive
 // and auto-delete queues, Cancel and Close semantics, closing the
-// connection, and round-robin between subscriptions.
+// connection, round-robin between subscriptions, single active consumer
+// and, on a broker that reports Capabilities.Streams, streams: offsets on
+// every delivery, every start (first, last, next, an offset, a
+// timestamp), non-destructive reads, the required prefetch and retention
+// by size in whole segments.
 //
 // Where a core test checks what is on a queue it uses the optional
 // interfaces when the connection has them and otherwise falls back on core
@@ -88,6 +92,9 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"CloseRequeues", testCloseRequeues},
 		{"ConnCloseEndsSubscriptions", testConnClose},
 		{"RoundRobin", testRoundRobin},
+		{"StreamOffsets", testStreamOffsets},
+		{"StreamRetention", testStreamRetention},
+		{"SingleActiveConsumer", testSingleActiveConsumer},
 
 		// The optional interfaces, each run when the driver has it.
 		{"Inspect", optional(testInspect)},

@@ -72,7 +72,7 @@ func rawConsume(b *testing.B, url string, conc int) {
 	case <-time.After(stallTimeout):
 		b.Fatalf("only %d of %d messages arrived within %s", b.N-done.Left(), b.N, stallTimeout)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	if err := c.Err(); err != nil {
 		b.Error(err)
 	}
@@ -99,7 +99,7 @@ func acemqConsume(b *testing.B, url string, conc int) {
 		_ = cons.Close(context.Background())
 		b.Fatalf("only %d of %d messages arrived within %s", b.N-done.Left(), b.N, stallTimeout)
 	}
-	m.stop(b, b.N)
+	m.Stop(b, b.N)
 	if err := cons.Close(ctxFor(b, time.Minute)); err != nil {
 		b.Error(err)
 	}

@@ -48,7 +48,7 @@ func BenchmarkHeaderCost(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m.stop(b, b.N)
+			m.Stop(b, b.N)
 		})
 	}
 }

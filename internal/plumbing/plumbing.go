@@ -36,6 +36,10 @@ type Conn struct {
 	Tracing func() bool
 	// Capabilities is what the broker supports.
 	Capabilities func() driver.Capabilities
+	// Settled reports a settlement (an acemq.Settlement) made by a package
+	// that settles deliveries itself (stream) to the connection's metrics
+	// and OnSettle listeners, as the consume engine's are.
+	Settled func(settlement any)
 	// Logger is the connection's logger (acemq.WithLogger), never nil: one
 	// that discards everything when none was given. Packages built on the
 	// connection log operator-level events through it (an outbox record

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +163,31 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// CloseConnection closes, with rabbitmqctl, the broker connections named
+// name (their connection_name client property) and no other, and reports
+// how many it closed. It is for TestFault tests, which kill only the
+// connections they opened.
+func CloseConnection(t testing.TB, name string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_connections", "-q", "--no-table-headers", "pid", "client_properties").CombinedOutput()
+	if err != nil {
+		t.Errorf("rabbitmqctl list_connections: %v\n%s", err, out)
+		return 0
+	}
+	closed := 0
+	want := `{"connection_name",` + strconv.Quote(name) + `}`
+	for _, line := range strings.Split(string(out), "\n") {
+		pid, props, ok := strings.Cut(line, "\t")
+		if !ok || !strings.Contains(props, want) {
+			continue
+		}
+		if Rabbitmqctl(t, "close_connection", pid, "acemq fault test: closing its own connection") {
+			closed++
+		}
+	}
+	return closed
 }
