@@ -47,10 +47,11 @@ func (d Decision) String() string {
 // Ack is a handler's decision about one delivery. The zero Ack accepts.
 // Build one with Accept, Retry, Reject, Park, InProgress or FromError.
 type Ack struct {
-	decision Decision
-	err      error
-	delay    time.Duration
-	chosen   bool // a retry delay the handler chose (RetryAfter)
+	decision  Decision
+	err       error
+	delay     time.Duration
+	chosen    bool // a retry delay the handler chose (RetryAfter)
+	duplicate bool // an Accept of work already done (Duplicate)
 }
 
 // Decision is what the handler asked for.
@@ -64,8 +65,11 @@ func (a Ack) Err() error { return a.err }
 func (a Ack) Delay() time.Duration { return a.delay }
 
 // String is the decision's name, followed by ": " and the reason when there
-// is one.
+// is one; a Duplicate reads "accept (duplicate)".
 func (a Ack) String() string {
+	if a.duplicate {
+		return "accept (duplicate)"
+	}
 	if a.err != nil {
 		return a.decision.String() + ": " + a.err.Error()
 	}
@@ -74,6 +78,17 @@ func (a Ack) String() string {
 
 // Accept acknowledges the delivery: the work is done.
 func Accept() Ack { return Ack{} }
+
+// Duplicate acknowledges a delivery whose work was already done — an
+// idempotent consumer (package inbox) recognised its key — without the
+// handler running again. It settles like Accept, but the settlement's
+// outcome is OutcomeDuplicate, counted as outcome "duplicate" on
+// acemq.consume.total and marked on the process span by the event
+// message.duplicate (docs/observability.md).
+func Duplicate() Ack { return Ack{duplicate: true} }
+
+// IsDuplicate reports whether the Ack came from Duplicate.
+func (a Ack) IsDuplicate() bool { return a.duplicate }
 
 // Retry asks for another attempt according to the consumer's retry policy.
 // When no attempts are left (the default policy allows one), the message is

@@ -152,7 +152,10 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	}
 	c.t = t
 	c.plumb = &plumbing.Conn{
-		Publish:        func(ctx context.Context, m plumbing.Message) error { return c.publish(ctx, m, Envelope{}) },
+		Publish: func(ctx context.Context, m plumbing.Message) error { return c.publish(ctx, m, Envelope{}) },
+		PublishBatch: func(ctx context.Context, ms []plumbing.Message) []error {
+			return c.publishBatch(ctx, ms, make([]Envelope, len(ms)))
+		},
 		MeterProvider:  c.obs.meterProvider,
 		TracerProvider: c.obs.tracerProvider,
 		Tracing:        c.obs.tracing,

@@ -117,7 +117,9 @@ to change.
     performance, expiry and priority (docs/expiry-and-priority.md),
     scheduling (docs/scheduling.md), the operator console
     (docs/console.md), and docs/wire.md for the contract itself;
-    docs/upgrading.md for names that changed.
+    docs/upgrading.md for names that changed; docs/inbox.md,
+    docs/outbox.md and docs/sagas.md for exactly-once effects (packages
+    inbox, outbox, saga and sqlstore).
   - package schedule: delivering a message later, keeping its id.
   - packages under codec/: XML, YAML, TOML, Protobuf and Avro codecs,
     encryption (codec/encrypted) and codecs by name (codec); see

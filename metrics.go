@@ -271,7 +271,7 @@ func (o *observer) settled(s Settlement) {
 
 func isFamilyOutcome(o Outcome) bool {
 	switch o {
-	case OutcomeAcked, OutcomeRetried, OutcomeRejected, OutcomeDeadLettered, OutcomeParked, OutcomeInProgress:
+	case OutcomeAcked, OutcomeRetried, OutcomeRejected, OutcomeDeadLettered, OutcomeParked, OutcomeInProgress, OutcomeDuplicate:
 		return true
 	}
 	return false

@@ -25,6 +25,11 @@ const (
 	OutcomeDeadLettered Outcome = "dead_lettered"
 	OutcomeParked       Outcome = "parked"
 	OutcomeInProgress   Outcome = "in_progress"
+	// OutcomeDuplicate: the handler answered Duplicate (an idempotent
+	// consumer recognised work already done) and the delivery was
+	// acknowledged. This library's addition to the family's consume
+	// outcomes (docs/wire.md §10.3).
+	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeRequeued: the delivery was put back on its queue unchanged
 	// (a set-aside target or its own queue was missing, a republish was not
 	// confirmed, the consumer's drain ran out while its handler ran, or its
@@ -161,6 +166,8 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 			if err := d.Ack(); err != nil {
 				s.Outcome = OutcomeRequeued
 				s.SettleErr = err
+			} else if ack.duplicate {
+				s.Outcome = OutcomeDuplicate
 			} else {
 				s.Outcome = OutcomeAcked
 			}

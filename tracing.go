@@ -48,6 +48,7 @@ const (
 	eventRetried      = "message.retried"
 	eventDeadLettered = "message.dead_lettered"
 	eventParked       = "message.parked"
+	eventDuplicate    = "message.duplicate"
 )
 
 // propagator is the one the family speaks: W3C Trace Context in the
@@ -266,6 +267,8 @@ func endProcessSpan(span trace.Span, s Settlement) {
 		span.AddEvent(eventDeadLettered, trace.WithAttributes(attribute.String(attrReason, s.Reason)))
 	case OutcomeParked:
 		span.AddEvent(eventParked, trace.WithAttributes(attribute.String(attrReason, s.Reason)))
+	case OutcomeDuplicate:
+		span.AddEvent(eventDuplicate)
 	}
 	var pe *PanicError
 	switch {

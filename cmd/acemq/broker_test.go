@@ -369,7 +369,7 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".pricing.parked",
-		".documents", ".documents.dlq", ".documents.parked", ".fulfil.validate", ".fulfil.reserve.dlq", ".fulfil.dispatch.parked"} {
+		".documents", ".documents.dlq", ".documents.parked", ".payments", ".payments.dlq", ".fulfil.validate", ".fulfil.reserve.dlq", ".fulfil.dispatch.parked"} {
 		name := "acemq-demo-" + sfx + q
 		if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the demo left %s behind (%v)", name, err)

@@ -288,6 +288,7 @@ func (d *demo) runSteps(ctx context.Context) {
 		return
 	}
 	d.replayStep(ctx, q)
+	d.exactlyOnceStep(ctx)
 }
 
 // names of the orders part.

@@ -1,7 +1,8 @@
 // Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
 // and reads messages, asks and answers requests, replays dead letters,
 // serves the operator console, measures a broker, encodes and decodes
-// envelopes, and writes development certificates.
+// envelopes, writes development certificates, and looks into a
+// transactional outbox's table (outbox).
 //
 // The commands that connect to a broker (demo, publish, consume, ask, serve,
 // replay, console, bench) take --url (default $ACEMQ_URL, else
@@ -116,6 +117,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newConsoleCmd(),
 		newBenchCmd(),
 		newCertsCmd(),
+		newOutboxCmd(),
 		newPartitionCmd(),
 	)
 	return root

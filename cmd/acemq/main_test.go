@@ -144,7 +144,7 @@ func TestDemoOnMemory(t *testing.T) {
 }
 
 // demoSteps are the steps every demo run must report as ok.
-var demoSteps = []string{"orders", "pricing", "documents", "route", "replay"}
+var demoSteps = []string{"orders", "pricing", "documents", "route", "replay", "exactly-once"}
 
 // checkDemoOutput checks the summary of a successful demo run.
 func checkDemoOutput(t *testing.T, out string) {

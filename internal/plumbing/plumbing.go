@@ -26,6 +26,11 @@ type Conn struct {
 	// telemetry, and waits for the confirm unless confirms are off (and m
 	// does not set AlwaysConfirm).
 	Publish func(ctx context.Context, m Message) error
+	// PublishBatch sends every message in order, then awaits every
+	// confirm, through the same path and telemetry as Publish, and returns
+	// one error per message (nil for confirmed). The outbox relay uses it
+	// to keep a destination's records in the order they were recorded.
+	PublishBatch func(ctx context.Context, ms []Message) []error
 	// MeterProvider and TracerProvider are the providers the connection
 	// records through: the configured ones, else the global ones now.
 	MeterProvider  func() metric.MeterProvider

@@ -32,6 +32,15 @@ const (
 	RequestDuration = "acemq.request.duration"
 	RunTotal        = "acemq.pipeline.run.total"
 	RunDuration     = "acemq.pipeline.run.duration"
+	OutboxTotal     = "acemq.outbox.total"
+	OutboxLag       = "acemq.outbox.lag"
+	// OutboxRetired is this library's addition: records the relay gave
+	// up on.
+	OutboxRetired = "acemq.outbox.retired"
+	// SagaTotal and SagaCompensationFailed are this library's additions:
+	// sagas ended, by state, and compensations that failed.
+	SagaTotal              = "acemq.saga.total"
+	SagaCompensationFailed = "acemq.saga.compensation.failed"
 )
 
 // The scheduler's metrics (package schedule). The contract names none;

@@ -165,6 +165,38 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// PostgresDSN returns the PostgreSQL data source name for database tests
+// (a URL such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
+// or skips the test (fails it in CI) when ACEMQ_TEST_POSTGRES_DSN is unset.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	return dsn(t, "ACEMQ_TEST_POSTGRES_DSN", "PostgreSQL")
+}
+
+// MySQLDSN returns the MySQL/MariaDB data source name for database tests
+// (go-sql-driver form, such as root@tcp(127.0.0.1:3306)/test?parseTime=true),
+// or skips the test (fails it in CI) when ACEMQ_TEST_MYSQL_DSN is unset.
+func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	return dsn(t, "ACEMQ_TEST_MYSQL_DSN", "MySQL/MariaDB")
+}
+
+func dsn(t testing.TB, env, what string) string {
+	t.Helper()
+	v := strings.TrimSpace(os.Getenv(env))
+	if v == "" {
+		if InCI() {
+			t.Fatalf("%s is not set: in CI a database test must not be skipped", env)
+		}
+		t.Skipf("%s is not set; skipping a test that needs %s", env, what)
+	}
+	return v
+}
+
+// Table returns a table name for the test that no other run shares:
+// prefix and eight random hex digits, fit for an SQL identifier.
+func Table(prefix string) string { return fmt.Sprintf("%s_%08x", prefix, rand.Uint32()) }
+
 // CloseConnection closes, with rabbitmqctl, the broker connections named
 // name (their connection_name client property) and no other, and reports
 // how many it closed. It is for TestFault tests, which kill only the
