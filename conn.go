@@ -96,6 +96,13 @@ func init() {
 // "amqp://user:pass@host:5672/vhost", "amqps://…"). The first connection
 // is made within ctx; once open, a lost connection is recovered in the
 // background (RabbitMQ) until Close.
+//
+// url may list a cluster's nodes, separated by commas:
+// "amqp://u:p@node1:5672/,amqp://u:p@node2:5672/". A comma starts a new URL
+// only where a scheme and "://" follow it, so commas elsewhere (in a
+// password, say) are kept. The list is the same as giving the first URL
+// and the others with WithFallbackURLs (which add after them); see
+// docs/connecting.md for the order in which the RabbitMQ driver dials them.
 func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error) {
 	if strings.TrimSpace(url) == "" {
 		return nil, errors.New("acemq: Connect needs a broker URL, for example memory://demo (one process's own broker) or amqp://guest:guest@localhost:5672/")
@@ -107,15 +114,22 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	if err := errors.Join(cfg.errs...); err != nil {
 		return nil, err
 	}
+	urls := driver.SplitURLs(url)
+	url = urls[0]
+	fallback := append(urls[1:len(urls):len(urls)], cfg.fallback...)
 	d, err := driver.Lookup(url)
 	if err != nil {
 		return nil, err
 	}
-	if err := sameScheme(url, cfg.fallback); err != nil {
+	if err := sameScheme(url, fallback); err != nil {
 		return nil, err
 	}
+	shown := make([]string, len(urls))
+	for i, u := range urls {
+		shown[i] = driver.RedactURL(u)
+	}
 	c := &Conn{
-		url:       driver.RedactURL(url),
+		url:       strings.Join(shown, ","),
 		name:      cfg.drv.Name,
 		origin:    cfg.origin,
 		hooks:     map[int]func(Settlement){},
@@ -130,7 +144,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		c.origin = wire.DefaultOrigin()
 	}
 	c.obs = newObserver(cfg.tel)
-	cfg.drv.URLs = append([]string{url}, cfg.fallback...)
+	cfg.drv.URLs = append([]string{url}, fallback...)
 	cfg.drv.OnEvent = c.dispatchEvent
 	t, err := d.Open(ctx, cfg.drv)
 	if err != nil {
@@ -171,8 +185,21 @@ func (c *Conn) Origin() string { return c.origin }
 // Name is the connection name given with WithName.
 func (c *Conn) Name() string { return c.name }
 
-// URL is the broker URL with any password redacted.
+// URL is the broker URL given to Connect, with any password redacted (a
+// comma-separated list stays one). Endpoint says which node the connection
+// is on.
 func (c *Conn) URL() string { return c.url }
+
+// Endpoint is the URL of the node the connection is on now, one of the URLs
+// given to Connect and WithFallbackURLs, with any password redacted; ""
+// while the connection is down or reconnecting, or when the driver cannot
+// say (it does not implement driver.EndpointReporter).
+func (c *Conn) Endpoint() string {
+	if r, ok := c.t.(driver.EndpointReporter); ok {
+		return r.Endpoint()
+	}
+	return ""
+}
 
 // String describes the connection without its password.
 func (c *Conn) String() string {
@@ -292,7 +319,7 @@ func sameScheme(first string, fallback []string) error {
 	}
 	for _, f := range fallback {
 		if scheme(f) != scheme(first) {
-			return fmt.Errorf("acemq: WithFallbackURLs: %s does not have the scheme of %s; every URL of a connection must use the same one (amqps:// for all, to stay encrypted)", driver.RedactURL(f), driver.RedactURL(first))
+			return fmt.Errorf("acemq: the URL %s (in the list or WithFallbackURLs) does not have the scheme of %s; every URL of a connection must use the same one (amqps:// for all, to stay encrypted)", driver.RedactURL(f), driver.RedactURL(first))
 		}
 	}
 	return nil

@@ -16,6 +16,11 @@ effects:
 
 	conn, err := acemq.Connect(ctx, "amqp://guest:guest@localhost:5672/")
 
+A cluster is a comma-separated list of its nodes' URLs; the driver dials
+them in rotation, each within [WithEndpointTimeout], and [Conn.Endpoint]
+says which node the connection is on (docs/connecting.md, "Clusters").
+[WithInitialGroupSize] replicates a quorum queue on that many nodes.
+
 A [Publisher] sends typed values. Its codec (JSON unless [WithCodec] says
 otherwise) turns each value into a body; an [Envelope] — the message's id,
 type, correlation, causation, attempt, first-seen time and origin — travels

@@ -40,8 +40,10 @@ type HealthReport struct {
 	// Parts holds the check's figures: for a connection, blocked,
 	// blockedReason, consumers, roundTripMillis (null when the broker
 	// was not probed), paused (the queues of paused consumers, by Pause
-	// or their breaker) and breakers (queue → breaker state, for
-	// consumers with one); for an aggregate (package actuator's), one
+	// or their breaker), breakers (queue → breaker state, for consumers
+	// with one) and endpoint (the URL of the node the connection is on,
+	// without its password; "" while it is down); for an aggregate
+	// (package actuator's), one
 	// HealthReport per check.
 	Parts map[string]any `json:"parts"`
 }
@@ -106,6 +108,7 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 			"roundTripMillis": nil,
 			"paused":          paused,
 			"breakers":        breakers,
+			"endpoint":        c.Endpoint(),
 		},
 	}
 	switch {
@@ -123,7 +126,11 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 		start := time.Now()
 		if err := p.Ping(ctx); err != nil {
 			r.Status = HealthDown
-			r.Detail = fmt.Sprintf("the broker at %s did not answer a ping: %v", c.url, err)
+			at := c.Endpoint()
+			if at == "" {
+				at = c.url
+			}
+			r.Detail = fmt.Sprintf("the broker at %s did not answer a ping: %v", at, err)
 			return r
 		}
 		r.Parts["roundTripMillis"] = float64(time.Since(start).Microseconds()) / 1000

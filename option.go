@@ -90,9 +90,10 @@ func WithOrigin(origin string) ConnOption {
 	return connOption(func(c *connConfig) { c.origin = origin })
 }
 
-// WithFallbackURLs adds URLs (a cluster's other nodes) tried in turn after
-// the first, on connecting and on every reconnection. Each must have the
-// first URL's scheme.
+// WithFallbackURLs adds URLs (a cluster's other nodes) to the URL given to
+// Connect, dialled on connecting and on every reconnection (the RabbitMQ
+// driver rotates through them: docs/connecting.md). Each must have the
+// first URL's scheme. A comma-separated list in Connect's URL is the same.
 func WithFallbackURLs(urls ...string) ConnOption {
 	return connOption(func(c *connConfig) {
 		for _, u := range urls {
@@ -158,8 +159,9 @@ func WithConfirmTimeout(d time.Duration) ConnOption {
 	})
 }
 
-// WithDialTimeout bounds one connection attempt (default 30 s). d must be
-// positive.
+// WithDialTimeout bounds one connection attempt to one URL (default 30 s);
+// with several URLs, WithEndpointTimeout bounds each when it is shorter.
+// d must be positive.
 func WithDialTimeout(d time.Duration) ConnOption {
 	return connOption(func(c *connConfig) {
 		if d <= 0 {
@@ -167,6 +169,21 @@ func WithDialTimeout(d time.Duration) ConnOption {
 			return
 		}
 		c.drv.DialTimeout = d
+	})
+}
+
+// WithEndpointTimeout bounds the dial of each node when the connection has
+// more than one URL (default 5 s), so that a dead or unreachable node costs
+// that long before the next is tried; WithDialTimeout still bounds each
+// dial when it is shorter. With a single URL it has no effect: there is no
+// other node to move on to. d must be positive.
+func WithEndpointTimeout(d time.Duration) ConnOption {
+	return connOption(func(c *connConfig) {
+		if d <= 0 {
+			c.fail("WithEndpointTimeout(%s): the timeout must be positive; the default is 5s", d)
+			return
+		}
+		c.drv.EndpointTimeout = d
 	})
 }
 
@@ -538,6 +555,9 @@ type declareSpec struct {
 	singleActive bool
 	maxPrio      uint8
 	maxPrioSet   bool
+
+	groupSize    int // WithInitialGroupSize (groupsize.go)
+	groupSizeSet bool
 }
 
 type declareOption func(*declareSpec)

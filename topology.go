@@ -70,7 +70,7 @@ func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology 
 	if t.misplaced(s, "the exchange "+strconv.Quote(name), "WithExclusive", s.exclusive, "WithQueueType", s.qtype != "",
 		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
 		"WithMaxLengthBytes", s.maxBytes != 0, "WithMaxSegmentSizeBytes", s.segmentBytes != 0,
-		"WithSingleActiveConsumer", s.singleActive) {
+		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
 	t.add(Declaration{Kind: ExchangeDeclaration, Exchange: e})
@@ -108,6 +108,9 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 	}
 	if err == nil {
 		q, err = queueLimits(q, s)
+	}
+	if err == nil {
+		q, err = applyGroupSize(q, s)
 	}
 	if err != nil {
 		t.fail(err)
@@ -158,7 +161,7 @@ func (t *Topology) Bind(exchange, queue, routingKey string, opts ...DeclareOptio
 		"WithExclusive", s.exclusive, "WithInternal", s.internal, "WithQueueType", s.qtype != "",
 		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
 		"WithMaxLengthBytes", s.maxBytes != 0, "WithMaxSegmentSizeBytes", s.segmentBytes != 0,
-		"WithSingleActiveConsumer", s.singleActive) {
+		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
 	t.add(Declaration{Kind: BindingDeclaration, Binding: b})

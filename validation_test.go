@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/testenv"
 )
 
 // TestNonsensicalPoliciesAreRefused: a policy built with values that make
@@ -64,6 +65,7 @@ func TestNonsensicalOptionsAreRefused(t *testing.T) {
 		{acemq.WithMaxOutstanding(0), "WithMaxOutstanding(0): at least one publish"},
 		{acemq.WithConfirmTimeout(0), "WithConfirmTimeout(0s): the timeout must be positive"},
 		{acemq.WithDialTimeout(-time.Second), "WithDialTimeout(-1s)"},
+		{acemq.WithEndpointTimeout(0), "WithEndpointTimeout(0s): the timeout must be positive"},
 		{acemq.WithFallbackURLs(""), "WithFallbackURLs was given an empty URL"},
 		{acemq.WithFallbackURLs("amqp://a b:%zz@x/"), "cannot be parsed"},
 		{acemq.WithCredentials(nil), "WithCredentials was given a nil provider"},
@@ -154,5 +156,34 @@ func TestFallbackURLsKeepTheScheme(t *testing.T) {
 	_, err := acemq.Connect(context.Background(), "memory://a", acemq.WithFallbackURLs("amqp://guest:secret@b:5672/"))
 	if err == nil || !strings.Contains(err.Error(), "does not have the scheme of memory://a") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("Connect with a fallback of another scheme: %v", err)
+	}
+}
+
+// TestURLListConnects: a comma-separated list in Connect's URL is the
+// first URL and its fallbacks; the list keeps one scheme.
+func TestURLListConnects(t *testing.T) {
+	ctx := context.Background()
+	name := testenv.Unique(t, "list")
+	c, err := acemq.Connect(ctx, "memory://"+name+",memory://"+name+"-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if got := c.Endpoint(); got != "memory://"+name {
+		t.Errorf("Endpoint() = %q, want the memory broker of the first URL", got)
+	}
+	if got := c.URL(); got != "memory://"+name+",memory://"+name+"-other" {
+		t.Errorf("URL() = %q, want the list", got)
+	}
+	if got := c.Health(ctx).Parts["endpoint"]; got != "memory://"+name {
+		t.Errorf("the health report's endpoint part is %v", got)
+	}
+	_, err = acemq.Connect(ctx, "memory://a,amqp://guest:secret@b:5672/")
+	if err == nil || !strings.Contains(err.Error(), "does not have the scheme of memory://a") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("Connect with a list of two schemes: %v", err)
+	}
+	_ = c.Close(ctx)
+	if got := c.Endpoint(); got != "" {
+		t.Errorf("a closed connection reports the endpoint %q", got)
 	}
 }

@@ -180,6 +180,14 @@ type Unbinder interface {
 	Unbind(ctx context.Context, b Binding) error
 }
 
+// EndpointReporter is implemented by a Conn that can say which of its
+// configured URLs it is connected to (a cluster's node).
+type EndpointReporter interface {
+	// Endpoint returns the URL of the endpoint the connection is on, with
+	// any password replaced by xxxxx (RedactURL), or "" while it is down.
+	Endpoint() string
+}
+
 // Event is a connection state transition, reported to Config.OnEvent.
 type Event struct {
 	Kind EventKind
@@ -191,6 +199,9 @@ type Event struct {
 	Reason string
 	// Delay is the wait before the next attempt, for Retrying.
 	Delay time.Duration
+	// Endpoint is the URL (redacted, see RedactURL) of the node lost, for
+	// Lost, and of the node reached, for Recovered; "" otherwise.
+	Endpoint string
 }
 
 // EventKind names a connection state transition.
@@ -222,8 +233,10 @@ func (c Credentials) String() string { return c.Username + ":xxxxx" }
 // Config is what a driver needs to open a connection. The acemq package
 // fills it from its options; zero values mean the documented defaults.
 type Config struct {
-	// URLs are tried in turn, on the first connection and on every
-	// reconnection. All have the same scheme.
+	// URLs are a broker's endpoints (a cluster's nodes), all with the same
+	// scheme. A driver dials them in an order of its choosing, on the first
+	// connection and on every reconnection (the RabbitMQ driver rotates
+	// through them, see its package documentation).
 	URLs []string
 	// Name is shown in the broker's management UI (connection_name).
 	Name string
@@ -240,8 +253,14 @@ type Config struct {
 	// ConfirmTimeout bounds the wait for a permit and for a confirm
 	// (default 10 s).
 	ConfirmTimeout time.Duration
-	// DialTimeout bounds one connection attempt (default 30 s).
+	// DialTimeout bounds one connection attempt to one endpoint (default
+	// 30 s).
 	DialTimeout time.Duration
+	// EndpointTimeout, with more than one URL, bounds the attempt to each
+	// endpoint when it is shorter than DialTimeout, so that a dead node
+	// costs little before the next is tried (default 5 s). With one URL
+	// only DialTimeout applies.
+	EndpointTimeout time.Duration
 	// OnEvent is called, on a goroutine of the driver's, for every
 	// connection state transition. It must not block for long.
 	OnEvent func(Event)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -73,8 +74,15 @@ func Redact(err error) error {
 	return err
 }
 
-// RedactURL returns rawURL with its password replaced by "xxxxx".
+// RedactURL returns rawURL with its password replaced by "xxxxx"; in a
+// comma-separated list of URLs (SplitURLs), every URL's.
 func RedactURL(rawURL string) string {
+	if parts := SplitURLs(rawURL); len(parts) > 1 {
+		for i, p := range parts {
+			parts[i] = RedactURL(p)
+		}
+		return strings.Join(parts, ",")
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparseable URL)"

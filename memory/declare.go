@@ -79,7 +79,7 @@ var unimplementedArgs = []string{
 	"x-expires", "x-max-length", "x-max-length-bytes", "x-overflow",
 	"x-single-active-consumer", "x-delivery-limit",
 	"x-queue-mode", "x-queue-master-locator", "x-queue-leader-locator",
-	"x-max-age", "x-stream-max-segment-size-bytes", "x-quorum-initial-group-size",
+	"x-max-age", "x-stream-max-segment-size-bytes",
 	"x-dead-letter-strategy", "x-queue-version",
 }
 
@@ -180,6 +180,9 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 		return nq, nil
 	default:
 		return nil, invalid("x-queue-type", fmt.Sprintf("unknown queue type '%s'", qtype))
+	}
+	if err := checkGroupSize(q.Args, invalid); err != nil {
+		return nil, err
 	}
 	if v, ok := q.Args["x-message-ttl"]; ok {
 		n, isInt := wire.Integer(v)

@@ -74,6 +74,7 @@ func open(ctx context.Context, cfg driver.Config) (*conn, error) {
 		up:      make(chan struct{}),
 		subs:    map[*subscription]struct{}{},
 	}
+	c.eps = newEndpoints(len(cfg.URLs), firstEndpoint(len(cfg.URLs)))
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.topo.init()
 	stop := context.AfterFunc(ctx, c.cancel)
@@ -127,6 +128,9 @@ func checkConfig(cfg *driver.Config) error {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
+	if cfg.EndpointTimeout <= 0 {
+		cfg.EndpointTimeout = DefaultEndpointTimeout
+	}
 	return nil
 }
 
@@ -138,6 +142,7 @@ type conn struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // every goroutine of the driver's
+	eps     *endpoints     // the rotation over cfg.URLs
 
 	// cur is the current session: nil while reconnecting. It may be dead
 	// for a moment before the supervisor notices (s.ac.IsClosed()).
@@ -174,16 +179,18 @@ var _ interface {
 	driver.BlockReporter
 	driver.CapabilityReporter
 	driver.Unbinder
+	driver.EndpointReporter
 } = (*conn)(nil)
 
 // session is one AMQP connection and the channels the driver keeps on it.
 type session struct {
-	c       *conn
-	ac      *amqp.Connection
-	lost    atomic.Bool   // set by markDown, before dead closes and EventLost
-	dead    chan struct{} // closed once the supervisor has noticed the loss
-	closeCh chan *amqp.Error
-	blockCh chan amqp.Blocking
+	c        *conn
+	ac       *amqp.Connection
+	endpoint int           // the index in cfg.URLs of the URL dialled
+	lost     atomic.Bool   // set by markDown, before dead closes and EventLost
+	dead     chan struct{} // closed once the supervisor has noticed the loss
+	closeCh  chan *amqp.Error
+	blockCh  chan amqp.Blocking
 
 	confirmSlots []*slot
 	rawSlot      *slot // confirms off (cfg.NoConfirms), nil otherwise
@@ -200,7 +207,20 @@ func (c *conn) String() string {
 	if name == "" {
 		name = Product
 	}
-	return fmt.Sprintf("rabbitmq connection %q to %s", name, driver.RedactURL(c.cfg.URLs[0]))
+	at := c.Endpoint()
+	if at == "" {
+		at = driver.RedactURL(c.cfg.URLs[0]) + " (reconnecting)"
+	}
+	return fmt.Sprintf("rabbitmq connection %q to %s", name, at)
+}
+
+// Endpoint is the URL (without its password) of the node the connection is
+// on, one of the configured URLs; "" while it is down or reconnecting.
+func (c *conn) Endpoint() string {
+	if s := c.cur.Load(); s != nil && !s.ac.IsClosed() {
+		return driver.RedactURL(c.cfg.URLs[s.endpoint])
+	}
+	return ""
 }
 
 func (c *conn) isClosing() bool {

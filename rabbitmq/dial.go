@@ -18,7 +18,7 @@ import (
 // connect dials a session and prepares its channels. With redeclare, the
 // recorded topology is declared again first.
 func (c *conn) connect(ctx context.Context, redeclare bool) (*session, error) {
-	ac, err := c.dialAny(ctx)
+	ac, ep, err := c.dialAny(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -26,15 +26,17 @@ func (c *conn) connect(ctx context.Context, redeclare bool) (*session, error) {
 	stop := context.AfterFunc(ctx, func() { _ = ac.CloseDeadline(time.Now().Add(time.Second)) })
 	defer stop()
 	s := &session{
-		c:       c,
-		ac:      ac,
-		dead:    make(chan struct{}),
-		closeCh: ac.NotifyClose(make(chan *amqp.Error, 1)),
-		blockCh: ac.NotifyBlocked(make(chan amqp.Blocking, 8)),
+		c:        c,
+		ac:       ac,
+		endpoint: ep,
+		dead:     make(chan struct{}),
+		closeCh:  ac.NotifyClose(make(chan *amqp.Error, 1)),
+		blockCh:  ac.NotifyBlocked(make(chan amqp.Blocking, 8)),
 	}
 	fail := func(err error) (*session, error) {
 		_ = s.close()
-		return nil, err
+		c.eps.dialed(ep, false) // a node that cannot be set up goes last
+		return nil, fmt.Errorf("%s: %w", driver.RedactURL(c.cfg.URLs[ep]), err)
 	}
 	if redeclare {
 		if err := c.topo.redeclare(ac); err != nil {
@@ -66,12 +68,19 @@ func (s *session) close() error {
 	return err
 }
 
-func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, error) {
+// dialAny makes one round of dials over the endpoints (see endpoints) and
+// returns the first connection made and its endpoint's index. Each dial is
+// bounded by endpointTimeout and ctx; when every endpoint fails, the error
+// names each URL (without its password) and what went wrong.
+func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, int, error) {
 	var errs []error
-	for _, raw := range c.cfg.URLs {
-		ac, err := c.dial(ctx, raw)
+	timeout := c.endpointTimeout()
+	for _, i := range c.eps.round() {
+		raw := c.cfg.URLs[i]
+		ac, err := c.dial(ctx, raw, timeout)
+		c.eps.dialed(i, err == nil)
 		if err == nil {
-			return ac, nil
+			return ac, i, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", driver.RedactURL(raw), err))
 		if ctx.Err() != nil {
@@ -79,19 +88,19 @@ func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, error) {
 		}
 	}
 	if len(errs) == 1 {
-		return nil, errs[0]
+		return nil, -1, errs[0]
 	}
-	return nil, errors.Join(errs...)
+	return nil, -1, errors.Join(errs...)
 }
 
-// dial makes one connection attempt to rawURL within DialTimeout and ctx.
+// dial makes one connection attempt to rawURL within timeout and ctx.
 // The returned error never contains a password.
-func (c *conn) dial(ctx context.Context, rawURL string) (*amqp.Connection, error) {
+func (c *conn) dial(ctx context.Context, rawURL string, timeout time.Duration) (*amqp.Connection, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, driver.Redact(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	props := amqp.Table{

@@ -6,7 +6,15 @@
 //
 // # Connections and channels
 //
-// A connection tries the configured URLs in turn. It names itself to the
+// A connection given several URLs (a cluster's nodes) dials them in
+// rotation: a new connection starts at a random one, so that clients given
+// the same list spread over the nodes; each attempt dials every URL once,
+// those whose last dial failed last; after losing a node, the others are
+// tried before it. With several URLs each dial is bounded by
+// driver.Config.EndpointTimeout (DefaultEndpointTimeout, 5 s) when that is
+// shorter than DialTimeout, so a dead or black-holed node costs seconds.
+// The connection reports the URL it is on (driver.EndpointReporter, and
+// Event.Endpoint on lost and recovered). It names itself to the
 // broker with connection_name (the configured name, else "AceMQ for Go")
 // and product "AceMQ for Go". It uses one channel per purpose: publishing
 // channels in confirm mode, one channel per subscription, one for Get, and

@@ -57,7 +57,7 @@ func (c *conn) supervise(s *session) {
 			return
 		}
 		c.markDown(s) // before EventLost: see above
-		c.emit(driver.Event{Kind: driver.EventLost, Err: cause})
+		c.emit(driver.Event{Kind: driver.EventLost, Err: cause, Endpoint: driver.RedactURL(c.cfg.URLs[s.endpoint])})
 		s = c.reconnect(cause)
 		if s == nil {
 			return
@@ -122,7 +122,7 @@ func (c *conn) reconnect(cause error) *session {
 			return nil
 		}
 		c.markUp(s)
-		c.emit(driver.Event{Kind: driver.EventRecovered, Attempt: attempt})
+		c.emit(driver.Event{Kind: driver.EventRecovered, Attempt: attempt, Endpoint: driver.RedactURL(c.cfg.URLs[s.endpoint])})
 		// connect(…, true) redeclared the recorded topology before the
 		// session was marked up.
 		c.emit(driver.Event{Kind: driver.EventRedeclared, Attempt: attempt})

@@ -63,6 +63,9 @@ type benchRatio struct {
 // benchReport is what bench --json prints.
 type benchReport struct {
 	URL string `json:"url"`
+	// Endpoint is the node (one URL of --url's list, password redacted)
+	// the run's connection was on when it started.
+	Endpoint string `json:"endpoint"`
 	// QueuePrefix begins the names of the queues the run created (and
 	// deleted).
 	QueuePrefix string        `json:"queuePrefix"`
@@ -189,9 +192,9 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	}
 	defer s.close()
 
-	b := &bench{f: f, conn: s.conn, url: url, tls: rawTLS, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
+	b := &bench{f: f, conn: s.conn, url: endpointURL(url, s.conn.Endpoint()), tls: rawTLS, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
 	defer b.cleanup()
-	rep := benchReport{URL: s.conn.URL(), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
+	rep := benchReport{URL: s.conn.URL(), Endpoint: s.conn.Endpoint(), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
 		Producers: f.producers, Consumers: f.consumers, Window: f.window, Prefetch: f.prefetch, OK: true}
 	if f.rpc {
 		rep.Requests = f.requests
@@ -279,6 +282,20 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		return withCode(exitFailure, errors.New(rep.FailReason))
 	}
 	return nil
+}
+
+// endpointURL returns the URL of list (--url, one URL or several) that the
+// redacted endpoint names, password included: the node the plain amqp091-go
+// half of --compare-raw dials, the acemq half's, so that both do the same
+// work on the same node. It is the first URL when none matches.
+func endpointURL(list, endpoint string) string {
+	urls := driver.SplitURLs(list)
+	for _, u := range urls {
+		if driver.RedactURL(u) == endpoint {
+			return u
+		}
+	}
+	return urls[0]
 }
 
 // bench holds one run's shared state.

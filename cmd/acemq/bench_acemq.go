@@ -156,8 +156,12 @@ func (b *bench) rounds(ctx context.Context, client, what string, ask func() erro
 
 // printBench prints the report as tables.
 func printBench(w io.Writer, rep benchReport) {
+	on := rep.URL
+	if rep.Endpoint != "" && rep.Endpoint != rep.URL {
+		on = rep.Endpoint + " (of " + rep.URL + ")"
+	}
 	fmt.Fprintf(w, "acemq bench on %s: %d messages of %d bytes, %s queue, %d producer(s), %d consumer(s), confirm window %d, prefetch %d\n\n",
-		rep.URL, rep.Messages, rep.Size, rep.QueueType, rep.Producers, rep.Consumers, rep.Window, rep.Prefetch)
+		on, rep.Messages, rep.Size, rep.QueueType, rep.Producers, rep.Consumers, rep.Window, rep.Prefetch)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PHASE\tCLIENT\tMESSAGES\tFAILED\tSECONDS\tMSG/S\tP50 MS\tP95 MS\tP99 MS\tMAX MS\t")
 	for _, r := range rep.Results {

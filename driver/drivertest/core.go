@@ -105,6 +105,7 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"Blocked", optional(testBlocked)},
 		{"Capabilities", optional(testCapabilities)},
 		{"Unbind", optional(testUnbind)},
+		{"Endpoint", optional(testEndpoint)},
 		{"Receive", testReceive}, // driver.Receiver is on the subscription
 	}
 	for _, tc := range tests {

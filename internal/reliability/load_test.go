@@ -57,6 +57,9 @@ type loadConfig struct {
 	// wantRecoveries: the fault must have cost the connections and they
 	// must have come back.
 	wantRecoveries bool
+	// queueOpts are added to the queue's declaration (the cluster
+	// scenarios' WithInitialGroupSize).
+	queueOpts []acemq.DeclareOption
 }
 
 type loadRun struct {
@@ -81,6 +84,11 @@ type loadRun struct {
 	recoveredEv atomic.Int64
 	blockedEv   atomic.Int64
 	unblockedEv atomic.Int64
+	failovers   atomic.Int64 // recoveries on another endpoint than the one lost
+	// faultAt is when the fault that markFault recorded struck (Unix ns),
+	// firstAfter the time from it to the first confirm that followed.
+	faultAt    atomic.Int64
+	firstAfter atomic.Int64
 
 	mu        sync.Mutex
 	confirmed []bool
@@ -98,13 +106,26 @@ func (r *loadRun) note(format string, args ...any) {
 	r.t.Log(s)
 }
 
+// markFault records the moment a fault struck, for the time to the first
+// confirm after it.
+func (r *loadRun) markFault() {
+	r.firstAfter.Store(0)
+	r.faultAt.Store(time.Now().UnixNano())
+}
+
 func (r *loadRun) onEvent(conn string) func(acemq.ConnEvent) {
+	var lostAt string // the endpoint lost; events of a connection come one at a time
 	return func(e acemq.ConnEvent) {
 		switch e.Kind {
 		case driver.EventLost:
 			r.lostEv.Add(1)
+			lostAt = e.Endpoint
 		case driver.EventRecovered:
 			r.recoveredEv.Add(1)
+			if e.Endpoint != lostAt {
+				r.failovers.Add(1)
+				r.note("%s: lost %s, recovered on %s", conn, lostAt, e.Endpoint)
+			}
 		case driver.EventBlocked:
 			r.blockedEv.Add(1)
 			r.note("%s: blocked: %s", conn, e.Reason)
@@ -164,7 +185,7 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 	defer cancel()
 	// Declared on the consumer's connection, so that it is declared again
 	// whenever that connection recovers.
-	if err := acemq.NewTopology().Queue(r.queue).Apply(ctx, r.cons); err != nil {
+	if err := acemq.NewTopology().Queue(r.queue, cfg.queueOpts...).Apply(ctx, r.cons); err != nil {
 		t.Fatal(err)
 	}
 	r.cons.OnSettle(func(s acemq.Settlement) {
@@ -308,6 +329,9 @@ func (r *loadRun) send(ctx context.Context, pub *acemq.Publisher[payload], seq i
 			r.confirmed[seq] = true
 			r.mu.Unlock()
 			r.confirmedN.Add(1)
+			if at := r.faultAt.Load(); at != 0 && r.firstAfter.Load() == 0 {
+				r.firstAfter.CompareAndSwap(0, time.Now().UnixNano()-at)
+			}
 			return
 		}
 		kind := errKind(err)
@@ -406,6 +430,10 @@ func (r *loadRun) figures(sending, elapsed time.Duration) *figures {
 		errs = "none"
 	}
 	lost := r.missing()
+	firstAfter := "n/a"
+	if d := r.firstAfter.Load(); d > 0 {
+		firstAfter = fmt.Sprintf("%.2fs", time.Duration(d).Seconds())
+	}
 	return newFigures(r.cfg.scenario).
 		add("sent", r.cfg.messages).
 		add("publishes", r.publishes.Load()).
@@ -423,6 +451,8 @@ func (r *loadRun) figures(sending, elapsed time.Duration) *figures {
 		add("faults", r.faults.Load()).
 		add("conn_lost", r.lostEv.Load()).
 		add("recoveries", r.recoveredEv.Load()).
+		add("failovers", r.failovers.Load()).
+		add("first_confirm_after_fault", firstAfter).
 		add("blocked", r.blockedEv.Load()).
 		add("sending", sending).
 		add("time", elapsed)

@@ -49,6 +49,31 @@ func Faults(t testing.TB) {
 	}
 }
 
+// ClusterURLs returns the AMQP URLs of the test cluster's nodes
+// (scripts/cluster up: rabbit2@localhost, rabbit3@localhost and
+// rabbit4@localhost on 127.0.0.1:5690, 5700 and 5710), from the
+// comma-separated ACEMQ_TEST_CLUSTER_URLS. Cluster tests stop, kill and cut
+// off those nodes, never the machine's own broker, but they load the
+// machine: they run only with ACEMQ_TEST_CLUSTER=1 (CI's cluster step),
+// and skip otherwise. Once asked for, a missing or short URL list fails
+// the test: a cluster test is never skipped in that step.
+func ClusterURLs(t testing.TB) []string {
+	t.Helper()
+	if os.Getenv("ACEMQ_TEST_CLUSTER") != "1" {
+		t.Skip("a cluster test: run scripts/cluster up, then set ACEMQ_TEST_CLUSTER=1 and ACEMQ_TEST_CLUSTER_URLS=$(scripts/cluster urls)")
+	}
+	var urls []string
+	for _, u := range strings.Split(os.Getenv("ACEMQ_TEST_CLUSTER_URLS"), ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) < 3 {
+		t.Fatalf("ACEMQ_TEST_CLUSTER=1 but ACEMQ_TEST_CLUSTER_URLS names %d nodes, want the cluster's 3 (scripts/cluster urls prints them)", len(urls))
+	}
+	return urls
+}
+
 // Rabbitmqctl runs rabbitmqctl with args (within a minute) and reports
 // whether it succeeded. A failure is reported with t.Errorf, which is safe
 // from any goroutine; a caller that cannot go on calls t.FailNow.

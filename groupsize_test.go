@@ -1,0 +1,79 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/testenv"
+)
+
+func TestInitialGroupSizeArgument(t *testing.T) {
+	plan, err := acemq.NewTopology().Queue("orders", acemq.WithInitialGroupSize(3)).Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := plan[0].Queue.Args
+	if args["x-quorum-initial-group-size"] != int64(3) || args["x-queue-type"] != "quorum" {
+		t.Fatalf("arguments %#v, want a quorum queue of 3", args)
+	}
+	// The same size in the arguments too is not a conflict.
+	if _, err := acemq.NewTopology().Queue("orders", acemq.WithInitialGroupSize(3),
+		acemq.WithArguments(map[string]any{"x-quorum-initial-group-size": 3})).Plan(); err != nil {
+		t.Fatalf("the same size twice: %v", err)
+	}
+}
+
+func TestInitialGroupSizeMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		topo *acemq.Topology
+		says string
+	}{
+		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(0)), "WithInitialGroupSize(0): a quorum queue needs at least one member"},
+		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithQueueType(acemq.QueueClassic)), `the queue "q" is a classic queue: WithInitialGroupSize applies to quorum queues only`},
+		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithExclusive()), "is a classic queue"},
+		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithQueueType(acemq.QueueStream)), "is a stream queue"},
+		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithArguments(map[string]any{"x-quorum-initial-group-size": 5})), "drop one"},
+		{acemq.NewTopology().Exchange("e", "direct", acemq.WithInitialGroupSize(3)), "WithInitialGroupSize does not apply"},
+		{acemq.NewTopology().Bind("e", "q", "k", acemq.WithInitialGroupSize(3)), "WithInitialGroupSize does not apply"},
+	} {
+		if err := tc.topo.Validate(); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Validate: %v, want it to say %q", err, tc.says)
+		}
+	}
+}
+
+// TestInitialGroupSizeDeclares: both brokers take the queue (a single node
+// places the one member it has), and a consumer of it works.
+func TestInitialGroupSizeDeclares(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		q := testenv.Unique(t, "group")
+		brokertest.DeleteAtEnd(t, c, q)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		topo := acemq.NewTopology().Queue(q, acemq.WithInitialGroupSize(3))
+		if err := topo.Apply(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		drift, err := topo.Drift(ctx, c, acemq.WithSettingsProbe())
+		if err != nil || len(drift) != 0 {
+			t.Fatalf("drift after applying: %v %v", drift, err)
+		}
+		err = c.Raw(func(dc driver.Conn) error {
+			_, err := dc.DeclareQueue(ctx, driver.Queue{Name: testenv.Unique(t, "zero"), Durable: true,
+				Args: driver.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int64(0)}})
+			return err
+		})
+		var pe *driver.PreconditionError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Detail, "x-quorum-initial-group-size") {
+			t.Fatalf("a group size of 0 declared raw: %v, want the broker's refusal", err)
+		}
+		t.Logf("the broker refuses size 0: %s", pe.Detail)
+	})
+}
