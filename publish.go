@@ -12,14 +12,10 @@ import (
 // application messages, retry copies, dead letters, replies, pipeline hops,
 // replays — goes through publish or publishBatch, with its telemetry.
 
-// message is the driver message for a publish of env's message: the
-// envelope written into the headers, its id as the AMQP message-id.
-func message(exchange, routingKey string, env Envelope, contentType string, body []byte) driver.Message {
-	return messageBoxed(exchange, routingKey, env, contentType, body, nil)
-}
-
-// messageBoxed is message with the header values boxed through boxes (a
-// publisher's, header_boxes.go).
+// messageBoxed is the driver message for a publish of env's message: the
+// envelope written into the headers (its repeating values boxed through
+// boxes, a publisher's, header_boxes.go; nil boxes each afresh), its id as
+// the AMQP message-id.
 func messageBoxed(exchange, routingKey string, env Envelope, contentType string, body []byte, boxes *headerBoxes) driver.Message {
 	env = env.orDefault()
 	return driver.Message{
