@@ -128,12 +128,12 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	k := &consumerCore{conn: c, queue: queue, cfg: cfg}
 	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
 	k.brk = newBreaker(k, cfg.breaker)
-	k.handle = func(ctx context.Context, d *driver.Delivery, env Envelope) (Ack, error) {
+	k.handle = func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error) {
 		var v T
 		if err := decode(codec, d.Body, d.ContentType, &v); err != nil {
 			return Ack{}, err
 		}
-		return h(ctx, newMessage(v, d, env, queue)), nil
+		return h(ctx, newMessage(v, &d, env, queue)), nil
 	}
 	if err := k.start(ctx); err != nil {
 		return nil, err
@@ -189,10 +189,13 @@ func (e *DrainError) Error() string {
 var errStranded = errors.New("the consumer closed before the delivery was settled; the broker redelivers it")
 
 type consumerCore struct {
-	conn   *Conn
-	queue  string
-	cfg    consumeConfig
-	handle func(ctx context.Context, d *driver.Delivery, env Envelope) (Ack, error)
+	conn  *Conn
+	queue string
+	cfg   consumeConfig
+	// handle takes the delivery by value: a pointer passed to a function
+	// value escapes, and the delivery would be moved to the heap for every
+	// message.
+	handle func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error)
 	// The pipeline: the connection's consume interceptors, then the
 	// consumer's (pipeline.go); the circuit breaker, nil without one
 	// (breaker.go); the subscriptions and pause state (flow.go).

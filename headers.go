@@ -136,6 +136,13 @@ func clampInt(n int64) int {
 // tables, arrays and byte slices are copies, so dst shares nothing mutable
 // with e.
 func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[string]any {
+	return e.appendHeaders(dst, routingKey, nil)
+}
+
+// appendHeaders is AppendHeaders, with the type, correlation, causation
+// and origin values boxed through boxes when it is not nil (a publisher's,
+// header_boxes.go).
+func (e Envelope) appendHeaders(dst map[string]any, routingKey string, boxes *headerBoxes) map[string]any {
 	e = e.orDefault()
 	if dst == nil {
 		dst = make(map[string]any, e.headerCount())
@@ -147,16 +154,32 @@ func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[strin
 		dst[k] = cloneValue(v)
 	}
 	dst[wire.HeaderID] = e.id
-	dst[wire.HeaderType] = e.wireType(routingKey)
 	dst[wire.HeaderVersion] = int32(e.version)
-	dst[wire.HeaderCorrelation] = e.correlationID
 	dst[wire.HeaderAttempt] = int32(e.attempt)
 	dst[wire.HeaderFirstSeen] = e.firstSeen.UnixMilli()
-	if e.causationID != "" {
-		dst[wire.HeaderCausation] = e.causationID
-	}
-	if e.origin != "" {
-		dst[wire.HeaderOrigin] = e.origin
+	if boxes == nil {
+		dst[wire.HeaderType] = e.wireType(routingKey)
+		dst[wire.HeaderCorrelation] = e.correlationID
+		if e.causationID != "" {
+			dst[wire.HeaderCausation] = e.causationID
+		}
+		if e.origin != "" {
+			dst[wire.HeaderOrigin] = e.origin
+		}
+	} else {
+		dst[wire.HeaderType] = boxes.box(&boxes.typ, e.wireType(routingKey))
+		if e.correlationID == e.id {
+			// The default correlation is the id, new for every message.
+			dst[wire.HeaderCorrelation] = e.correlationID
+		} else {
+			dst[wire.HeaderCorrelation] = boxes.box(&boxes.correlation, e.correlationID)
+		}
+		if e.causationID != "" {
+			dst[wire.HeaderCausation] = boxes.box(&boxes.causation, e.causationID)
+		}
+		if e.origin != "" {
+			dst[wire.HeaderOrigin] = boxes.box(&boxes.origin, e.origin)
+		}
 	}
 	if e.reason != "" {
 		dst[wire.HeaderError] = e.reason

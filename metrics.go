@@ -58,11 +58,6 @@ type observer struct {
 
 	noConfirms bool
 	attrs      attrCache
-	// active maps a delivery being processed to its span context, so that
-	// the republishes the engine makes for it (retry, set-aside,
-	// in-progress) are children of its process span. Used only while
-	// tracing is on.
-	active sync.Map // *driver.Delivery → trace.SpanContext
 
 	regMu sync.Mutex
 	reg   metric.Registration

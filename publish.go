@@ -12,9 +12,11 @@ import (
 // application messages, retry copies, dead letters, replies, pipeline hops,
 // replays — goes through publish or publishBatch, with its telemetry.
 
-// message is the driver message for a publish of env's message: the
-// envelope written into the headers, its id as the AMQP message-id.
-func message(exchange, routingKey string, env Envelope, contentType string, body []byte) driver.Message {
+// messageBoxed is the driver message for a publish of env's message: the
+// envelope written into the headers (its repeating values boxed through
+// boxes, a publisher's, header_boxes.go; nil boxes each afresh), its id as
+// the AMQP message-id.
+func messageBoxed(exchange, routingKey string, env Envelope, contentType string, body []byte, boxes *headerBoxes) driver.Message {
 	env = env.orDefault()
 	return driver.Message{
 		Exchange:    exchange,
@@ -22,7 +24,7 @@ func message(exchange, routingKey string, env Envelope, contentType string, body
 		Mandatory:   true,
 		ContentType: contentType,
 		MessageID:   env.id,
-		Headers:     env.AppendHeaders(nil, routingKey),
+		Headers:     env.appendHeaders(nil, routingKey, boxes),
 		Body:        body,
 	}
 }

@@ -23,6 +23,9 @@ type Publisher[T any] struct {
 	// publisher's (pipeline.go).
 	intercept []PublishInterceptor
 	gate      gate // Pause and Resume (flow.go)
+	// boxes shares the boxed header values that repeat from message to
+	// message (header_boxes.go).
+	boxes headerBoxes
 }
 
 // NewPublisher returns a publisher of T values to exchange ("" is the
@@ -112,7 +115,7 @@ func (p *Publisher[T]) message(ctx context.Context, key string, v T, env Envelop
 			env.origin = p.c.origin
 		}
 	}
-	m := message(exchange, key, env, contentType, body)
+	m := messageBoxed(exchange, key, env, contentType, body, &p.boxes)
 	m.Mandatory = !p.cfg.allowUnroutable
 	m.Transient = p.cfg.transient
 	return m, env, nil

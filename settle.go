@@ -11,6 +11,7 @@ import (
 
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/wire"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Outcome is what the engine did with a delivery, as the family's metrics
@@ -99,8 +100,9 @@ type Settlement struct {
 	// Redelivered is the broker's flag on the delivery.
 	Redelivered bool
 
-	end func(Settlement) // ends the delivery's span
-	gen *generation      // the subscription it came on (flow.go)
+	end  func(Settlement)  // ends the delivery's span
+	span trace.SpanContext // the process span: the parent of the engine's republishes (tracing only)
+	gen  *generation       // the subscription it came on (flow.go)
 }
 
 // The family's x-acemq-error prefixes (docs/wire.md §6.2).
@@ -124,6 +126,9 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 	start := time.Now()
 	ack, decodeErr, refused, panicked := k.run(ctx, d, env)
 	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered, end: end, gen: g}
+	if end != nil {
+		s.span = trace.SpanContextFromContext(ctx)
+	}
 	if k.abandoned.Load() {
 		// The drain ran out while the handler ran: its delivery goes back
 		// when the subscription closes; republishing now could duplicate it.
@@ -186,8 +191,12 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 		case DecisionInProgress:
 			s.Delay = ack.delay
 			s.Where = WhereConsumer
+			// The closure captures copies made here, so that only a
+			// delivery put back for later moves them to the heap, not
+			// every delivery.
+			env, held := env, *d
 			k.later(ack.delay, s, func(s *Settlement) {
-				k.republish(d, env, k.queue, s, OutcomeInProgress)
+				k.republish(&held, env, k.queue, s, OutcomeInProgress)
 			})
 			return
 		default:
@@ -261,7 +270,7 @@ func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope
 			return Ack{}, nil, refused, nil
 		}
 	}
-	ack, decodeErr = k.handle(ctx, d, env)
+	ack, decodeErr = k.handle(ctx, *d, env)
 	return ack, decodeErr, nil, nil
 }
 
@@ -297,7 +306,7 @@ func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement
 	if inBroker {
 		rung := RungQueue(k.queue, delay)
 		s.Where = WhereBroker
-		err := k.publishCopy(d, next, rung)
+		err := k.publishCopy(d, next, rung, s)
 		var ue *driver.ReturnError
 		switch {
 		case err == nil:
@@ -317,7 +326,8 @@ func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement
 		wait = max(delay, time.Millisecond) // the handler's own delay is not jittered
 	}
 	s.Delay = wait
-	k.later(wait, *s, func(s *Settlement) { k.republish(d, next, k.queue, s, OutcomeRetried) })
+	held := *d // the closure's own copy: d stays where its worker has it
+	k.later(wait, *s, func(s *Settlement) { k.republish(&held, next, k.queue, s, OutcomeRetried) })
 	return true
 }
 
@@ -356,7 +366,7 @@ func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string
 		s.SettleErr = driver.ErrChannelClosed
 		return
 	}
-	if err := k.publishCopy(d, env, target); err != nil {
+	if err := k.publishCopy(d, env, target, s); err != nil {
 		k.requeue(d, s, err)
 		return
 	}
@@ -365,7 +375,7 @@ func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string
 
 func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement, target, reason string, outcome Outcome) {
 	s.Reason = reason
-	err := k.publishCopy(d, env.withReason(cutReason(reason)), target)
+	err := k.publishCopy(d, env.withReason(cutReason(reason)), target, s)
 	var ue *driver.ReturnError
 	switch {
 	case err == nil:
@@ -406,7 +416,7 @@ func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement, err error) {
 // publishCopy republishes the original delivery's bytes with env's headers
 // to queue through the default exchange: persistent, mandatory, confirmed,
 // within the detached settlement deadline.
-func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue string) error {
+func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue string, s *Settlement) error {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultSettlementDeadline)
 	defer cancel()
 	m := driver.Message{
@@ -425,7 +435,7 @@ func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue strin
 	if m.MessageID == "" {
 		m.MessageID = env.id
 	}
-	return k.conn.publish(k.conn.obs.within(ctx, d), m, env)
+	return k.conn.publish(k.conn.obs.within(ctx, s.span), m, env)
 }
 
 // declareDeadLetterHalf declares what starting a consumer of q declares

@@ -217,29 +217,27 @@ func (o *observer) processStart(ctx context.Context, queue string, d *driver.Del
 	}
 	// The parent is the publisher's context from the headers, never
 	// whatever span the consumer was started under.
-	if sc := trace.SpanContextFromContext(propagator.Extract(context.Background(), tableCarrier{t: &d.Headers})); sc.IsValid() {
+	// A copy of the table's header, so that d itself does not escape
+	// (the carrier is an interface): without tracing the delivery stays on
+	// its worker's stack.
+	headers := d.Headers
+	if sc := trace.SpanContextFromContext(propagator.Extract(context.Background(), tableCarrier{t: &headers})); sc.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	} else {
 		opts = append(opts, trace.WithNewRoot())
 	}
 	ctx, span := o.tracer.Start(ctx, queue+" process", opts...)
-	o.active.Store(d, span.SpanContext())
-	return ctx, func(s Settlement) {
-		o.active.Delete(d)
-		endProcessSpan(span, s)
-	}
+	return ctx, func(s Settlement) { endProcessSpan(span, s) }
 }
 
-// within returns ctx carrying the process span of d, for a republish the
-// engine makes for d from a detached context.
-func (o *observer) within(ctx context.Context, d *driver.Delivery) context.Context {
-	if !o.tracing() {
+// within returns ctx carrying process, the span context of the delivery's
+// process span (Settlement.span), for a republish the engine makes for it
+// from a detached context.
+func (o *observer) within(ctx context.Context, process trace.SpanContext) context.Context {
+	if !o.tracing() || !process.IsValid() {
 		return ctx
 	}
-	if v, ok := o.active.Load(d); ok {
-		return trace.ContextWithSpanContext(ctx, v.(trace.SpanContext))
-	}
-	return ctx
+	return trace.ContextWithSpanContext(ctx, process)
 }
 
 // endProcessSpan writes the settlement onto a process span and ends it.
