@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -18,23 +16,12 @@ import (
 // CI), and returns a store on a table of the test's own, dropped at the end.
 func postgres(t *testing.T) (*avro.SQLStore, *sql.DB) {
 	t.Helper()
-	dsn := os.Getenv("ACEMQ_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if testenv.InCI() {
-			t.Fatal("ACEMQ_TEST_POSTGRES_DSN is not set: in CI a database test must not be skipped")
-		}
-		t.Skip("ACEMQ_TEST_POSTGRES_DSN is not set")
-	}
-	db, err := sql.Open("pgx", dsn)
+	db, err := sql.Open("pgx", testenv.PostgresDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	table := strings.ToLower(strings.ReplaceAll(testenv.Unique(t, "avro"), "-", "_"))
-	if len(table) > 63 {
-		table = table[len(table)-63:]
-		table = "t" + table[1:]
-	}
+	table := testenv.Table("acemq_avro_test")
 	s, err := avro.NewSQLStore(db, table)
 	if err != nil {
 		t.Fatal(err)

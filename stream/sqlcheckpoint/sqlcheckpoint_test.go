@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -26,19 +24,12 @@ func TestMain(m *testing.M) {
 // store opens a store on a table of the test's own, dropped at the end.
 func store(t *testing.T) *sqlcheckpoint.Store {
 	t.Helper()
-	dsn := os.Getenv("ACEMQ_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if testenv.InCI() {
-			t.Fatal("ACEMQ_TEST_POSTGRES_DSN is not set")
-		}
-		t.Skip("set ACEMQ_TEST_POSTGRES_DSN to run the PostgreSQL tests")
-	}
-	db, err := sql.Open("pgx", dsn)
+	db, err := sql.Open("pgx", testenv.PostgresDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	table := fmt.Sprintf("acemq_checkpoints_test_%08x", rand.Uint32())
+	table := testenv.Table("acemq_checkpoints_test")
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
 	s := sqlcheckpoint.New(db, sqlcheckpoint.WithTable(table))
 	if err := s.Migrate(context.Background()); err != nil {
