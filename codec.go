@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/acemq/acemq/internal/media"
@@ -76,15 +77,38 @@ func (jsonCodec) Encode(v any) ([]byte, error) {
 		}
 		return raw, nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	jb := jsonBuffers.Get().(*jsonBuffer)
+	jb.buf.Reset()
+	if err := jb.enc.Encode(v); err != nil {
+		jsonBuffers.Put(jb)
 		return nil, fmt.Errorf("acemq: the JSON codec cannot encode a %T: %w", v, err)
 	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil // drop Encode's newline
+	b := jb.buf.Bytes()
+	body := bytes.Clone(b[:len(b)-1]) // without Encode's newline
+	if jb.buf.Cap() <= maxPooledJSONBuffer {
+		jsonBuffers.Put(jb)
+	}
+	return body, nil
 }
+
+// jsonBuffer is an encoder writing into its own buffer. Encode borrows one
+// from jsonBuffers and copies the body out, so a body costs one allocation
+// of its own size, as json.Marshal's does, without escaping HTML.
+type jsonBuffer struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonBuffers = sync.Pool{New: func() any {
+	jb := new(jsonBuffer)
+	jb.enc = json.NewEncoder(&jb.buf)
+	jb.enc.SetEscapeHTML(false)
+	return jb
+}}
+
+// maxPooledJSONBuffer keeps the buffers of unusually large bodies out of
+// the pool, so that one large message does not pin its memory.
+const maxPooledJSONBuffer = 64 << 10
 
 func (jsonCodec) Decode(body []byte, ct string, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {

@@ -154,7 +154,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	c.plumb = &plumbing.Conn{
 		Publish: func(ctx context.Context, m plumbing.Message) error { return c.publish(ctx, m, Envelope{}) },
 		PublishBatch: func(ctx context.Context, ms []plumbing.Message) []error {
-			return c.publishBatch(ctx, ms, make([]Envelope, len(ms)))
+			return c.publishBatch(ctx, ms, nil)
 		},
 		MeterProvider:  c.obs.meterProvider,
 		TracerProvider: c.obs.tracerProvider,

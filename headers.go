@@ -143,22 +143,44 @@ func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[strin
 // and origin values boxed through boxes when it is not nil (a publisher's,
 // header_boxes.go).
 func (e Envelope) appendHeaders(dst map[string]any, routingKey string, boxes *headerBoxes) map[string]any {
+	h, _ := e.writeHeaders(dst, routingKey, boxes)
+	return h
+}
+
+// writeHeaders is appendHeaders that also returns the encoded size of the
+// table it wrote (docs/wire.md §3: what driver.Message.HeaderSize holds),
+// or 0 when dst was not nil (its other entries are not counted) or a value
+// is not a flat scalar (see flatFieldSize). It costs no walk of its own:
+// the size is added up as the headers are written.
+func (e Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *headerBoxes) (map[string]any, int) {
 	e = e.orDefault()
+	var ts tableSize
 	if dst == nil {
 		dst = make(map[string]any, e.headerCount())
+	} else {
+		ts.fail()
 	}
 	for k, v := range e.headers {
 		dst[k] = cloneValue(v)
+		ts.add(k, v)
 	}
 	for k, v := range e.reserved {
 		dst[k] = cloneValue(v)
+		ts.add(k, v)
 	}
+	typ := e.wireType(routingKey)
 	dst[wire.HeaderID] = e.id
 	dst[wire.HeaderVersion] = int32(e.version)
 	dst[wire.HeaderAttempt] = int32(e.attempt)
 	dst[wire.HeaderFirstSeen] = e.firstSeen.UnixMilli()
+	ts.addString(wire.HeaderID, e.id)
+	ts.addString(wire.HeaderType, typ)
+	ts.addString(wire.HeaderCorrelation, e.correlationID)
+	ts.addFixed(wire.HeaderVersion, 4)
+	ts.addFixed(wire.HeaderAttempt, 4)
+	ts.addFixed(wire.HeaderFirstSeen, 8)
 	if boxes == nil {
-		dst[wire.HeaderType] = e.wireType(routingKey)
+		dst[wire.HeaderType] = typ
 		dst[wire.HeaderCorrelation] = e.correlationID
 		if e.causationID != "" {
 			dst[wire.HeaderCausation] = e.causationID
@@ -167,7 +189,7 @@ func (e Envelope) appendHeaders(dst map[string]any, routingKey string, boxes *he
 			dst[wire.HeaderOrigin] = e.origin
 		}
 	} else {
-		dst[wire.HeaderType] = boxes.box(&boxes.typ, e.wireType(routingKey))
+		dst[wire.HeaderType] = boxes.box(&boxes.typ, typ)
 		if e.correlationID == e.id {
 			// The default correlation is the id, new for every message.
 			dst[wire.HeaderCorrelation] = e.correlationID
@@ -181,20 +203,32 @@ func (e Envelope) appendHeaders(dst map[string]any, routingKey string, boxes *he
 			dst[wire.HeaderOrigin] = boxes.box(&boxes.origin, e.origin)
 		}
 	}
+	if e.causationID != "" {
+		ts.addString(wire.HeaderCausation, e.causationID)
+	}
+	if e.origin != "" {
+		ts.addString(wire.HeaderOrigin, e.origin)
+	}
 	if e.reason != "" {
 		dst[wire.HeaderError] = e.reason
+		ts.addString(wire.HeaderError, e.reason)
 	}
 	if e.claim != "" {
 		dst[wire.HeaderClaim] = e.claim
+		ts.addString(wire.HeaderClaim, e.claim)
 	}
 	if len(e.route) > 0 {
-		dst[wire.HeaderRoute] = strings.Join(e.route, ",")
+		route := strings.Join(e.route, ",")
+		dst[wire.HeaderRoute] = route
 		dst[wire.HeaderRoutePosition] = int32(e.routePosition)
+		ts.addString(wire.HeaderRoute, route)
+		ts.addFixed(wire.HeaderRoutePosition, 4)
 		if e.routeID != "" {
 			dst[wire.HeaderRouteID] = e.routeID
+			ts.addString(wire.HeaderRouteID, e.routeID)
 		}
 	}
-	return dst
+	return dst, ts.size()
 }
 
 // headerCount is the number of headers AppendHeaders writes, so that a

@@ -18,13 +18,15 @@ import (
 // the AMQP message-id.
 func messageBoxed(exchange, routingKey string, env Envelope, contentType string, body []byte, boxes *headerBoxes) driver.Message {
 	env = env.orDefault()
+	headers, size := env.writeHeaders(nil, routingKey, boxes)
 	return driver.Message{
 		Exchange:    exchange,
 		RoutingKey:  routingKey,
 		Mandatory:   true,
 		ContentType: contentType,
 		MessageID:   env.id,
-		Headers:     env.appendHeaders(nil, routingKey, boxes),
+		Headers:     headers,
+		HeaderSize:  size,
 		Body:        body,
 	}
 }
@@ -41,12 +43,18 @@ func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) erro
 }
 
 // publishBatch publishes every message, then awaits every confirm, and
-// returns one error per message (nil for confirmed), in order. A driver
-// without driver.BatchPublisher publishes them at once, one goroutine each.
-func (c *Conn) publishBatch(ctx context.Context, ms []driver.Message, envs []Envelope) []error {
+// returns one error per message (nil for confirmed), in order. envOf, when
+// not nil, gives message j's envelope (for its span), else the identity is
+// read from the headers. A driver without driver.BatchPublisher publishes
+// them at once, one goroutine each.
+func (c *Conn) publishBatch(ctx context.Context, ms []driver.Message, envOf func(j int) Envelope) []error {
 	dones := make([]func(error, time.Duration), len(ms))
 	for i := range ms {
-		_, dones[i] = c.obs.publishStart(ctx, &ms[i], envs[i])
+		var env Envelope
+		if envOf != nil {
+			env = envOf(i)
+		}
+		_, dones[i] = c.obs.publishStart(ctx, &ms[i], env)
 	}
 	start := time.Now()
 	var errs []error

@@ -153,22 +153,38 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 		return results, batchError(results)
 	}
 	out := make([]driver.Message, 0, len(msgs))
-	envs := make([]Envelope, 0, len(msgs))
-	idx := make([]int, 0, len(msgs))
-	for i, m := range msgs {
+	// idx maps out to msgs once a message failed to build; until then
+	// out[j] is msgs[j].
+	var idx []int
+	for i := range msgs {
+		m := &msgs[i]
 		dm, env, err := p.message(ctx, m.RoutingKey, m.Payload, m.Envelope)
 		if err != nil {
+			if idx == nil {
+				idx = make([]int, len(out), len(msgs))
+				for j := range idx {
+					idx[j] = j
+				}
+			}
 			results[i].Err = err
 			continue
 		}
 		results[i].Envelope = env
+		if idx != nil {
+			idx = append(idx, i)
+		}
 		out = append(out, dm)
-		envs = append(envs, env)
-		idx = append(idx, i)
 	}
 	if len(out) > 0 {
-		for j, err := range p.c.publishBatch(ctx, out, envs) {
-			results[idx[j]].Err = err
+		at := func(j int) int {
+			if idx != nil {
+				return idx[j]
+			}
+			return j
+		}
+		envOf := func(j int) Envelope { return results[at(j)].Envelope }
+		for j, err := range p.c.publishBatch(ctx, out, envOf) {
+			results[at(j)].Err = err
 		}
 	}
 	return results, batchError(results)

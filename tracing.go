@@ -110,6 +110,7 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Enve
 		// example from an instrumented HTTP server), so a connection with
 		// tracing off does not break a trace that runs through it.
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			m.HeaderSize = 0 // the trace headers are not counted
 			propagator.Inject(ctx, tableCarrier{t: &m.Headers})
 		}
 		if !metrics {
@@ -136,6 +137,7 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Enve
 			attribute.String(attrRoutingKey, m.RoutingKey),
 			attribute.String(attrMessageType, typ),
 		))
+	m.HeaderSize = 0 // the trace headers are not counted
 	propagator.Inject(ctx, tableCarrier{t: &m.Headers})
 	return ctx, func(err error, d time.Duration) {
 		outcome := publishOutcome(err, confirmed)

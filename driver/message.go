@@ -34,7 +34,17 @@ type Message struct {
 	// orders by it, and it caps the value at its maximum for ordering.
 	Priority uint8
 	Headers  Table
-	Body     []byte
+	// HeaderSize, when above 0, is the encoded size of Headers as an AMQP
+	// 0-9-1 field table, its 4-byte length prefix included, and says that
+	// every value in Headers is a flat scalar a driver writes as it is (a
+	// string, []byte, bool, int8 to int64 and uint8 to uint32, a finite
+	// float, time.Time or nil) under a name of at most 255 bytes. The acemq
+	// package sets it on the messages its publishers build, having added it
+	// up while writing the headers, so that a driver need not walk the
+	// table again; whoever changes Headers afterwards sets it to 0. 0 means
+	// unknown: the driver checks and measures the table itself.
+	HeaderSize int
+	Body       []byte
 }
 
 // Delivery is an inbound message together with the means to settle it.

@@ -174,7 +174,16 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	confirm := !c.cfg.NoConfirms || m.Mandatory
 	// One walk over the headers for the common flat table; anything else
 	// is converted and measured the long way.
-	headers, headerSize, flat := flatTable(m.Headers)
+	var headers amqp.Table
+	var headerSize int
+	flat := m.HeaderSize > 0 && len(m.Headers) <= maxContainerElements
+	if flat {
+		// The producer added the size up as it wrote the headers (see
+		// driver.Message.HeaderSize): no walk here.
+		headers, headerSize = amqp.Table(m.Headers), m.HeaderSize
+	} else {
+		headers, headerSize, flat = flatTable(m.Headers)
+	}
 	if !flat {
 		var err error
 		if headers, err = toAMQPTable(m.Headers); err != nil {
