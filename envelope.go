@@ -41,7 +41,7 @@ type Envelope struct {
 	route         []string
 	routePosition int
 	routeID       string
-	headers       map[string]any // application headers; never mutated after build
+	headers       headerList     // application headers, by name; never mutated after build
 	reserved      map[string]any // unknown x-acemq-* headers as received; never mutated
 }
 
@@ -245,16 +245,17 @@ func (e Envelope) RouteID() string { return e.routeID }
 // it, or a table, array or byte slice inside it, does not change e.
 // Reserved x-acemq-* headers are never among them.
 func (e Envelope) Headers() map[string]any {
-	if len(e.headers) == 0 {
-		return map[string]any{}
+	out := make(map[string]any, len(e.headers))
+	for _, h := range e.headers {
+		out[h.name] = cloneValue(h.value)
 	}
-	return copyHeaders(e.headers)
+	return out
 }
 
 // Header returns one application header (a copy, when it is a table, an
 // array or a byte slice).
 func (e Envelope) Header(name string) (any, bool) {
-	v, ok := e.headers[name]
+	v, ok := e.headers.get(name)
 	return cloneValue(v), ok
 }
 
@@ -377,20 +378,6 @@ type ReservedHeaderError struct {
 // belong to AceMQ and cannot be set by hand: x-acemq-id".
 func (e *ReservedHeaderError) Error() string {
 	return "these header names belong to AceMQ and cannot be set by hand: " + strings.Join(e.Names, ", ")
-}
-
-// copyHeaders returns a deep copy of h (nil when h is empty): nested tables,
-// arrays and byte slices are copied too, scalars are shared (they are
-// immutable).
-func copyHeaders(h map[string]any) map[string]any {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make(map[string]any, len(h))
-	for k, v := range h {
-		out[k] = cloneValue(v)
-	}
-	return out
 }
 
 // cloneValue copies the mutable parts of a header value: tables

@@ -69,8 +69,8 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		RouteID:       e.routeID,
 		Headers:       make(map[string]any, len(e.headers)),
 	}
-	for k, v := range e.headers {
-		out.Headers[k] = headerToJSON(v)
+	for _, h := range e.headers {
+		out.Headers[h.name] = headerToJSON(h.value)
 	}
 	if !e.ageUnknown {
 		ms := e.firstSeen.UnixMilli()

@@ -103,3 +103,15 @@ func (e Envelope) Next() Envelope { return e.next() }
 // UnknownReserved returns a copy of the x-acemq-* headers the envelope was
 // read with that this version does not know.
 func (e Envelope) UnknownReserved() map[string]any { return copyHeaders(e.reserved) }
+
+// copyHeaders returns a deep copy of h (nil when h is empty).
+func copyHeaders(h map[string]any) map[string]any {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(h))
+	for k, v := range h {
+		out[k] = cloneValue(v)
+	}
+	return out
+}

@@ -51,27 +51,22 @@ func (e *HeaderValueError) Error() string {
 	return fmt.Sprintf("%s holds a %s, which an AMQP header cannot carry: use a string, a number, a bool, []byte, time.Time, or a []any or map[string]any of those", where, e.Type)
 }
 
-// checkHeaders returns a deep copy of h with every value in its accepted
-// form (nil when h is empty), or a *ReservedHeaderError naming every
+// checkHeaders returns a deep copy of h, as a list by name, with every
+// value in its accepted form (nil when h is empty), or a *ReservedHeaderError naming every
 // reserved name, or a *HeaderValueError for the first value (in name order)
 // that cannot be carried.
-func checkHeaders(h map[string]any) (map[string]any, error) {
+func checkHeaders(h map[string]any) (headerList, error) {
 	if len(h) == 0 {
 		return nil, nil
 	}
 	var bad []string
-	for k := range h {
+	var first *HeaderValueError
+	out := make(headerList, 0, len(h))
+	for k, v := range h {
 		if wire.IsReserved(k) {
 			bad = append(bad, k)
+			continue
 		}
-	}
-	if bad != nil {
-		sort.Strings(bad)
-		return nil, &ReservedHeaderError{Names: bad}
-	}
-	out := make(map[string]any, len(h))
-	var first *HeaderValueError
-	for k, v := range h {
 		cv, err := headerValue(v, k, "")
 		if err != nil {
 			if first == nil || k < first.Name {
@@ -79,11 +74,16 @@ func checkHeaders(h map[string]any) (map[string]any, error) {
 			}
 			continue
 		}
-		out[k] = cv
+		out = append(out, header{k, cv})
+	}
+	if bad != nil {
+		sort.Strings(bad)
+		return nil, &ReservedHeaderError{Names: bad}
 	}
 	if first != nil {
 		return nil, first
 	}
+	out.sort()
 	return out, nil
 }
 

@@ -32,11 +32,7 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 	var firstSeenOK bool
 	// One pass over the map (iterating a map costs more than the switch
 	// below): application headers are gathered on the stack and copied into
-	// a map of the exact size afterwards.
-	type header struct {
-		name  string
-		value any
-	}
+	// a list of the exact size afterwards.
 	var stack [8]header
 	app := stack[:0]
 	for k, v := range headers {
@@ -91,10 +87,11 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 		}
 	}
 	if len(app) > 0 {
-		e.headers = make(map[string]any, len(app))
-		for _, h := range app {
-			e.headers[h.name] = cloneValue(h.value)
+		e.headers = make(headerList, len(app))
+		for i, h := range app {
+			e.headers[i] = header{h.name, cloneValue(h.value)}
 		}
+		e.headers.sort()
 	}
 	if e.id == "" {
 		e.id = messageID
@@ -160,9 +157,9 @@ func (e Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *hea
 	} else {
 		ts.fail()
 	}
-	for k, v := range e.headers {
-		dst[k] = cloneValue(v)
-		ts.add(k, v)
+	for _, h := range e.headers {
+		dst[h.name] = cloneValue(h.value)
+		ts.add(h.name, h.value)
 	}
 	for k, v := range e.reserved {
 		dst[k] = cloneValue(v)

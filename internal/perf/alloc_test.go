@@ -23,9 +23,9 @@ const (
 	// AppendHeaders into a map reused from an earlier message (cleared):
 	// the 11 values only.
 	maxAllocsAppendHeadersReuse = 11
-	// ReadEnvelope: the application-header map (2, the map and its first
-	// group) and the route's step slice (1).
-	maxAllocsReadEnvelope = 3
+	// ReadEnvelope: the application-header list (1; a map, before, took
+	// 2: the map and its first group) and the route's step slice (1).
+	maxAllocsReadEnvelope = 2
 )
 
 // fullyPopulated is an envelope with every field set.

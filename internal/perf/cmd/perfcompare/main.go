@@ -56,6 +56,10 @@ var targets = map[string]target{
 	"Consume/c8":     {"msgs/s", 0.95, "≥ 0.95", "raw"},
 	"RPC/seq":        {"p50-µs", 1.10, "≤ 1.10", "rawhdr"},
 	"RPC/c32":        {"msgs/s", 0.95, "≥ 0.95", "rawhdr"},
+	// Stream reads (target 4): raw consuming the same stream from its
+	// first offset at the same prefetch.
+	"StreamRead/prefetch10":  {"msgs/s", 0.95, "≥ 0.95", "raw"},
+	"StreamRead/prefetch100": {"msgs/s", 0.95, "≥ 0.95", "raw"},
 }
 
 // references are the other sides a workload may have, printed for
@@ -64,7 +68,7 @@ var targets = map[string]target{
 var references = []string{"raw", "rawhdr", "rawhdrbatch", "driver", "watermill"}
 
 // order is the order of the table's rows.
-var order = []string{"Publish/batch", "Publish/send16", "Consume/c1", "Consume/c8", "RPC/seq", "RPC/c32"}
+var order = []string{"Publish/batch", "Publish/send16", "Consume/c1", "Consume/c8", "RPC/seq", "RPC/c32", "StreamRead/prefetch10", "StreamRead/prefetch100"}
 
 // result is one benchmark line's metrics.
 type result map[string]float64
