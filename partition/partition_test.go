@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -183,6 +184,15 @@ func runGroup(t *testing.T, url string, kill func(t *testing.T, active *acemq.Co
 		t.Fatal(err)
 	}
 	q := partition.RoutingKey(ex, 0)
+	// The members' consumers declare the queue's parked and dead-letter
+	// queues, which the partition topology does not hold.
+	t.Cleanup(func() {
+		for _, name := range []string{acemq.ParkedQueue(q), acemq.DeadLetterQueue(q)} {
+			if _, err := brokertest.Driver(admin).DeleteQueue(context.Background(), name); err != nil && !errors.Is(err, driver.ErrNotFound) {
+				t.Errorf("deleting %s: %v", name, err)
+			}
+		}
+	})
 	name1 := testenv.Unique(t, "member-1")
 	var m1, m2 member
 	reached, release := make(chan struct{}), make(chan struct{})
