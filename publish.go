@@ -74,3 +74,76 @@ func (c *Conn) publishBatch(ctx context.Context, ms []driver.Message, envOf func
 	}
 	return errs
 }
+
+// publishEach publishes n messages, message i made by build, then awaits
+// every confirm, and returns one error per message: build's for a message
+// that could not be made (nothing was published for it), else its
+// publish's. When the driver takes a batch one message at a time
+// (driver.EachPublisher), each is made just before it is sent; else all
+// are made first and published with publishBatch.
+func (c *Conn) publishEach(ctx context.Context, n int, build func(i int) (driver.Message, Envelope, error)) []error {
+	ep, ok := c.t.(driver.EachPublisher)
+	if !ok {
+		return c.buildThenPublish(ctx, n, build)
+	}
+	ms := make([]driver.Message, n)
+	dones := make([]func(error, time.Duration), n)
+	start := time.Now()
+	errs := ep.PublishEach(ctx, n, func(i int) (*driver.Message, error) {
+		m, env, err := build(i)
+		if err != nil {
+			return nil, err
+		}
+		ms[i] = m
+		_, dones[i] = c.obs.publishStart(ctx, &ms[i], env)
+		return &ms[i], nil
+	})
+	d := time.Since(start)
+	for i, done := range dones {
+		if done != nil {
+			done(errs[i], d)
+		}
+	}
+	return errs
+}
+
+// buildThenPublish is publishEach for a driver without
+// driver.EachPublisher: every message is made, then those that could be
+// are published with publishBatch.
+func (c *Conn) buildThenPublish(ctx context.Context, n int, build func(i int) (driver.Message, Envelope, error)) []error {
+	errs := make([]error, n)
+	out := make([]driver.Message, 0, n)
+	envs := make([]Envelope, 0, n)
+	// idx maps out to the messages once one could not be made; until then
+	// out[j] is message j.
+	var idx []int
+	for i := range n {
+		m, env, err := build(i)
+		if err != nil {
+			if idx == nil {
+				idx = make([]int, len(out), n)
+				for j := range idx {
+					idx[j] = j
+				}
+			}
+			errs[i] = err
+			continue
+		}
+		if idx != nil {
+			idx = append(idx, i)
+		}
+		out = append(out, m)
+		envs = append(envs, env)
+	}
+	if len(out) == 0 {
+		return errs
+	}
+	for j, err := range c.publishBatch(ctx, out, func(j int) Envelope { return envs[j] }) {
+		if idx != nil {
+			errs[idx[j]] = err
+		} else {
+			errs[j] = err
+		}
+	}
+	return errs
+}

@@ -137,7 +137,10 @@ type SendResult struct {
 
 // SendAll publishes every message, then awaits every confirm. It is not
 // atomic: it returns one result per message, in order, and, when any
-// failed, a *BatchError summarising them.
+// failed, a *BatchError summarising them. On RabbitMQ each message is
+// encoded just before it is published, so that encoding overlaps the
+// broker's work on the messages before it; a message that cannot be
+// encoded fails alone.
 func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendResult, error) {
 	results := make([]SendResult, len(msgs))
 	if p.err != nil {
@@ -152,40 +155,16 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 		}
 		return results, batchError(results)
 	}
-	out := make([]driver.Message, 0, len(msgs))
-	// idx maps out to msgs once a message failed to build; until then
-	// out[j] is msgs[j].
-	var idx []int
-	for i := range msgs {
+	errs := p.c.publishEach(ctx, len(msgs), func(i int) (driver.Message, Envelope, error) {
 		m := &msgs[i]
 		dm, env, err := p.message(ctx, m.RoutingKey, m.Payload, m.Envelope)
-		if err != nil {
-			if idx == nil {
-				idx = make([]int, len(out), len(msgs))
-				for j := range idx {
-					idx[j] = j
-				}
-			}
-			results[i].Err = err
-			continue
+		if err == nil {
+			results[i].Envelope = env
 		}
-		results[i].Envelope = env
-		if idx != nil {
-			idx = append(idx, i)
-		}
-		out = append(out, dm)
-	}
-	if len(out) > 0 {
-		at := func(j int) int {
-			if idx != nil {
-				return idx[j]
-			}
-			return j
-		}
-		envOf := func(j int) Envelope { return results[at(j)].Envelope }
-		for j, err := range p.c.publishBatch(ctx, out, envOf) {
-			results[at(j)].Err = err
-		}
+		return dm, env, err
+	})
+	for i, err := range errs {
+		results[i].Err = err
 	}
 	return results, batchError(results)
 }

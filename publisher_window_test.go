@@ -2,6 +2,8 @@ package acemq_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +43,59 @@ func TestSendAllLargerThanMaxOutstanding(t *testing.T) {
 		// And the permits are all given back: a second batch goes too.
 		if _, err := p.SendAll(ctx, batch[:10]); err != nil {
 			t.Fatalf("the next SendAll: %v", err)
+		}
+	})
+}
+
+// TestSendAllFailuresStayAlone: in one SendAll, a payload that cannot be
+// encoded, one a publish interceptor refuses and one nothing routes each
+// fail alone, with their own errors in their own results; the others are
+// published, in order. On RabbitMQ each message is encoded just before it
+// is published (driver.EachPublisher); the results are the same.
+func TestSendAllFailuresStayAlone(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		refuse := errors.New("not this one")
+		c := brokertest.Connect(t, url, acemq.WithPublishInterceptors(func(_ context.Context, p *acemq.Publishing) error {
+			if string(p.Body) == `"refused"` {
+				return refuse
+			}
+			return nil
+		}))
+		q := brokertest.Queue(t, c, "alone")
+		p := acemq.NewPublisher[any](c, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rs, err := p.SendAll(ctx, []acemq.Outgoing[any]{
+			{RoutingKey: q, Payload: "first"},
+			{RoutingKey: q, Payload: make(chan int)},
+			{RoutingKey: q, Payload: "refused"},
+			{RoutingKey: q + "-nobody", Payload: "unroutable"},
+			{RoutingKey: q, Payload: "last"},
+		})
+		var be *acemq.BatchError
+		if !errors.As(err, &be) || be.Failed != 3 || be.Confirmed != 2 {
+			t.Fatalf("SendAll: %v", err)
+		}
+		var ue *acemq.UnroutableError
+		switch {
+		case rs[0].Err != nil || rs[4].Err != nil:
+			t.Errorf("the good messages failed: %v, %v", rs[0].Err, rs[4].Err)
+		case rs[1].Err == nil || !strings.Contains(rs[1].Err.Error(), "cannot encode"):
+			t.Errorf("the unencodable payload: %v", rs[1].Err)
+		case !errors.Is(rs[2].Err, refuse):
+			t.Errorf("the refused message: %v", rs[2].Err)
+		case !errors.As(rs[3].Err, &ue):
+			t.Errorf("the unroutable message: %v", rs[3].Err)
+		}
+		for _, w := range []struct {
+			i    int
+			body string
+		}{{0, `"first"`}, {4, `"last"`}} {
+			i, want := w.i, w.body
+			d := brokertest.Get(t, c, q)
+			if string(d.Body) != want || d.MessageID != rs[i].Envelope.ID() {
+				t.Errorf("message %d on the queue: %s (id %s), want %s (id %s)", i, d.Body, d.MessageID, want, rs[i].Envelope.ID())
+			}
 		}
 	})
 }

@@ -154,6 +154,22 @@ type BatchPublisher interface {
 	PublishBatch(ctx context.Context, ms []Message) []error
 }
 
+// EachPublisher is implemented by a Conn that can publish a batch whose
+// messages are made one at a time, each just before it is sent, so that
+// making the next message overlaps the broker's work on the ones before
+// it. Package acemq's SendAll uses it: encoding a whole batch before
+// sending the first message would leave the broker idle meanwhile.
+type EachPublisher interface {
+	// PublishEach publishes n messages in order, then awaits every
+	// confirm, and returns one error (nil for confirmed) per message, as
+	// PublishBatch does. It calls next(i) once for each i from 0 to n-1,
+	// in order, just before publishing message i; the message next
+	// returns must stay unchanged until PublishEach returns. When next
+	// returns an error, message i is not published and the error is its
+	// result.
+	PublishEach(ctx context.Context, n int, next func(i int) (*Message, error)) []error
+}
+
 // Pinger is implemented by a Conn that can check that the broker answers.
 type Pinger interface {
 	// Ping checks that the broker answers, within ctx. It creates nothing

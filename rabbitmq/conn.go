@@ -175,6 +175,7 @@ var _ interface {
 	driver.Deleter
 	driver.Getter
 	driver.BatchPublisher
+	driver.EachPublisher
 	driver.Pinger
 	driver.BlockReporter
 	driver.CapabilityReporter

@@ -294,25 +294,37 @@ func (c *conn) Publish(ctx context.Context, m driver.Message) error {
 }
 
 // PublishBatch publishes every message, then awaits every confirm; the
-// errors are in the order of ms, nil for a confirmed message.
+// errors are in the order of ms, nil for a confirmed message. It is
+// PublishEach over ms.
 //
 // A batch larger than the permits (MaxOutstanding) would wait for a permit
 // only its own confirms, not yet awaited, give back; so while every permit
 // is taken it awaits its oldest publishes first, and the window slides
 // inside the batch.
 func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
-	errs := make([]error, len(ms))
-	ps := make([]*pending, len(ms))
+	return c.PublishEach(ctx, len(ms), func(i int) (*driver.Message, error) { return &ms[i], nil })
+}
+
+// PublishEach is PublishBatch with each message made by next just before
+// it is published (driver.EachPublisher).
+func (c *conn) PublishEach(ctx context.Context, n int, next func(i int) (*driver.Message, error)) []error {
+	errs := make([]error, n)
+	ps := make([]*pending, n)
 	w := 0 // the oldest publish of the batch not yet awaited
-	for i := range ms {
+	for i := range n {
 		for ; w < i && len(c.sem) == cap(c.sem); w++ {
 			if ps[w] != nil {
 				errs[w] = c.wait(ctx, ps[w])
 			}
 		}
-		ps[i], errs[i] = c.start(ctx, &ms[i])
+		m, err := next(i)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ps[i], errs[i] = c.start(ctx, m)
 	}
-	for i := w; i < len(ps); i++ {
+	for i := w; i < n; i++ {
 		if ps[i] != nil {
 			errs[i] = c.wait(ctx, ps[i])
 		}

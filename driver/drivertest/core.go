@@ -37,7 +37,7 @@
 // implements it: [driver.Inspector] (passive checks, not-found errors,
 // message and consumer counts), [driver.Deleter] (the message count of a
 // deleted queue, deleting what is absent), [driver.Getter],
-// [driver.BatchPublisher], [driver.Pinger], [driver.BlockReporter],
+// [driver.BatchPublisher], [driver.EachPublisher], [driver.Pinger], [driver.BlockReporter],
 // [driver.CapabilityReporter], [driver.Unbinder] and, on subscriptions,
 // [driver.Receiver]. A driver that lacks one is not failed or skipped for
 // it: the test logs that it did not run and passes.
@@ -101,6 +101,7 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"Delete", optional(testDelete)},
 		{"Get", optional(testGet)},
 		{"PublishBatch", optional(testPublishBatch)},
+		{"PublishEach", optional(testPublishEach)},
 		{"Ping", optional(testPing)},
 		{"Blocked", optional(testBlocked)},
 		{"Capabilities", optional(testCapabilities)},

@@ -275,6 +275,49 @@ func testPublishBatch(e *env, bp driver.BatchPublisher) {
 	}
 }
 
+// testPublishEach checks a driver.EachPublisher: next is called once for
+// each message, in order, each call after the message before it was
+// published; a message next fails is not published and has next's error;
+// one error per message, in order, a return among confirms.
+func testPublishEach(e *env, ep driver.EachPublisher) {
+	t := e.t
+	q := e.simpleQueue("each")
+	ms := []driver.Message{
+		{RoutingKey: q, Body: []byte("a")},
+		{RoutingKey: e.name("nobody"), Mandatory: true, MessageID: e.id(), Body: []byte("lost")},
+		{}, // next fails this one
+		{RoutingKey: q, Body: []byte("b")},
+	}
+	refused := errors.New("this message could not be made")
+	var calls []int
+	errs := ep.PublishEach(e.ctx, len(ms), func(i int) (*driver.Message, error) {
+		calls = append(calls, i)
+		if i == 2 {
+			return nil, refused
+		}
+		return &ms[i], nil
+	})
+	if !slices.Equal(calls, []int{0, 1, 2, 3}) {
+		t.Fatalf("PublishEach called next with %v, want 0, 1, 2, 3 once each, in order", calls)
+	}
+	if len(errs) != len(ms) {
+		t.Fatalf("PublishEach returned %d errors for %d messages", len(errs), len(ms))
+	}
+	var re *driver.ReturnError
+	if errs[0] != nil || !errors.As(errs[1], &re) || errs[2] != refused || errs[3] != nil {
+		t.Fatalf("PublishEach errors = %v, want [nil, *ReturnError, next's error, nil]", errs)
+	}
+	if got := e.takeAll(e.admin, q, 2); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("the batch delivered %v", got)
+	}
+	if errs := ep.PublishEach(e.ctx, 0, func(int) (*driver.Message, error) {
+		t.Error("next called for an empty batch")
+		return nil, nil
+	}); len(errs) != 0 {
+		t.Errorf("an empty batch returned %d errors", len(errs))
+	}
+}
+
 // testUnbind checks a driver.Unbinder: after Unbind nothing routes by the
 // binding.
 func testUnbind(e *env, u driver.Unbinder) {
