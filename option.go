@@ -279,9 +279,12 @@ type sendConfig struct {
 	err         error
 }
 
-type sendOption func(*sendConfig)
+// envelopeOption is WithEnvelope's option. Send applies it, like the
+// others, with a type switch and no call through a function value, so that
+// the send's configuration stays on its stack.
+type envelopeOption struct{ env Envelope }
 
-func (f sendOption) applySend(c *sendConfig) { f(c) }
+func (o envelopeOption) applySend(c *sendConfig) { c.env = o.env }
 
 // WithEnvelope sends with env (built with NewEnvelope, or a delivered
 // message's envelope changed with Envelope.Change) instead of a fresh
@@ -289,10 +292,10 @@ func (f sendOption) applySend(c *sendConfig) { f(c) }
 // x-acemq-* headers a delivered envelope carries are not sent: they belong
 // to republishes of that delivery, not to a message the application
 // publishes.
-func WithEnvelope(env Envelope) SendOption { return sendOption(func(c *sendConfig) { c.env = env }) }
+func WithEnvelope(env Envelope) SendOption { return envelopeOption{env} }
 
 // expirationOption and priorityOption are applied by Send with a type
-// switch, like sendOption, so they stay off the heap.
+// switch, like envelopeOption, so they stay off the heap.
 type expirationOption time.Duration
 
 func (o expirationOption) applySend(c *sendConfig) {

@@ -61,13 +61,13 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 	}
 	var sc sendConfig
 	for _, o := range opts {
-		// Every SendOption is a sendOption (applySend is unexported):
-		// calling it directly rather than through the interface lets the
-		// compiler keep the options, and WithEnvelope's closure, off the
-		// heap.
+		// Every SendOption is one of these (applySend is unexported):
+		// applying each by its type rather than through the interface, or
+		// through a function value, lets the compiler keep the options and
+		// sc off the heap.
 		switch so := o.(type) {
-		case sendOption:
-			so(&sc)
+		case envelopeOption:
+			sc.env = so.env
 		case expirationOption:
 			so.applySend(&sc)
 		case priorityOption:

@@ -110,8 +110,7 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Enve
 		// example from an instrumented HTTP server), so a connection with
 		// tracing off does not break a trace that runs through it.
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-			m.HeaderSize = 0 // the trace headers are not counted
-			propagator.Inject(ctx, tableCarrier{t: &m.Headers})
+			injectTrace(ctx, m)
 		}
 		if !metrics {
 			return ctx, noopPublishDone
@@ -137,8 +136,7 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Enve
 			attribute.String(attrRoutingKey, m.RoutingKey),
 			attribute.String(attrMessageType, typ),
 		))
-	m.HeaderSize = 0 // the trace headers are not counted
-	propagator.Inject(ctx, tableCarrier{t: &m.Headers})
+	injectTrace(ctx, m)
 	return ctx, func(err error, d time.Duration) {
 		outcome := publishOutcome(err, confirmed)
 		span.SetAttributes(attribute.String(attrOutcome, outcome))
@@ -286,6 +284,16 @@ func endProcessSpan(span trace.Span, s Settlement) {
 		span.SetStatus(codes.Error, "the delivery ended without an outcome")
 	}
 	span.End()
+}
+
+// injectTrace writes ctx's trace context into m's headers. The size the
+// publisher added up no longer holds: the driver measures the table. The
+// carrier gets the address of a copy of the headers field, not of m's own,
+// so that m, which the caller keeps on its stack, does not escape with it.
+func injectTrace(ctx context.Context, m *driver.Message) {
+	h := m.Headers
+	propagator.Inject(ctx, tableCarrier{t: &h})
+	m.Headers, m.HeaderSize = h, 0
 }
 
 // tableCarrier adapts a header table to the propagation API. The table is
