@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/memory"
 )
 
 // TestSendAllLargerThanMaxOutstanding: a batch of more messages than the
@@ -98,4 +100,70 @@ func TestSendAllFailuresStayAlone(t *testing.T) {
 			}
 		}
 	})
+}
+
+// coreOnlyDriver opens memory connections that show only driver.Conn, as a
+// driver with no optional interfaces would: SendAll then encodes the whole
+// batch first and publishes it one goroutine a message.
+type coreOnlyDriver struct{}
+
+type coreOnlyConn struct{ driver.Conn }
+
+func (coreOnlyDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	cfg.URLs = []string{strings.Replace(cfg.URLs[0], "coreonly://", "memory://", 1)}
+	c, err := memory.Driver{}.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return coreOnlyConn{c}, nil
+}
+
+func init() { driver.Register("coreonly", coreOnlyDriver{}) }
+
+// TestSendAllOnACoreOnlyDriver: on a driver with neither
+// driver.EachPublisher nor driver.BatchPublisher, SendAll's results are
+// the same as on the built-in drivers: a message that cannot be built
+// fails alone, at its own index, and the others are published (at once,
+// one goroutine each, so in no particular order).
+func TestSendAllOnACoreOnlyDriver(t *testing.T) {
+	url := brokertest.MemoryURL(t)
+	c := brokertest.Connect(t, strings.Replace(url, "memory://", "coreonly://", 1))
+	if err := c.Raw(func(dc driver.Conn) error {
+		if _, ok := dc.(driver.BatchPublisher); ok {
+			t.Fatal("the core-only driver implements driver.BatchPublisher")
+		}
+		_, err := dc.DeclareQueue(context.Background(), driver.Queue{Name: "q"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := acemq.NewPublisher[any](c, "")
+	rs, err := p.SendAll(context.Background(), []acemq.Outgoing[any]{
+		{RoutingKey: "q", Payload: "first"},
+		{RoutingKey: "q", Payload: make(chan int)},
+		{RoutingKey: "q-nobody", Payload: "unroutable"},
+		{RoutingKey: "q", Payload: "last"},
+	})
+	var be *acemq.BatchError
+	var ue *acemq.UnroutableError
+	switch {
+	case !errors.As(err, &be) || be.Failed != 2 || be.Confirmed != 2:
+		t.Fatalf("SendAll: %v", err)
+	case rs[0].Err != nil || rs[3].Err != nil:
+		t.Fatalf("the good messages failed: %v, %v", rs[0].Err, rs[3].Err)
+	case rs[1].Err == nil || !strings.Contains(rs[1].Err.Error(), "cannot encode"):
+		t.Fatalf("the unencodable payload: %v", rs[1].Err)
+	case !errors.As(rs[2].Err, &ue):
+		t.Fatalf("the unroutable message: %v", rs[2].Err)
+	}
+	// The same broker through the full memory driver, to read the queue.
+	reader := brokertest.Connect(t, url)
+	want := map[string]bool{rs[0].Envelope.ID(): true, rs[3].Envelope.ID(): true}
+	for range 2 {
+		d := brokertest.Get(t, reader, "q")
+		if !want[d.MessageID] {
+			t.Errorf("the queue holds %s (%s), which is not message 0 or 3", d.MessageID, d.Body)
+		}
+		delete(want, d.MessageID)
+	}
 }

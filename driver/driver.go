@@ -92,8 +92,9 @@ type Capabilities struct {
 //
 // Everything else a broker may offer is an optional interface that a Conn
 // implements as well, found by type assertion (as database/sql/driver
-// does): [Inspector], [Deleter], [Getter], [BatchPublisher], [Pinger],
-// [BlockReporter], [CapabilityReporter] and [Unbinder]; and, on the values
+// does): [Inspector], [Deleter], [Getter], [BatchPublisher],
+// [EachPublisher], [Pinger], [BlockReporter], [CapabilityReporter] and
+// [Unbinder]; and, on the values
 // a Conn returns, [Receiver] (a Subscription) and [SettleChecker] (an
 // Acknowledger). Package acemq works without them, with less: without an
 // Inspector a queue cannot be inspected or browsed, without a Pinger the

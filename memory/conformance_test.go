@@ -26,6 +26,7 @@ func TestConformanceCoreOnly(t *testing.T) {
 		"driver.Deleter":            implements[driver.Deleter](c),
 		"driver.Getter":             implements[driver.Getter](c),
 		"driver.BatchPublisher":     implements[driver.BatchPublisher](c),
+		"driver.EachPublisher":      implements[driver.EachPublisher](c),
 		"driver.Pinger":             implements[driver.Pinger](c),
 		"driver.BlockReporter":      implements[driver.BlockReporter](c),
 		"driver.CapabilityReporter": implements[driver.CapabilityReporter](c),

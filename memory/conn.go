@@ -30,6 +30,7 @@ var _ interface {
 	driver.Deleter
 	driver.Getter
 	driver.BatchPublisher
+	driver.EachPublisher
 	driver.Pinger
 	driver.BlockReporter
 	driver.CapabilityReporter
@@ -135,6 +136,21 @@ func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 	errs := make([]error, len(ms))
 	for i, m := range ms {
 		errs[i] = c.Publish(ctx, m)
+	}
+	return errs
+}
+
+// PublishEach publishes each message in turn, as next makes it, and
+// returns one error per message, in order (driver.EachPublisher).
+func (c *conn) PublishEach(ctx context.Context, n int, next func(i int) (*driver.Message, error)) []error {
+	errs := make([]error, n)
+	for i := range n {
+		m, err := next(i)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		errs[i] = c.Publish(ctx, *m)
 	}
 	return errs
 }
