@@ -15,7 +15,7 @@ import (
 // encodeTable writes t as an AMQP 0-9-1 field table (the 0-9-1 errata's
 // type octets, as RabbitMQ and amqp091-go read them), for checking the
 // size a publisher adds up against the bytes themselves. It knows only the
-// scalar types flatFieldSize counts and fails the test on anything else.
+// scalar types wire.ScalarSize counts and fails the test on anything else.
 func encodeTable(t *testing.T, tbl map[string]any) []byte {
 	t.Helper()
 	var body []byte

@@ -147,7 +147,7 @@ func (e Envelope) appendHeaders(dst map[string]any, routingKey string, boxes *he
 // writeHeaders is appendHeaders that also returns the encoded size of the
 // table it wrote (docs/wire.md §3: what driver.Message.HeaderSize holds),
 // or 0 when dst was not nil (its other entries are not counted) or a value
-// is not a flat scalar (see flatFieldSize). It costs no walk of its own:
+// is not a flat scalar (see wire.ScalarSize). It costs no walk of its own:
 // the size is added up as the headers are written.
 func (e Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *headerBoxes) (map[string]any, int) {
 	e = e.orDefault()

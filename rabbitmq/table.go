@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -52,32 +53,18 @@ func flatTable(t driver.Table) (at amqp.Table, size int, ok bool) {
 	return amqp.Table(t), size, true
 }
 
-// scalarSize is fieldSize for a scalar amqp091 encodes as it is, or false.
+// scalarSize is fieldSize for a scalar amqp091 encodes as it is, or false:
+// wire.ScalarSize's scalars (what acemq's publishers count too), and the
+// two amqp091 also takes as they are, int (as a 32-bit integer) and
+// amqp.Decimal.
 func scalarSize(v any) (int, bool) {
-	switch x := v.(type) {
-	case string:
-		return 5 + len(x), true
-	case int32, int, uint32:
+	switch v.(type) {
+	case int:
 		return 5, true
-	case int64, time.Time:
-		return 9, true
-	case nil:
-		return 1, true
-	case bool, uint8, int8:
-		return 2, true
-	case int16, uint16:
-		return 3, true
-	case []byte:
-		return 5 + len(x), true
 	case amqp.Decimal:
 		return 6, true
-	case float32:
-		f := float64(x)
-		return 5, !math.IsNaN(f) && !math.IsInf(f, 0)
-	case float64:
-		return 9, !math.IsNaN(x) && !math.IsInf(x, 0)
 	}
-	return 0, false
+	return wire.ScalarSize(v)
 }
 
 // tableNeedsConversion reports whether t holds a value that amqp091 does
