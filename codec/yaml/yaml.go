@@ -57,8 +57,16 @@ func (*Codec) Encode(v any) ([]byte, error) {
 }
 
 // Decode reads body into v. A malformed body is a non-retryable
-// *acemq.DecodeError: the consumer parks it.
-func (*Codec) Decode(body []byte, contentType string, v any) error {
+// *acemq.DecodeError: the consumer parks it. That includes a body on which
+// the YAML library panics (some malformed documents make go-yaml
+// dereference nil): the panic is recovered here, so a hostile body cannot
+// take down whatever decodes it.
+func (*Codec) Decode(body []byte, contentType string, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &acemq.DecodeError{ContentType: contentType, Err: fmt.Errorf("not YAML for a %T: the YAML decoder failed on this body (%v)", v, r)}
+		}
+	}()
 	if err := goyaml.UnmarshalWithOptions(body, v, goyaml.UseJSONUnmarshaler()); err != nil {
 		return &acemq.DecodeError{ContentType: contentType, Err: fmt.Errorf("not YAML for a %T: %s", v, firstLine(err.Error()))}
 	}

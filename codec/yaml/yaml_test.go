@@ -90,6 +90,19 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 	t.Logf("%d bytes for a %d-byte document", after.TotalAlloc-before.TotalAlloc, len(doc))
 }
 
+// A 22-byte document on which go-yaml v1.19.2 dereferences nil (found by
+// FuzzDecode) is a malformed body like any other: a non-retryable
+// *acemq.DecodeError, not a panic.
+func TestDecodePanicIsADecodeError(t *testing.T) {
+	var o order
+	err := yaml.New().Decode([]byte("0b:\n70%: 8\nitems: !00 "), "application/yaml", &o)
+	var de *acemq.DecodeError
+	if !errors.As(err, &de) || de.Retryable || de.ContentType != "application/yaml" {
+		t.Fatalf("Decode = %v, want a non-retryable *acemq.DecodeError", err)
+	}
+	t.Log(err)
+}
+
 func FuzzDecode(f *testing.F) {
 	c := yaml.New()
 	f.Add([]byte("id: o-1\nqty: 2\nitems: [a, b]\n"))
