@@ -79,6 +79,7 @@ func init() {
 		}
 		return nil
 	})
+	plumbing.SetUndecodableReason(undecodableReason)
 	plumbing.SetConsumerState(func(v any) (plumbing.ConsumerState, bool) {
 		c, ok := v.(*Consumer)
 		if !ok || c == nil {

@@ -259,7 +259,7 @@ func (r *Reader) process(d *driver.Delivery) {
 	} else {
 		s.Reason = reason + wire.Describe(s.Err)
 		if decodeErr != nil {
-			s.Reason = undecodable(decodeErr)
+			s.Reason = plumbing.UndecodableReason(decodeErr)
 		}
 		s.Target = target
 		s.Outcome = outcome
@@ -331,21 +331,6 @@ func (r *Reader) setAside(d *driver.Delivery, env acemq.Envelope, target, reason
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
-}
-
-// undecodable is the reason of a parked undecodable body, as the consume
-// engine writes it: the prefix, the codec's own error as TypeName: message,
-// and the content type.
-func undecodable(err error) string {
-	var de *acemq.DecodeError
-	if !errors.As(err, &de) || de.Err == nil {
-		return reasonUndecodable + wire.Describe(err)
-	}
-	ct := de.ContentType
-	if ct == "" {
-		ct = "none"
-	}
-	return reasonUndecodable + wire.Describe(de.Err) + " (content type " + ct + ")"
 }
 
 // cut bounds a reason to acemq.MaxErrorHeaderBytes on a UTF-8 boundary.

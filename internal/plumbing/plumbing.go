@@ -106,3 +106,15 @@ func Carried[T any, O any](opts []O, def T) T {
 	}
 	return def
 }
+
+var undecodableReason func(error) string
+
+// SetUndecodableReason is called once, by package acemq's initialisation,
+// with the function UndecodableReason calls.
+func SetUndecodableReason(f func(error) string) { undecodableReason = f }
+
+// UndecodableReason is the x-acemq-error the consume engine writes on a
+// body it parks as undecodable (its prefix, the codec's error and the
+// content type), for packages that settle deliveries themselves (stream),
+// so that both write the same reason from one place.
+func UndecodableReason(err error) string { return undecodableReason(err) }
