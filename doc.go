@@ -31,6 +31,12 @@ Send returning nil means the broker has the message:
 	orders := acemq.NewPublisher[Order](conn, "orders")
 	env, err := orders.Send(ctx, "order.placed", Order{ID: "o-1"})
 
+Many goroutines calling Send share the connection's pipelined confirms.
+From one goroutine, [Publisher.SendAll] publishes a batch and waits for its
+last confirm, and [Publisher.SendSeq] publishes a sequence (an [iter.Seq])
+of any length with a sliding window of confirms, reporting each outcome in
+order.
+
 [Consume] starts a consumer of a queue. Each delivery is read into an
 envelope, decoded into a value and handed to a [Handler] as a [Message]; the
 handler's answer, an [Ack], decides what happens next: [Accept] acknowledges;

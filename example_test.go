@@ -138,6 +138,40 @@ func ExampleNewPublisher() {
 	// 1 of 2 messages were not confirmed; 1 were. The first failure was: the message was unroutable: 312 NO_ROUTE (exchange "", routing key "orders.typo")
 }
 
+// SendSeq publishes a run of messages from one goroutine without waiting
+// for each confirm, and reports each message's outcome in order.
+func ExamplePublisher_SendSeq() {
+	ctx := context.Background()
+	conn, err := acemq.Connect(ctx, "memory://example-sendseq")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := acemq.NewTopology().Queue("orders.imported").Apply(ctx, conn); err != nil {
+		log.Fatal(err)
+	}
+
+	// Any iter.Seq will do: rows of a table, lines of a file. Here, five orders.
+	rows := func(yield func(acemq.Outgoing[exampleOrder]) bool) {
+		for i := 1; i <= 5; i++ {
+			o := exampleOrder{ID: fmt.Sprintf("o-%d", i), Amount: i * 10}
+			if !yield(acemq.Outgoing[exampleOrder]{RoutingKey: "orders.imported", Payload: o}) {
+				return // SendSeq stopped: its ctx ended
+			}
+		}
+	}
+	confirmed := 0
+	err = acemq.NewPublisher[exampleOrder](conn, "").SendSeq(ctx, rows, func(r acemq.SendResult) {
+		if r.Err != nil {
+			log.Printf("message %s: %v", r.Envelope.ID(), r.Err)
+			return
+		}
+		confirmed++
+	})
+	fmt.Println(confirmed, err)
+	// Output: 5 <nil>
+}
+
 func ExamplePublisher_Send() {
 	ctx := context.Background()
 	conn, err := acemq.Connect(ctx, "memory://example-send")

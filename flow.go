@@ -60,9 +60,10 @@ func (g *gate) resume() {
 	g.mu.Unlock()
 }
 
-// Pause holds the publisher's Send and SendAll calls: each waits, within
-// its ctx, until Resume (a ctx that ends first fails the call with an error
-// wrapping ErrPaused, and nothing is sent). Sends already past the gate
+// Pause holds the publisher's Send and SendAll calls, and SendSeq before
+// each message of its sequence: each waits, within its ctx, until Resume (a
+// ctx that ends first fails the call with an error wrapping ErrPaused, and
+// nothing more is sent). Sends already past the gate
 // finish. Pausing a paused publisher does nothing. Other publishers of the
 // connection, and the library's own republishes, are not paused.
 func (p *Publisher[T]) Pause() { p.gate.pause() }

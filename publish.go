@@ -2,6 +2,8 @@ package acemq
 
 import (
 	"context"
+	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -75,34 +77,121 @@ func (c *Conn) publishBatch(ctx context.Context, ms []driver.Message, envOf func
 	return errs
 }
 
+// draft is one message of a sequence publish as its producer made it: the
+// driver message and its envelope, or why it could not be made.
+type draft struct {
+	m   driver.Message
+	env Envelope
+	err error
+}
+
+// sent is a message of a sequence publish awaiting its result: its
+// envelope, its telemetry and when it was published.
+type sent struct {
+	env   Envelope
+	done  func(error, time.Duration)
+	start time.Time
+}
+
+// publishSeq publishes each message drafts yields (a draft with err set is
+// not published) and calls result once for each, in order, with its
+// envelope and its error (nil for confirmed). drafts may yield the same
+// draft every time: it is read before the next is asked for. On a
+// driver.EachPublisher the confirm window slides inside the sequence and a
+// result is reported when drafts yields its next message or ends; it stops
+// taking drafts when ctx ends. Else each message is published and
+// confirmed before the next is taken.
+func (c *Conn) publishSeq(ctx context.Context, drafts iter.Seq[*draft], result func(Envelope, error)) {
+	ep, ok := c.t.(driver.EachPublisher)
+	if !ok {
+		for d := range drafts {
+			err := d.err
+			if err == nil && ctx.Err() != nil {
+				err = fmt.Errorf("acemq: nothing was published: %w", context.Cause(ctx))
+			}
+			if err == nil {
+				err = c.publish(ctx, d.m, d.env)
+			}
+			result(d.env, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return
+	}
+	var fifo ring[sent]
+	ep.PublishEach(ctx, func(yield func(*driver.Message, error) bool) {
+		for d := range drafts {
+			if d.err != nil {
+				fifo.push(sent{env: d.env})
+				if !yield(nil, d.err) {
+					return
+				}
+				continue
+			}
+			_, done := c.obs.publishStart(ctx, &d.m, d.env)
+			fifo.push(sent{env: d.env, done: done, start: time.Now()})
+			if !yield(&d.m, nil) {
+				return
+			}
+		}
+	}, func(err error) {
+		s := fifo.pop()
+		if s.done != nil {
+			s.done(err, time.Since(s.start))
+		}
+		result(s.env, err)
+	})
+}
+
+// ring is a first-in, first-out queue: its items are q[head:].
+type ring[T any] struct {
+	q    []T
+	head int
+}
+
+func (r *ring[T]) push(v T) {
+	if r.head == len(r.q) {
+		r.q, r.head = r.q[:0], 0
+	} else if len(r.q) == cap(r.q) && r.head >= len(r.q)/2 {
+		n := copy(r.q, r.q[r.head:])
+		clear(r.q[n:])
+		r.q, r.head = r.q[:n], 0
+	}
+	r.q = append(r.q, v)
+}
+
+func (r *ring[T]) pop() T {
+	v := r.q[r.head]
+	var zero T
+	r.q[r.head] = zero
+	r.head++
+	return v
+}
+
 // publishEach publishes n messages, message i made by build, then awaits
 // every confirm, and returns one error per message: build's for a message
 // that could not be made (nothing was published for it), else its
-// publish's. When the driver takes a batch one message at a time
-// (driver.EachPublisher), each is made just before it is sent; else all
-// are made first and published with publishBatch.
+// publish's. When the driver takes a sequence (driver.EachPublisher), each
+// is made just before it is sent; else all are made first and published
+// with publishBatch.
 func (c *Conn) publishEach(ctx context.Context, n int, build func(i int) (driver.Message, Envelope, error)) []error {
-	ep, ok := c.t.(driver.EachPublisher)
-	if !ok {
+	if _, ok := c.t.(driver.EachPublisher); !ok {
 		return c.buildThenPublish(ctx, n, build)
 	}
-	ms := make([]driver.Message, n)
-	dones := make([]func(error, time.Duration), n)
-	start := time.Now()
-	errs := ep.PublishEach(ctx, n, func(i int) (*driver.Message, error) {
-		m, env, err := build(i)
-		if err != nil {
-			return nil, err
+	errs := make([]error, 0, n)
+	var d draft
+	c.publishSeq(ctx, func(yield func(*draft) bool) {
+		for i := range n {
+			d.m, d.env, d.err = build(i)
+			if !yield(&d) {
+				return
+			}
 		}
-		ms[i] = m
-		_, dones[i] = c.obs.publishStart(ctx, &ms[i], env)
-		return &ms[i], nil
-	})
-	d := time.Since(start)
-	for i, done := range dones {
-		if done != nil {
-			done(errs[i], d)
-		}
+	}, func(_ Envelope, err error) { errs = append(errs, err) })
+	// The driver stops taking messages when ctx ends.
+	for len(errs) < n {
+		errs = append(errs, fmt.Errorf("acemq: nothing was published: %w", context.Cause(ctx)))
 	}
 	return errs
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"time"
 
@@ -167,6 +168,81 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 		results[i].Err = err
 	}
 	return results, batchError(results)
+}
+
+// SendSeq publishes every message msgs yields, in order, from the calling
+// goroutine, without waiting for each confirm before sending the next: up
+// to the connection's WithMaxOutstanding publishes await their confirms at
+// once, and the window slides as they arrive, however many messages msgs
+// yields. It is for one goroutine with a long or endless run of messages
+// (rows of a table, lines of a file, a replay): it keeps the broker as busy
+// as a window of raw amqp091 publishes would, and holds no more than a
+// window of messages in memory. SendAll instead waits for the last confirm
+// of each batch before it returns.
+//
+// result, when not nil, is called once for each message, in order, with its
+// envelope as sent and its outcome (Err nil when confirmed), on the calling
+// goroutine, inside SendSeq. An outcome is known when the confirm arrives
+// and reported when msgs yields its next message or ends, so a sequence
+// that waits between messages reports late; goroutines calling Send report
+// each confirm as it arrives. A message that cannot be encoded, that an
+// interceptor refuses or that nothing routes fails alone.
+//
+// SendSeq returns nil when every message was confirmed, and a *BatchError
+// counting them when any failed (its Results is nil: each result went to
+// result). When ctx ends, SendSeq stops taking messages from msgs, reports
+// those outstanding (with ctx's error where no confirm arrived: they may or
+// may not have been delivered) and returns an error wrapping ctx's error
+// and, when any failed, the *BatchError. While the publisher is paused it
+// waits before each message. A publisher built with a mistake in its
+// options returns that mistake at once and takes nothing from msgs.
+//
+// On a driver without driver.EachPublisher each message is published and
+// confirmed before the next is taken.
+func (p *Publisher[T]) SendSeq(ctx context.Context, msgs iter.Seq[Outgoing[T]], result func(SendResult)) error {
+	if p.err != nil {
+		return p.err
+	}
+	be := &BatchError{}
+	var stopped error
+	var d draft
+	p.c.publishSeq(ctx, func(yield func(*draft) bool) {
+		for o := range msgs {
+			if err := p.gate.wait(ctx); err != nil {
+				stopped = err
+				d = draft{err: err}
+				yield(&d)
+				return
+			}
+			d.m, d.env, d.err = p.message(ctx, o.RoutingKey, o.Payload, o.Envelope)
+			if !yield(&d) {
+				// The connection stops taking messages only when ctx ends.
+				stopped = fmt.Errorf("acemq: SendSeq stopped taking messages when the context ended: %w", context.Cause(ctx))
+				return
+			}
+		}
+	}, func(env Envelope, err error) {
+		be.Total++
+		if err == nil {
+			be.Confirmed++
+		} else {
+			be.Failed++
+			if be.First == nil {
+				be.First = err
+			}
+		}
+		if result != nil {
+			result(SendResult{Envelope: env, Err: err})
+		}
+	})
+	switch {
+	case be.Failed == 0:
+		return stopped
+	case stopped == nil:
+		return be
+	default:
+		return errors.Join(stopped, be)
+	}
 }
 
 // BatchError reports a batch in which some messages were not confirmed.

@@ -23,6 +23,7 @@ package driver
 import (
 	"context"
 	"crypto/tls"
+	"iter"
 	"time"
 )
 
@@ -155,20 +156,33 @@ type BatchPublisher interface {
 	PublishBatch(ctx context.Context, ms []Message) []error
 }
 
-// EachPublisher is implemented by a Conn that can publish a batch whose
-// messages are made one at a time, each just before it is sent, so that
-// making the next message overlaps the broker's work on the ones before
-// it. Package acemq's SendAll uses it: encoding a whole batch before
-// sending the first message would leave the broker idle meanwhile.
+// EachPublisher is implemented by a Conn that publishes a sequence of
+// messages from one caller without waiting for each confirm before sending
+// the next: each message is made just before it is sent, so that making the
+// next overlaps the broker's work on those before it, and the confirm window
+// slides inside the sequence, however long it is. Package acemq's SendAll and
+// SendSeq use it.
 type EachPublisher interface {
-	// PublishEach publishes n messages in order, then awaits every
-	// confirm, and returns one error (nil for confirmed) per message, as
-	// PublishBatch does. It calls next(i) once for each i from 0 to n-1,
-	// in order, just before publishing message i; the message next
-	// returns must stay unchanged until PublishEach returns. When next
-	// returns an error, message i is not published and the error is its
-	// result.
-	PublishEach(ctx context.Context, n int, next func(i int) (*Message, error)) []error
+	// PublishEach publishes each message ms yields, in order, and calls
+	// done once for each pair ms yields, in the same order, with that
+	// message's result: nil for a confirmed message; the yielded error
+	// for one that could not be made (nothing is published for it); else
+	// the publish's error, as Publish would return it.
+	//
+	// It keeps publishing while earlier messages await their confirms, as
+	// many at once as MaxOutstanding allows (when every permit is taken it
+	// awaits its own oldest publish first). A result is reported, in order,
+	// when ms yields its next message or ends; done runs on the caller's
+	// goroutine, inside PublishEach.
+	//
+	// The driver uses a yielded *Message only until it asks ms for the
+	// next one (what the message's fields refer to, such as its headers
+	// and body, it may keep). When ctx ends PublishEach stops taking
+	// messages from ms (the message it was given then is reported with
+	// ctx's error and not published), reports the outstanding ones, with
+	// ctx's error where no confirm arrived in time, and returns; messages
+	// ms did not yield have no result.
+	PublishEach(ctx context.Context, ms iter.Seq2[*Message, error], done func(error))
 }
 
 // Pinger is implemented by a Conn that can check that the broker answers.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"iter"
 	"strconv"
 	"time"
 
@@ -140,19 +141,20 @@ func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 	return errs
 }
 
-// PublishEach publishes each message in turn, as next makes it, and
-// returns one error per message, in order (driver.EachPublisher).
-func (c *conn) PublishEach(ctx context.Context, n int, next func(i int) (*driver.Message, error)) []error {
-	errs := make([]error, n)
-	for i := range n {
-		m, err := next(i)
-		if err != nil {
-			errs[i] = err
-			continue
+// PublishEach publishes each message ms yields in turn, each waiting for
+// its confirm, and reports its result before taking the next
+// (driver.EachPublisher).
+func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, error], done func(error)) {
+	for m, err := range ms {
+		if err == nil && ctx.Err() != nil {
+			done(fmt.Errorf("memory: nothing was published: %w", ctx.Err()))
+			return
 		}
-		errs[i] = c.Publish(ctx, *m)
+		if err == nil {
+			err = c.Publish(ctx, *m)
+		}
+		done(err)
 	}
-	return errs
 }
 
 // Consume starts a subscription on a queue.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -296,40 +297,117 @@ func (c *conn) Publish(ctx context.Context, m driver.Message) error {
 // PublishBatch publishes every message, then awaits every confirm; the
 // errors are in the order of ms, nil for a confirmed message. It is
 // PublishEach over ms.
-//
-// A batch larger than the permits (MaxOutstanding) would wait for a permit
-// only its own confirms, not yet awaited, give back; so while every permit
-// is taken it awaits its oldest publishes first, and the window slides
-// inside the batch.
 func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
-	return c.PublishEach(ctx, len(ms), func(i int) (*driver.Message, error) { return &ms[i], nil })
-}
-
-// PublishEach is PublishBatch with each message made by next just before
-// it is published (driver.EachPublisher).
-func (c *conn) PublishEach(ctx context.Context, n int, next func(i int) (*driver.Message, error)) []error {
-	errs := make([]error, n)
-	ps := make([]*pending, n)
-	w := 0 // the oldest publish of the batch not yet awaited
-	for i := range n {
-		for ; w < i && len(c.sem) == cap(c.sem); w++ {
-			if ps[w] != nil {
-				errs[w] = c.wait(ctx, ps[w])
+	errs := make([]error, 0, len(ms))
+	c.PublishEach(ctx, func(yield func(*driver.Message, error) bool) {
+		for i := range ms {
+			if !yield(&ms[i], nil) {
+				return
 			}
 		}
-		m, err := next(i)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		ps[i], errs[i] = c.start(ctx, m)
-	}
-	for i := w; i < n; i++ {
-		if ps[i] != nil {
-			errs[i] = c.wait(ctx, ps[i])
-		}
+	}, func(err error) { errs = append(errs, err) })
+	// PublishEach stops taking messages when ctx ends.
+	for len(errs) < len(ms) {
+		errs = append(errs, fmt.Errorf("acemq: nothing was published: %w", ctx.Err()))
 	}
 	return errs
+}
+
+// PublishEach publishes each message ms yields and reports each result, in
+// order, as its confirm arrives (driver.EachPublisher).
+//
+// The call's own publishes wait in a queue, oldest first, until their
+// results are reported. Before each publish it reports every result at the
+// front that is known, and while every permit (MaxOutstanding) is taken it
+// awaits its oldest publish: a permit it waited for otherwise would come
+// back only from its own confirms, which nobody is awaiting. So the window
+// slides inside the call, however long ms is.
+func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, error], done func(error)) {
+	var q eachQueue
+	for m, err := range ms {
+		q.reportKnown(ctx, c, done)
+		stop := false
+		if err == nil && ctx.Err() != nil {
+			err, stop = fmt.Errorf("acemq: nothing was published: %w", ctx.Err()), true
+		}
+		if err != nil {
+			q.push(nil, err)
+			if stop {
+				break
+			}
+			continue
+		}
+		p, err := c.start(ctx, m)
+		q.push(p, err)
+	}
+	for q.len() > 0 {
+		e := q.pop()
+		if e.p != nil {
+			e.err = c.wait(ctx, e.p)
+		}
+		done(e.err)
+	}
+}
+
+// eachEntry is one message of a PublishEach: the publish awaiting its
+// confirm, or (p nil) its result.
+type eachEntry struct {
+	p   *pending
+	err error
+}
+
+// eachQueue is a PublishEach's messages whose results are not yet
+// reported, oldest first: es[head:].
+type eachQueue struct {
+	es   []eachEntry
+	head int
+}
+
+func (q *eachQueue) len() int { return len(q.es) - q.head }
+
+func (q *eachQueue) push(p *pending, err error) {
+	if q.head == len(q.es) {
+		q.es, q.head = q.es[:0], 0
+	} else if len(q.es) == cap(q.es) && q.head >= len(q.es)/2 {
+		// Move the live half down rather than grow: the queue never holds
+		// more than a window and the failures inside it.
+		n := copy(q.es, q.es[q.head:])
+		clear(q.es[n:])
+		q.es, q.head = q.es[:n], 0
+	}
+	q.es = append(q.es, eachEntry{p, err})
+}
+
+func (q *eachQueue) pop() eachEntry {
+	e := q.es[q.head]
+	q.es[q.head] = eachEntry{}
+	q.head++
+	return e
+}
+
+// reportKnown reports the results at the front of q that are known, and
+// while every permit of c is taken awaits the oldest publish.
+func (q *eachQueue) reportKnown(ctx context.Context, c *conn, done func(error)) {
+	for q.len() > 0 {
+		e := &q.es[q.head]
+		if e.p != nil {
+			if len(c.sem) < cap(c.sem) && !e.p.resolved() {
+				return
+			}
+			e.err = c.wait(ctx, e.p)
+		}
+		done(q.pop().err)
+	}
+}
+
+// resolved reports whether p's confirm has arrived.
+func (p *pending) resolved() bool {
+	select {
+	case <-p.dc.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // checkExchange makes sure a publish does not name a missing exchange: the

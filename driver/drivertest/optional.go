@@ -275,46 +275,123 @@ func testPublishBatch(e *env, bp driver.BatchPublisher) {
 	}
 }
 
-// testPublishEach checks a driver.EachPublisher: next is called once for
-// each message, in order, each call after the message before it was
-// published; a message next fails is not published and has next's error;
-// one error per message, in order, a return among confirms.
+// testPublishEach checks a driver.EachPublisher: every pair the sequence
+// yields is reported once, in order, never before it was yielded; a
+// yielded error is reported and nothing is published for it; a return is
+// reported among confirms; the driver is done with a yielded *Message when
+// it asks for the next (the test yields one Message, rewritten each time);
+// a sequence longer than the connection's default window of 1,000 does not
+// stall; an empty sequence reports nothing; and when ctx ends the driver
+// stops taking messages.
 func testPublishEach(e *env, ep driver.EachPublisher) {
 	t := e.t
 	q := e.simpleQueue("each")
-	ms := []driver.Message{
+	refused := errors.New("this message could not be made")
+	steps := []driver.Message{
 		{RoutingKey: q, Body: []byte("a")},
 		{RoutingKey: e.name("nobody"), Mandatory: true, MessageID: e.id(), Body: []byte("lost")},
-		{}, // next fails this one
+		{}, // yielded as an error
 		{RoutingKey: q, Body: []byte("b")},
 	}
-	refused := errors.New("this message could not be made")
-	var calls []int
-	errs := ep.PublishEach(e.ctx, len(ms), func(i int) (*driver.Message, error) {
-		calls = append(calls, i)
-		if i == 2 {
-			return nil, refused
+	var events []string
+	var errs []error
+	var m driver.Message
+	ep.PublishEach(e.ctx, func(yield func(*driver.Message, error) bool) {
+		for i, s := range steps {
+			events = append(events, fmt.Sprint("yield ", i))
+			if i == 2 {
+				if !yield(nil, refused) {
+					return
+				}
+				continue
+			}
+			m = s // the same Message every time: the driver must be done with it
+			if !yield(&m, nil) {
+				return
+			}
+			m = driver.Message{RoutingKey: q, Body: []byte("overwritten")}
 		}
-		return &ms[i], nil
+	}, func(err error) {
+		events = append(events, fmt.Sprint("done ", len(errs)))
+		errs = append(errs, err)
 	})
-	if !slices.Equal(calls, []int{0, 1, 2, 3}) {
-		t.Fatalf("PublishEach called next with %v, want 0, 1, 2, 3 once each, in order", calls)
+	if len(errs) != len(steps) {
+		t.Fatalf("PublishEach reported %d results for %d messages (%v)", len(errs), len(steps), events)
 	}
-	if len(errs) != len(ms) {
-		t.Fatalf("PublishEach returned %d errors for %d messages", len(errs), len(ms))
+	for i := range steps {
+		y, d := slices.Index(events, fmt.Sprint("yield ", i)), slices.Index(events, fmt.Sprint("done ", i))
+		if y < 0 || d < y {
+			t.Fatalf("message %d was reported before it was yielded: %v", i, events)
+		}
 	}
 	var re *driver.ReturnError
 	if errs[0] != nil || !errors.As(errs[1], &re) || errs[2] != refused || errs[3] != nil {
-		t.Fatalf("PublishEach errors = %v, want [nil, *ReturnError, next's error, nil]", errs)
+		t.Fatalf("PublishEach results = %v, want [nil, *ReturnError, the yielded error, nil]", errs)
 	}
 	if got := e.takeAll(e.admin, q, 2); !slices.Equal(got, []string{"a", "b"}) {
-		t.Errorf("the batch delivered %v", got)
+		t.Errorf("the sequence delivered %v", got)
 	}
-	if errs := ep.PublishEach(e.ctx, 0, func(int) (*driver.Message, error) {
-		t.Error("next called for an empty batch")
-		return nil, nil
-	}); len(errs) != 0 {
-		t.Errorf("an empty batch returned %d errors", len(errs))
+
+	// Longer than the default window of 1,000: the window slides.
+	const long = 1200
+	reported, failed := 0, 0
+	ep.PublishEach(e.ctx, func(yield func(*driver.Message, error) bool) {
+		for range long {
+			m = driver.Message{RoutingKey: q, Body: []byte("x")}
+			if !yield(&m, nil) {
+				return
+			}
+		}
+	}, func(err error) {
+		reported++
+		if err != nil {
+			failed++
+		}
+	})
+	if reported != long || failed != 0 {
+		t.Fatalf("a sequence of %d: %d reported, %d failed", long, reported, failed)
+	}
+	e.eventuallyMessages(e.admin, q, long)
+
+	ep.PublishEach(e.ctx, func(func(*driver.Message, error) bool) {}, func(error) {
+		t.Error("done called for an empty sequence")
+	})
+
+	// ctx ends after the third message: the driver stops taking messages.
+	q2 := e.simpleQueue("each-cancel")
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	yielded, stopped := 0, false
+	var cerrs []error
+	ep.PublishEach(ctx, func(yield func(*driver.Message, error) bool) {
+		for i := range 100 {
+			if i == 3 {
+				cancel()
+			}
+			yielded++
+			m = driver.Message{RoutingKey: q2, Body: []byte("c")}
+			if !yield(&m, nil) {
+				stopped = true
+				return
+			}
+		}
+	}, func(err error) { cerrs = append(cerrs, err) })
+	switch {
+	case !stopped:
+		t.Fatalf("PublishEach took all %d messages after ctx ended", yielded)
+	case len(cerrs) != yielded:
+		t.Fatalf("%d messages yielded, %d reported", yielded, len(cerrs))
+	case !errors.Is(cerrs[len(cerrs)-1], context.Canceled):
+		t.Fatalf("the message yielded after ctx ended was reported with %v, want an error wrapping context.Canceled", cerrs[len(cerrs)-1])
+	}
+	published := 0
+	for _, err := range cerrs {
+		if err == nil {
+			published++
+		}
+	}
+	if published > 3 {
+		t.Errorf("%d messages were confirmed, but ctx ended after 3", published)
 	}
 }
 
