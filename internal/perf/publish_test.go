@@ -20,6 +20,9 @@ import (
 //     unconfirmed publishes on one confirm-mode channel (the best one
 //     goroutine can do with amqp091); acemq calls Publisher.SendAll with
 //     batches of 1,000, each carrying full envelopes.
+//   - seq: one goroutine, raw's sliding window again; acemq calls
+//     Publisher.SendSeq once over every message, which slides the same
+//     window, with no batch boundary.
 //   - send16: 16 goroutines. raw shares one confirm-mode channel and each
 //     goroutine publishes with PublishWithDeferredConfirm and waits;
 //     acemq calls Publisher.Send.
@@ -61,6 +64,15 @@ func BenchmarkPublish(b *testing.B) {
 		compare(b,
 			side{"rawhdr", func(b *testing.B) { rawPublishWindow(b, url, true, false) }},
 			side{"acemq", func(b *testing.B) { acemqSendAllOf(b, url, 10*window) }})
+	})
+	// seq: one goroutine, the same work as raw's sliding window: acemq calls
+	// Publisher.SendSeq once over all b.N messages, with at most window of
+	// them unconfirmed, so there is no batch boundary.
+	b.Run("seq", func(b *testing.B) {
+		compare(b,
+			side{"raw", func(b *testing.B) { rawPublishWindow(b, url, false, false) }},
+			side{"rawhdr", func(b *testing.B) { rawPublishWindow(b, url, true, false) }},
+			side{"acemq", func(b *testing.B) { acemqSendSeq(b, url) }})
 	})
 	b.Run("send16", func(b *testing.B) {
 		compare(b,
@@ -171,6 +183,29 @@ func acemqSendAllOf(b *testing.B, url string, size int) {
 			b.Fatal(err)
 		}
 		sent += len(batch)
+	}
+	m.Stop(b, b.N)
+}
+
+// acemqSendSeq publishes b.N messages with one SendSeq, at most window of
+// them unconfirmed.
+func acemqSendSeq(b *testing.B, url string) {
+	q := declare(b, url, quorum)
+	c := connect(b, url, acemq.WithMaxOutstanding(window))
+	p := acemq.NewPublisher[Order](c, "")
+	ctx := ctxFor(b, 10*time.Minute)
+	msgs := func(yield func(acemq.Outgoing[Order]) bool) {
+		for range b.N {
+			if !yield(acemq.Outgoing[Order]{RoutingKey: q, Payload: NewOrderCached(), Envelope: newFullEnvelope()}) {
+				return
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	m := startMeter()
+	if err := p.SendSeq(ctx, msgs, nil); err != nil {
+		b.Fatal(err)
 	}
 	m.Stop(b, b.N)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,24 @@ BenchmarkStreamRead/prefetch10/acemq-2   	   20000	     64000 ns/op	        46.0
 	}
 	if ws := otherWorkloads(runs); len(ws) != 0 {
 		t.Errorf("stream workloads left without a target: %v", ws)
+	}
+}
+
+// TestSeqPublishIsATargetRow: one goroutine publishing with SendSeq is held
+// to raw's sliding window writing the same headers, as the batch row is.
+func TestSeqPublishIsATargetRow(t *testing.T) {
+	tg, ok := targets["Publish/seq"]
+	if !ok || tg.base != "rawhdr" || tg.bound != 0.95 || tg.metric != "msgs/s" || !slices.Contains(order, "Publish/seq") {
+		t.Fatalf("Publish/seq: target %+v (in the table: %v), want 0.95 of rawhdr in msgs/s", tg, slices.Contains(order, "Publish/seq"))
+	}
+	r, err := parse(strings.NewReader(`BenchmarkPublish/seq/rawhdr-2   	   20000	     50000 ns/op	        20.00 cpu-µs/msg	     10000 msgs/s
+BenchmarkPublish/seq/acemq-2   	   20000	     52000 ns/op	        21.00 cpu-µs/msg	      9600 msgs/s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, ok := summarise([]run{r}, "Publish/seq", "rawhdr", tg, true)
+	if !ok || row.ratio != 0.96 || row.verdict != "met" || row.cpuVerdict != "met" {
+		t.Errorf("Publish/seq row = %+v", row)
 	}
 }
