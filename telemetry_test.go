@@ -827,3 +827,39 @@ func TestConnTracing(t *testing.T) {
 		_ = c.Close(ctx)
 	}
 }
+
+// TestTelemetrySendSeq: each message of a SendSeq gets its own publish span,
+// a child of the caller's, with its own outcome, and its own count.
+func TestTelemetrySendSeq(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		r := newTelRig(t, url)
+		nowhere := "acemq.tel.nowhere." + randomHex(4)
+		ctx, app := r.tel.tp.Tracer("test").Start(context.Background(), "app")
+		msgs := func(yield func(acemq.Outgoing[string]) bool) {
+			for _, key := range []string{r.q, nowhere, r.q} {
+				if !yield(acemq.Outgoing[string]{RoutingKey: key, Payload: "o"}) {
+					return
+				}
+			}
+		}
+		err := acemq.NewPublisher[string](r.c, "").SendSeq(ctx, msgs, nil)
+		app.End()
+		var be *acemq.BatchError
+		if !errors.As(err, &be) || be.Confirmed != 2 || be.Failed != 1 {
+			t.Fatalf("SendSeq: %v", err)
+		}
+		r.checkPublishSpan(r.spanFor(nowhere+" publish", app.SpanContext()), nowhere, nowhere, "unroutable")
+		if spans := r.tel.ended(r.q + " publish"); len(spans) != 2 {
+			t.Fatalf("%d publish spans for %s, want 2", len(spans), r.q)
+		} else {
+			for _, s := range spans {
+				r.checkPublishSpan(s, r.q, r.q, "confirmed")
+				if s.Parent().SpanID() != app.SpanContext().SpanID() {
+					t.Errorf("a SendSeq publish span's parent is %v, want the caller's span", s.Parent().SpanID())
+				}
+			}
+		}
+		r.wantCount("acemq.publish.total", map[string]string{"exchange": "", "routing.key": r.q, "outcome": "confirmed"}, 2)
+		r.wantCount("acemq.publish.total", map[string]string{"exchange": "", "routing.key": nowhere, "outcome": "unroutable"}, 1)
+	})
+}
