@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/fifo"
 )
 
 // The connection's one publish path: everything the library publishes —
@@ -119,54 +120,29 @@ func (c *Conn) publishSeq(ctx context.Context, drafts iter.Seq[*draft], result f
 		}
 		return
 	}
-	var fifo ring[sent]
+	var waiting fifo.Queue[sent]
 	ep.PublishEach(ctx, func(yield func(*driver.Message, error) bool) {
 		for d := range drafts {
 			if d.err != nil {
-				fifo.push(sent{env: d.env})
+				waiting.Push(sent{env: d.env})
 				if !yield(nil, d.err) {
 					return
 				}
 				continue
 			}
 			_, done := c.obs.publishStart(ctx, &d.m, d.env)
-			fifo.push(sent{env: d.env, done: done, start: time.Now()})
+			waiting.Push(sent{env: d.env, done: done, start: time.Now()})
 			if !yield(&d.m, nil) {
 				return
 			}
 		}
 	}, func(err error) {
-		s := fifo.pop()
+		s := waiting.Pop()
 		if s.done != nil {
 			s.done(err, time.Since(s.start))
 		}
 		result(s.env, err)
 	})
-}
-
-// ring is a first-in, first-out queue: its items are q[head:].
-type ring[T any] struct {
-	q    []T
-	head int
-}
-
-func (r *ring[T]) push(v T) {
-	if r.head == len(r.q) {
-		r.q, r.head = r.q[:0], 0
-	} else if len(r.q) == cap(r.q) && r.head >= len(r.q)/2 {
-		n := copy(r.q, r.q[r.head:])
-		clear(r.q[n:])
-		r.q, r.head = r.q[:n], 0
-	}
-	r.q = append(r.q, v)
-}
-
-func (r *ring[T]) pop() T {
-	v := r.q[r.head]
-	var zero T
-	r.q[r.head] = zero
-	r.head++
-	return v
 }
 
 // publishEach publishes n messages, message i made by build, then awaits

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/fifo"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -340,8 +341,8 @@ func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, er
 		p, err := c.start(ctx, m)
 		q.push(p, err)
 	}
-	for q.len() > 0 {
-		e := q.pop()
+	for q.Len() > 0 {
+		e := q.Pop()
 		if e.p != nil {
 			e.err = c.wait(ctx, e.p)
 		}
@@ -357,46 +358,23 @@ type eachEntry struct {
 }
 
 // eachQueue is a PublishEach's messages whose results are not yet
-// reported, oldest first: es[head:].
-type eachQueue struct {
-	es   []eachEntry
-	head int
-}
+// reported, oldest first.
+type eachQueue struct{ fifo.Queue[eachEntry] }
 
-func (q *eachQueue) len() int { return len(q.es) - q.head }
-
-func (q *eachQueue) push(p *pending, err error) {
-	if q.head == len(q.es) {
-		q.es, q.head = q.es[:0], 0
-	} else if len(q.es) == cap(q.es) && q.head >= len(q.es)/2 {
-		// Move the live half down rather than grow: the queue never holds
-		// more than a window and the failures inside it.
-		n := copy(q.es, q.es[q.head:])
-		clear(q.es[n:])
-		q.es, q.head = q.es[:n], 0
-	}
-	q.es = append(q.es, eachEntry{p, err})
-}
-
-func (q *eachQueue) pop() eachEntry {
-	e := q.es[q.head]
-	q.es[q.head] = eachEntry{}
-	q.head++
-	return e
-}
+func (q *eachQueue) push(p *pending, err error) { q.Push(eachEntry{p, err}) }
 
 // reportKnown reports the results at the front of q that are known, and
 // while every permit of c is taken awaits the oldest publish.
 func (q *eachQueue) reportKnown(ctx context.Context, c *conn, done func(error)) {
-	for q.len() > 0 {
-		e := &q.es[q.head]
+	for q.Len() > 0 {
+		e := q.Front()
 		if e.p != nil {
 			if len(c.sem) < cap(c.sem) && !e.p.resolved() {
 				return
 			}
 			e.err = c.wait(ctx, e.p)
 		}
-		done(q.pop().err)
+		done(q.Pop().err)
 	}
 }
 
