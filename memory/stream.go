@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/acemq/acemq/driver"
@@ -125,14 +126,21 @@ func parseMaxAge(s string) (time.Duration, error) {
 		if r < '0' || r > '9' {
 			return 0, fmt.Errorf("bad max age %q", s)
 		}
-		n = n*10 + int64(r-'0')
-		if n > 1<<32 {
-			return 0, fmt.Errorf("bad max age %q", s)
+		// RabbitMQ takes any positive number; past what an int64 holds it
+		// stays there (the age is the longest there is either way).
+		if n <= (math.MaxInt64-9)/10 {
+			n = n*10 + int64(r-'0')
 		}
 	}
 	unit := map[byte]time.Duration{'Y': 365 * 24 * time.Hour, 'M': 30 * 24 * time.Hour, 'D': 24 * time.Hour, 'h': time.Hour, 'm': time.Minute, 's': time.Second}[s[len(s)-1]]
 	if unit == 0 || n == 0 {
 		return 0, fmt.Errorf("bad max age %q", s)
+	}
+	if n > math.MaxInt64/int64(unit) {
+		// RabbitMQ takes an age longer than a time.Duration holds (about
+		// 292 years); so does this broker, as the longest it can keep.
+		// (FuzzParseMaxAge found the product overflowing to a negative age.)
+		return time.Duration(math.MaxInt64), nil
 	}
 	return time.Duration(n) * unit, nil
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -64,12 +65,17 @@ func TestStreamStartOffsets(t *testing.T) {
 }
 
 func TestParseMaxAge(t *testing.T) {
-	for in, want := range map[string]time.Duration{"7D": 7 * 24 * time.Hour, "36h": 36 * time.Hour, "90m": 90 * time.Minute, "45s": 45 * time.Second, "1Y": 365 * 24 * time.Hour, "2M": 60 * 24 * time.Hour} {
+	for in, want := range map[string]time.Duration{"7D": 7 * 24 * time.Hour, "36h": 36 * time.Hour, "90m": 90 * time.Minute, "45s": 45 * time.Second, "1Y": 365 * 24 * time.Hour, "2M": 60 * 24 * time.Hour,
+		// Longer than a time.Duration holds (FuzzParseMaxAge found it
+		// overflowing to a negative age): RabbitMQ 3.10 takes these, and
+		// here they are the longest age there is.
+		"28200000Y": time.Duration(math.MaxInt64), "4294967297s": 4294967297 * time.Second,
+		"99999999999999s": time.Duration(math.MaxInt64), "999999999999999999999999999999D": time.Duration(math.MaxInt64)} {
 		if got, err := parseMaxAge(in); err != nil || got != want {
 			t.Errorf("parseMaxAge(%q) = %v, %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"", "7", "D", "0s", "-1h", "1.5h", "7d", "99999999999999s"} {
+	for _, bad := range []string{"", "7", "D", "0s", "-1h", "1.5h", "7d", "00s"} {
 		if _, err := parseMaxAge(bad); err == nil {
 			t.Errorf("parseMaxAge(%q) succeeded", bad)
 		}
