@@ -195,7 +195,9 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 // may not have been delivered) and returns an error wrapping ctx's error
 // and, when any failed, the *BatchError. While the publisher is paused it
 // waits before each message. A publisher built with a mistake in its
-// options returns that mistake at once and takes nothing from msgs.
+// options returns that mistake at once and takes nothing from msgs. A
+// panic in msgs or result goes on to the caller; the publishes it leaves
+// unreported finish on their own and give their place in the window back.
 //
 // On a driver without driver.EachPublisher each message is published and
 // confirmed before the next is taken.

@@ -263,3 +263,40 @@ func TestSendSeqWithABadOption(t *testing.T) {
 		t.Fatalf("SendSeq with WithCodec(nil): %v, sequence taken: %v", err, taken)
 	}
 }
+
+// TestSendSeqAfterAPanic: a sequence that panics while its publishes await
+// their confirms leaves the connection whole: the panic reaches the caller,
+// and the permits of those publishes come back, so the next Send does not
+// wait for a permit until the confirm timeout.
+func TestSendSeqAfterAPanic(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		const window = 4
+		c := brokertest.Connect(t, url, acemq.WithMaxOutstanding(window), acemq.WithConfirmTimeout(20*time.Second))
+		q := brokertest.Queue(t, c, "seqpanic")
+		p := acemq.NewPublisher[int](c, "")
+		boom := errors.New("the sequence failed")
+		func() {
+			defer func() {
+				if r := recover(); r != boom {
+					t.Fatalf("recovered %v, want the sequence's panic", r)
+				}
+			}()
+			_ = p.SendSeq(context.Background(), func(yield func(acemq.Outgoing[int]) bool) {
+				for i := range window {
+					if !yield(acemq.Outgoing[int]{RoutingKey: q, Payload: i}) {
+						return
+					}
+				}
+				panic(boom)
+			}, nil)
+		}()
+		for i := range 2 * window {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := p.Send(ctx, q, 100+i)
+			cancel()
+			if err != nil {
+				t.Fatalf("Send %d after the panic: %v", i, err)
+			}
+		}
+	})
+}

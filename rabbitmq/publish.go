@@ -323,8 +323,19 @@ func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 // awaits its oldest publish: a permit it waited for otherwise would come
 // back only from its own confirms, which nobody is awaiting. So the window
 // slides inside the call, however long ms is.
+//
+// When ms or done panics, the publishes not yet reported are abandoned
+// (their permits come back as their confirms arrive), so the connection is
+// not left short of permits, and the panic goes on.
 func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, error], done func(error)) {
 	var q eachQueue
+	defer func() {
+		for q.Len() > 0 { // only after a panic
+			if e := q.Pop(); e.p != nil {
+				c.abandon(e.p)
+			}
+		}
+	}()
 	for m, err := range ms {
 		q.reportKnown(ctx, c, done)
 		stop := false
