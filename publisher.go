@@ -185,14 +185,11 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 // goroutine, inside SendSeq. An outcome is known when the confirm arrives
 // and reported when msgs yields its next message or ends, so a sequence
 // that waits between messages reports late; goroutines calling Send report
-// each confirm as it arrives. Likewise a message keeps its place in the
-// connection's window, which every publisher of the connection shares,
-// until its outcome is reported: while msgs waits, up to a window of
-// messages whose confirms have arrived still hold their places, and other
-// publishers' Sends wait for a place (up to the confirm timeout). Feed
-// SendSeq from a source that has messages ready, or give it a connection
-// of its own. A message that cannot be encoded, that an interceptor
-// refuses or that nothing routes fails alone.
+// each confirm as it arrives. Its place in the connection's window, which
+// every publisher of the connection shares, does not wait for the report:
+// while msgs waits, a Send short of a place takes back those of SendSeq's
+// confirmed messages. A message that cannot be encoded, that an
+// interceptor refuses or that nothing routes fails alone.
 //
 // SendSeq returns nil when every message was confirmed, and a *BatchError
 // counting them when any failed (its Results is nil: each result went to

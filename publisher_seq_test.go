@@ -300,3 +300,90 @@ func TestSendSeqAfterAPanic(t *testing.T) {
 		}
 	})
 }
+
+// TestSendSeqWaitingLeavesTheWindow: while a sequence waits for its next
+// message, its confirmed messages do not keep their places in the
+// connection's window: another goroutine's Send goes at once, though the
+// results of those messages are reported only when the sequence moves on.
+// Before, the Send waited for a place until its context ended.
+func TestSendSeqWaitingLeavesTheWindow(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		const window = 4
+		c := brokertest.Connect(t, url, acemq.WithMaxOutstanding(window), acemq.WithConfirmTimeout(20*time.Second))
+		q := brokertest.Queue(t, c, "seqwait")
+		p := acemq.NewPublisher[int](c, "")
+		waiting, resume := make(chan struct{}), make(chan struct{})
+		reported := 0
+		done := make(chan error, 1)
+		go func() {
+			done <- p.SendSeq(context.Background(), func(yield func(acemq.Outgoing[int]) bool) {
+				for i := range 2 * window {
+					if i == window {
+						close(waiting)
+						<-resume // the source has nothing ready
+					}
+					if !yield(acemq.Outgoing[int]{RoutingKey: q, Payload: i}) {
+						return
+					}
+				}
+			}, func(r acemq.SendResult) {
+				if r.Err != nil {
+					t.Errorf("result %d: %v", reported, r.Err)
+				}
+				reported++
+			})
+		}()
+		<-waiting
+		testenv.Eventually(t, "the sequence's first messages on the queue", func() bool { return brokertest.Depth(t, c, q) == window })
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := p.Send(ctx, q, -1)
+		cancel()
+		close(resume)
+		if err != nil {
+			t.Fatalf("a Send while the sequence waited: %v", err)
+		}
+		if err := brokertest.Receive(t, done); err != nil {
+			t.Fatalf("SendSeq: %v", err)
+		}
+		if reported != 2*window {
+			t.Fatalf("%d results for %d messages", reported, 2*window)
+		}
+		testenv.Eventually(t, "every message on the queue", func() bool { return brokertest.Depth(t, c, q) == 2*window+1 })
+	})
+}
+
+// TestSendSeqBesideSends: a sequence and goroutines calling Send share a
+// small window; Sends short of a place take back those of the sequence's
+// confirmed messages. Every message of both is confirmed once, and nothing
+// waits for a place that never comes back.
+func TestSendSeqBesideSends(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		const window, seqN, senders, perSender = 4, 400, 4, 50
+		c := brokertest.Connect(t, url, acemq.WithMaxOutstanding(window))
+		q := brokertest.Queue(t, c, "seqbeside")
+		p := acemq.NewPublisher[int](c, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		errs := make(chan error, senders+1)
+		go func() {
+			errs <- p.SendSeq(ctx, numbered(q, "beside", seqN, new(int)), nil)
+		}()
+		for s := range senders {
+			go func() {
+				for i := range perSender {
+					if _, err := p.Send(ctx, q, 1000*(s+1)+i); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range senders + 1 {
+			if err := brokertest.Receive(t, errs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testenv.Eventually(t, "every message on the queue", func() bool { return brokertest.Depth(t, c, q) == seqN+senders*perSender })
+	})
+}

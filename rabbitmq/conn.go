@@ -166,6 +166,12 @@ type conn struct {
 	abMu       sync.Mutex
 	abandoned  []*pending
 	abandonedN atomic.Int32
+	// The queues of the PublishEach calls in progress, whose confirmed but
+	// unreported publishes a publish short of a permit may take the
+	// permits of (reclaim). lentMu is taken before a queue's mu.
+	lentMu sync.Mutex
+	lent   map[*eachQueue]struct{}
+	lentN  atomic.Int32
 }
 
 // conn implements driver.Conn and every optional interface a Conn may have.

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acemq/acemq/driver"
@@ -38,8 +39,12 @@ type pending struct {
 	exchange   string
 	routingKey string
 	ret        *driver.ReturnError // recorded from a basic.return, under qmu
-	next       *pending            // next newer mandatory pending with the same message-id
-	timer      *time.Timer
+	// held is true while the publish holds a permit of c.sem. Whoever
+	// gives the permit back swaps it to false first: the publish's own
+	// finish, the sweep of abandoned publishes, or a reclaim.
+	held  atomic.Bool
+	next  *pending // next newer mandatory pending with the same message-id
+	timer *time.Timer
 }
 
 var pendingPool = sync.Pool{New: func() any { return new(pending) }}
@@ -47,6 +52,7 @@ var pendingPool = sync.Pool{New: func() any { return new(pending) }}
 func getPending() *pending { return pendingPool.Get().(*pending) }
 
 func putPending(p *pending) {
+	p.held.Store(false)
 	p.pc, p.dc, p.ret, p.next = nil, nil, nil, nil
 	p.msgID, p.exchange, p.routingKey = "", "", ""
 	pendingPool.Put(p)
@@ -86,11 +92,18 @@ func (c *conn) finish(p *pending) error {
 			err = fmt.Errorf("%w (message-id %q)", driver.ErrNacked, p.msgID)
 		}
 	}
-	<-c.sem
+	p.release(c)
 	if c.abandonedN.Load() > 0 {
 		c.sweep()
 	}
 	return err
+}
+
+// release gives back p's permit, unless it was given back already.
+func (p *pending) release(c *conn) {
+	if p.held.Swap(false) {
+		<-c.sem
+	}
 }
 
 // abandon records a publish whose caller stopped waiting: it keeps its
@@ -118,7 +131,7 @@ func (c *conn) sweep() {
 				}
 				p.pc.qmu.Unlock()
 			}
-			<-c.sem
+			p.release(c)
 		default:
 			keep = append(keep, p)
 		}
@@ -146,6 +159,13 @@ func (c *conn) acquire(ctx context.Context) error {
 		return nil
 	default:
 	}
+	if c.lentN.Load() > 0 && c.reclaim() {
+		select {
+		case c.sem <- struct{}{}:
+			return nil
+		default:
+		}
+	}
 	t := time.NewTimer(c.cfg.ConfirmTimeout)
 	defer t.Stop()
 	// Abandoned publishes give their permits back when their confirms
@@ -159,6 +179,9 @@ func (c *conn) acquire(ctx context.Context) error {
 		case <-tick.C:
 			if c.abandonedN.Load() > 0 {
 				c.sweep()
+			}
+			if c.lentN.Load() > 0 {
+				c.reclaim()
 			}
 		case <-t.C:
 			return fmt.Errorf("%d publishes are already waiting for a confirm and none completed within %s: %w",
@@ -234,6 +257,9 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 		}
 		p, err := pc.send(ctx, m, &pub)
 		if err == nil {
+			if p != nil {
+				p.held.Store(true)
+			}
 			return p, nil
 		}
 		if confirm {
@@ -324,14 +350,23 @@ func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 // back only from its own confirms, which nobody is awaiting. So the window
 // slides inside the call, however long ms is.
 //
+// A result is reported only when ms yields again, but a permit should not
+// wait for that: while ms waits, the call's confirmed publishes would hold
+// permits every other publish of the connection needs. So the queue is lent
+// to the connection for the call, and a publish short of a permit takes
+// back those of confirmed, unreported publishes (reclaim); their results
+// are still reported in order.
+//
 // When ms or done panics, the publishes not yet reported are abandoned
 // (their permits come back as their confirms arrive), so the connection is
 // not left short of permits, and the panic goes on.
 func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, error], done func(error)) {
-	var q eachQueue
+	q := new(eachQueue)
+	c.lend(q)
 	defer func() {
+		c.unlend(q)
 		for q.Len() > 0 { // only after a panic
-			if e := q.Pop(); e.p != nil {
+			if e := q.pop(); e.p != nil {
 				c.abandon(e.p)
 			}
 		}
@@ -353,7 +388,7 @@ func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, er
 		q.push(p, err)
 	}
 	for q.Len() > 0 {
-		e := q.Pop()
+		e := q.pop()
 		if e.p != nil {
 			e.err = c.wait(ctx, e.p)
 		}
@@ -369,23 +404,79 @@ type eachEntry struct {
 }
 
 // eachQueue is a PublishEach's messages whose results are not yet
-// reported, oldest first.
-type eachQueue struct{ fifo.Queue[eachEntry] }
+// reported, oldest first. Only its PublishEach changes it, under mu; a
+// reclaim reads it under mu.
+type eachQueue struct {
+	mu sync.Mutex
+	fifo.Queue[eachEntry]
+}
 
-func (q *eachQueue) push(p *pending, err error) { q.Push(eachEntry{p, err}) }
+func (q *eachQueue) push(p *pending, err error) {
+	q.mu.Lock()
+	q.Push(eachEntry{p, err})
+	q.mu.Unlock()
+}
+
+// pop takes the oldest entry out of q: once out, no reclaim sees its
+// publish, which its PublishEach then awaits and recycles.
+func (q *eachQueue) pop() eachEntry {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.Pop()
+}
+
+// lend makes q's publishes reclaimable until unlend.
+func (c *conn) lend(q *eachQueue) {
+	c.lentMu.Lock()
+	if c.lent == nil {
+		c.lent = map[*eachQueue]struct{}{}
+	}
+	c.lent[q] = struct{}{}
+	c.lentN.Store(int32(len(c.lent)))
+	c.lentMu.Unlock()
+}
+
+func (c *conn) unlend(q *eachQueue) {
+	c.lentMu.Lock()
+	delete(c.lent, q)
+	c.lentN.Store(int32(len(c.lent)))
+	c.lentMu.Unlock()
+}
+
+// reclaim gives back the permits of the lent publishes whose confirms have
+// arrived, and reports whether it gave any back. Their PublishEach still
+// reports their results, in order.
+func (c *conn) reclaim() bool {
+	gave := false
+	c.lentMu.Lock()
+	defer c.lentMu.Unlock()
+	for q := range c.lent {
+		q.mu.Lock()
+		for i := range q.Len() {
+			if p := q.At(i).p; p != nil && p.resolved() && p.held.Load() {
+				p.release(c)
+				gave = true
+			}
+		}
+		q.mu.Unlock()
+	}
+	return gave
+}
 
 // reportKnown reports the results at the front of q that are known, and
 // while every permit of c is taken awaits the oldest publish.
 func (q *eachQueue) reportKnown(ctx context.Context, c *conn, done func(error)) {
 	for q.Len() > 0 {
-		e := q.Front()
+		if p := q.Front().p; p != nil && len(c.sem) < cap(c.sem) && !p.resolved() {
+			return
+		}
+		// Out of the queue before it is awaited: wait recycles the
+		// pending, which a reclaim must not see after that.
+		e := q.pop()
 		if e.p != nil {
-			if len(c.sem) < cap(c.sem) && !e.p.resolved() {
-				return
-			}
 			e.err = c.wait(ctx, e.p)
 		}
-		done(q.Pop().err)
+		done(e.err)
 	}
 }
 

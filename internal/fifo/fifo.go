@@ -31,6 +31,10 @@ func (q *Queue[T]) Push(v T) {
 // Front returns the item at the front of q, which must not be empty.
 func (q *Queue[T]) Front() *T { return &q.items[q.head] }
 
+// At returns the i-th item from the front of q (At(0) is Front()); i must
+// be less than Len().
+func (q *Queue[T]) At(i int) *T { return &q.items[q.head+i] }
+
 // Pop removes and returns the item at the front of q, which must not be
 // empty.
 func (q *Queue[T]) Pop() T {
