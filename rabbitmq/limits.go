@@ -3,9 +3,8 @@ package rabbitmq
 import (
 	"errors"
 	"fmt"
-	"math"
-	"time"
 
+	"github.com/acemq/acemq/internal/wire"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -102,35 +101,19 @@ func tableSize(t amqp.Table, depth int) (int, error) {
 }
 
 // fieldSize is the encoded size of a field value, its type octet included.
-// Values amqp091 cannot encode were refused earlier (toAMQPTable).
+// Values amqp091 cannot encode were refused earlier (toAMQPTable). Scalars
+// are counted by wire.ScalarSize, as the publishers count them.
 func fieldSize(v any, depth int) (int, error) {
+	if n, ok := wire.ScalarSize(v); ok {
+		return n, nil
+	}
 	switch x := v.(type) {
-	case nil:
-		return 1, nil
-	case bool, uint8, int8:
-		return 2, nil
-	case int16, uint16:
-		return 3, nil
-	case int, int32, uint32:
+	case float32, float64: // ScalarSize refuses only NaN and the infinities
+		return 0, fmt.Errorf("the float %v cannot be carried by RabbitMQ", x)
+	case int:
 		return 5, nil
-	case int64, time.Time:
-		return 9, nil
-	case float32:
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			return 0, fmt.Errorf("the float %v cannot be carried by RabbitMQ", x)
-		}
-		return 5, nil
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, fmt.Errorf("the float %v cannot be carried by RabbitMQ", x)
-		}
-		return 9, nil
 	case amqp.Decimal:
 		return 6, nil
-	case string:
-		return 5 + len(x), nil
-	case []byte:
-		return 5 + len(x), nil
 	case amqp.Table:
 		n, err := tableSize(x, depth+1)
 		return 1 + n, err
