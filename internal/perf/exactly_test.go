@@ -42,8 +42,8 @@ func BenchmarkExactlyOnce(b *testing.B) {
 	db := sqltest.Open(b, sqlstore.Postgres)
 	b.Run("publish16", func(b *testing.B) {
 		compare(b,
-			side{"raw", func(b *testing.B) { rawPublishConcurrent(b, url, true) }},
-			side{"acemq", func(b *testing.B) { acemqSend(b, url) }},
+			side{"raw", func(b *testing.B) { rawPublishConcurrent(b, url, true, 0) }},
+			side{"acemq", func(b *testing.B) { acemqSend(b, url, 0) }},
 			side{"outbox", func(b *testing.B) { outboxSend(b, url, db, senders) }})
 	})
 	b.Run("publish1", func(b *testing.B) {
@@ -63,8 +63,8 @@ func BenchmarkExactlyOnce(b *testing.B) {
 	})
 	b.Run("consume8", func(b *testing.B) {
 		compare(b,
-			side{"raw", func(b *testing.B) { rawConsume(b, url, 8) }},
-			side{"acemq", func(b *testing.B) { acemqConsume(b, url, 8) }},
+			side{"raw", func(b *testing.B) { rawConsume(b, url, 8, 0) }},
+			side{"acemq", func(b *testing.B) { acemqConsume(b, url, 8, 0) }},
 			side{"acemq-tx", func(b *testing.B) { dbConsume(b, url, db, false) }},
 			side{"inbox", func(b *testing.B) { dbConsume(b, url, db, true) }})
 	})

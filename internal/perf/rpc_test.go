@@ -58,12 +58,26 @@ func BenchmarkRPC(b *testing.B) {
 			side{"rawhdr", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url, true)) }},
 			side{"acemq", func(b *testing.B) { runRPC(b, rpcCallers, newAcemqRPC(b, url)) }})
 	})
+	// c32at2k: c32 with the 32 callers together held to 2,000 calls a
+	// second, for client CPU per call at the same pace.
+	b.Run("c32at2k", func(b *testing.B) {
+		compare(b,
+			side{"rawhdr", func(b *testing.B) { runRPCPaced(b, rpcCallers, rpcPacedRate, newRawRPC(b, url, true)) }},
+			side{"acemq", func(b *testing.B) { runRPCPaced(b, rpcCallers, rpcPacedRate, newAcemqRPC(b, url)) }})
+	})
 }
+
+// rpcPacedRate is the calls per second of the paced request/reply row.
+const rpcPacedRate = 2000
 
 // asker makes one call.
 type asker func(ctx context.Context, o Order) (Order, error)
 
-func runRPC(b *testing.B, callers int, ask asker) {
+func runRPC(b *testing.B, callers int, ask asker) { runRPCPaced(b, callers, 0, ask) }
+
+// runRPCPaced makes b.N calls from callers goroutines, held to rate calls
+// a second (0: as fast as they go).
+func runRPCPaced(b *testing.B, callers, rate int, ask asker) {
 	ctx := ctxFor(b, 10*time.Minute)
 	order := NewOrderCached()
 	// One call before timing: the first round trip sets up what the broker
@@ -77,9 +91,15 @@ func runRPC(b *testing.B, callers int, ask asker) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	m := startMeter()
+	pace := newPacer(rate)
 	for range callers {
 		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				pace.wait(int(i))
 				t0 := time.Now()
 				if _, err := ask(ctx, order); err != nil {
 					b.Error(err)

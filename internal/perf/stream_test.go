@@ -35,10 +35,17 @@ func BenchmarkStreamRead(b *testing.B) {
 	for _, pf := range []int{10, 100} {
 		b.Run("prefetch"+strconv.Itoa(pf), func(b *testing.B) {
 			compare(b,
-				side{"raw", func(b *testing.B) { rawStreamRead(b, url, s, pf) }},
-				side{"acemq", func(b *testing.B) { acemqStreamRead(b, url, s, pf) }})
+				side{"raw", func(b *testing.B) { rawStreamRead(b, url, s, pf, 0) }},
+				side{"acemq", func(b *testing.B) { acemqStreamRead(b, url, s, pf, 0) }})
 		})
 	}
+	// prefetch10at5k: prefetch10 held to 5,000 messages a second on both
+	// sides, for client CPU per message at the same pace.
+	b.Run("prefetch10at5k", func(b *testing.B) {
+		compare(b,
+			side{"raw", func(b *testing.B) { rawStreamRead(b, url, s, 10, pacedRate) }},
+			side{"acemq", func(b *testing.B) { acemqStreamRead(b, url, s, 10, pacedRate) }})
+	})
 }
 
 // sharedStream is the one stream both sides read.
@@ -59,7 +66,9 @@ func (s *sharedStream) atLeast(b *testing.B, url string, n int) {
 	}
 }
 
-func rawStreamRead(b *testing.B, url string, s *sharedStream, pf int) {
+// rawStreamRead reads b.N messages of s, held to rate a second (0: as fast
+// as it goes).
+func rawStreamRead(b *testing.B, url string, s *sharedStream, pf, rate int) {
 	s.atLeast(b, url, b.N)
 	ac := dialRaw(b, url)
 	ch, err := ac.Channel()
@@ -77,12 +86,14 @@ func rawStreamRead(b *testing.B, url string, s *sharedStream, pf int) {
 		b.Fatal(err)
 	}
 	timeout := time.After(stallTimeout)
+	pace := newPacer(rate)
 	for i := 0; i < b.N; i++ {
 		select {
 		case d, ok := <-dels:
 			if !ok {
 				b.Fatalf("the deliveries stopped after %d of %d messages", i, b.N)
 			}
+			pace.wait(i + 1)
 			var o Order
 			if err := json.Unmarshal(d.Body, &o); err != nil {
 				b.Error(err)
@@ -98,14 +109,18 @@ func rawStreamRead(b *testing.B, url string, s *sharedStream, pf int) {
 	_ = ch.Close()
 }
 
-func acemqStreamRead(b *testing.B, url string, s *sharedStream, pf int) {
+// acemqStreamRead reads b.N messages of s, held to rate a second (0: as
+// fast as it goes).
+func acemqStreamRead(b *testing.B, url string, s *sharedStream, pf, rate int) {
 	s.atLeast(b, url, b.N)
 	c := connect(b, url)
 	done := NewCountdown(b.N)
 	b.ReportAllocs()
 	b.StartTimer()
 	m := startMeter()
+	pace := &sharedPacer{pacer: newPacer(rate)}
 	r, err := stream.Read(ctxFor(b, time.Minute), c, s.name, func(_ context.Context, msg acemq.Message[Order]) acemq.Ack {
+		pace.next()
 		done.Tick()
 		return acemq.Accept()
 	}, stream.WithOffset(stream.First()), stream.WithPrefetch(pf), stream.WithDeclarations(false))

@@ -66,6 +66,14 @@ var targets = map[string]target{
 	// first offset at the same prefetch.
 	"StreamRead/prefetch10":  {"msgs/s", 0.95, "≥ 0.95", "raw"},
 	"StreamRead/prefetch100": {"msgs/s", 0.95, "≥ 0.95", "raw"},
+	// The other paced rows, as Publish/seq5k: both sides held to one pace
+	// (…at5k: 5,000 messages a second; …at2k: 2,000 calls), for client CPU
+	// per message at the same pace.
+	"Publish/send16at5k":        {"msgs/s", 0.95, "≥ 0.95", "rawhdr"},
+	"Consume/c1at5k":            {"msgs/s", 0.95, "≥ 0.95", "raw"},
+	"Consume/c8at5k":            {"msgs/s", 0.95, "≥ 0.95", "raw"},
+	"RPC/c32at2k":               {"msgs/s", 0.95, "≥ 0.95", "rawhdr"},
+	"StreamRead/prefetch10at5k": {"msgs/s", 0.95, "≥ 0.95", "raw"},
 }
 
 // references are the other sides a workload may have, printed for
@@ -74,7 +82,12 @@ var targets = map[string]target{
 var references = []string{"raw", "rawhdr", "rawhdrbatch", "driver", "watermill"}
 
 // order is the order of the table's rows.
-var order = []string{"Publish/batch", "Publish/seq", "Publish/seq5k", "Publish/send16", "Consume/c1", "Consume/c8", "RPC/seq", "RPC/c32", "StreamRead/prefetch10", "StreamRead/prefetch100"}
+var order = []string{
+	"Publish/batch", "Publish/seq", "Publish/seq5k", "Publish/send16", "Publish/send16at5k",
+	"Consume/c1", "Consume/c1at5k", "Consume/c8", "Consume/c8at5k",
+	"RPC/seq", "RPC/c32", "RPC/c32at2k",
+	"StreamRead/prefetch10", "StreamRead/prefetch10at5k", "StreamRead/prefetch100",
+}
 
 // result is one benchmark line's metrics.
 type result map[string]float64

@@ -128,3 +128,46 @@ BenchmarkPublish/seq/acemq-2   	   20000	     52000 ns/op	        21.00 cpu-µs/
 		t.Errorf("Publish/seq row = %+v", row)
 	}
 }
+
+// TestPacedRowsAreTargetRows: every paced row (…at5k, …at2k, seq5k) is a
+// target row held to the same side as the row it paces, listed in the
+// table just after it, so that its CPU verdict counts; and every target
+// is in the table.
+func TestPacedRowsAreTargetRows(t *testing.T) {
+	paced := map[string]string{
+		"Publish/seq5k":             "Publish/seq",
+		"Publish/send16at5k":        "Publish/send16",
+		"Consume/c1at5k":            "Consume/c1",
+		"Consume/c8at5k":            "Consume/c8",
+		"RPC/c32at2k":               "RPC/c32",
+		"StreamRead/prefetch10at5k": "StreamRead/prefetch10",
+	}
+	for p, of := range paced {
+		tp, ok := targets[p]
+		if !ok {
+			t.Errorf("%s is not a target row", p)
+			continue
+		}
+		if to := targets[of]; tp.base != to.base || tp.metric != "msgs/s" || tp.bound != 0.95 {
+			t.Errorf("%s: target %+v, want 0.95 of %s in msgs/s as %s", p, tp, to.base, of)
+		}
+		if i, j := slices.Index(order, of), slices.Index(order, p); i < 0 || j != i+1 {
+			t.Errorf("%s is at %d in the table, want just after %s (at %d)", p, j, of, i)
+		}
+	}
+	for w := range targets {
+		if !slices.Contains(order, w) {
+			t.Errorf("target %s is not in the table's order", w)
+		}
+	}
+	r, err := parse(strings.NewReader(`BenchmarkConsume/c8at5k/raw-2   	   10000	     200000 ns/op	        40.00 cpu-µs/msg	     5000 msgs/s
+BenchmarkConsume/c8at5k/acemq-2   	   10000	     200000 ns/op	        45.00 cpu-µs/msg	      5000 msgs/s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, ok := summarise([]run{r}, "Consume/c8at5k", "raw", targets["Consume/c8at5k"], true)
+	if !ok || row.verdict != "met" || row.cpuVerdict != "MISSED" {
+		t.Errorf("Consume/c8at5k row = %+v, want the pace met and CPU 1.125 missed", row)
+	}
+}
