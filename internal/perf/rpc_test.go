@@ -44,6 +44,11 @@ const (
 // rpc.Open and Requester.Ask against rpc.Serve with WithConcurrency(8) and
 // WithPrefetch(200). The raw sides are RawRequester and RawResponder, which
 // `acemq bench --compare-raw` measures against too.
+//
+// c32 has two more sides, for reference, that split the gap between
+// rawhdr and acemq into its halves: asker is rpc.Requester against a
+// RawResponder writing the same headers, server a RawRequester writing
+// the same headers against rpc.Serve.
 func BenchmarkRPC(b *testing.B) {
 	url := brokerURL(b)
 	b.Run("seq", func(b *testing.B) {
@@ -56,6 +61,8 @@ func BenchmarkRPC(b *testing.B) {
 		compare(b,
 			side{"raw", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url, false)) }},
 			side{"rawhdr", func(b *testing.B) { runRPC(b, rpcCallers, newRawRPC(b, url, true)) }},
+			side{"asker", func(b *testing.B) { runRPC(b, rpcCallers, newHalfRPC(b, url, true)) }},
+			side{"server", func(b *testing.B) { runRPC(b, rpcCallers, newHalfRPC(b, url, false)) }},
 			side{"acemq", func(b *testing.B) { runRPC(b, rpcCallers, newAcemqRPC(b, url)) }})
 	})
 	// c32at2k: c32 with the 32 callers together held to 2,000 calls a
@@ -118,22 +125,8 @@ func runRPCPaced(b *testing.B, callers, rate int, ask asker) {
 
 func newAcemqRPC(b *testing.B, url string) asker {
 	q := declare(b, url, classic)
-	server := connect(b, url)
-	ctx := ctxFor(b, time.Minute)
-	resp, err := rpc.Serve(ctx, server, q, func(_ context.Context, m acemq.Message[Order]) (Order, error) {
-		return m.Payload, nil
-	}, acemq.WithConcurrency(rpcResponderConc), acemq.WithPrefetch(prefetch), acemq.WithDeclarations(false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = resp.Close(context.Background()) })
-	client := connect(b, url)
-	req, err := rpc.Open[Order, Order](ctx, client, "", q, rpc.WithTimeout(rpcRequestTimeout))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = req.Close(context.Background()) })
-	return func(ctx context.Context, o Order) (Order, error) { return req.Ask(ctx, o) }
+	acemqResponder(b, url, q)
+	return acemqRequester(b, url, q)
 }
 
 // newRawRPC starts a raw responder (RawResponder) and returns a raw
@@ -143,8 +136,57 @@ func newRawRPC(b *testing.B, url string, headers bool) asker {
 	q := declare(b, url, classic)
 	var env *EnvelopeTable
 	if headers {
-		env = Envelope{Origin: FullEnvelope.Origin}.Prepare()
+		env = rpcEnvelope()
 	}
+	rawResponder(b, url, q, env)
+	return rawRequester(b, url, q, env)
+}
+
+// newHalfRPC is one half acemq and the other raw writing the same headers:
+// with acemqAsks, rpc.Requester against a RawResponder, else a
+// RawRequester against rpc.Serve. For reference: which half a gap
+// between rawhdr and acemq is in.
+func newHalfRPC(b *testing.B, url string, acemqAsks bool) asker {
+	q := declare(b, url, classic)
+	if acemqAsks {
+		rawResponder(b, url, q, rpcEnvelope())
+		return acemqRequester(b, url, q)
+	}
+	acemqResponder(b, url, q)
+	return rawRequester(b, url, q, rpcEnvelope())
+}
+
+// rpcEnvelope is the header table the raw halves write: what acemq's
+// requester and responder write.
+func rpcEnvelope() *EnvelopeTable { return Envelope{Origin: FullEnvelope.Origin}.Prepare() }
+
+// acemqResponder serves q with rpc.Serve on a connection of its own,
+// echoing the request.
+func acemqResponder(b *testing.B, url, q string) {
+	server := connect(b, url)
+	resp, err := rpc.Serve(ctxFor(b, time.Minute), server, q, func(_ context.Context, m acemq.Message[Order]) (Order, error) {
+		return m.Payload, nil
+	}, acemq.WithConcurrency(rpcResponderConc), acemq.WithPrefetch(prefetch), acemq.WithDeclarations(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = resp.Close(context.Background()) })
+}
+
+// acemqRequester opens an rpc.Requester of q on a connection of its own.
+func acemqRequester(b *testing.B, url, q string) asker {
+	client := connect(b, url)
+	req, err := rpc.Open[Order, Order](ctxFor(b, time.Minute), client, "", q, rpc.WithTimeout(rpcRequestTimeout))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = req.Close(context.Background()) })
+	return func(ctx context.Context, o Order) (Order, error) { return req.Ask(ctx, o) }
+}
+
+// rawResponder serves q with a RawResponder (env's headers on every reply
+// when env is not nil), echoing the request.
+func rawResponder(b *testing.B, url, q string, env *EnvelopeTable) {
 	resp, err := StartRawResponder(dialRaw(b, url), RawResponderConfig{
 		Queue: q, Prefetch: prefetch, Handlers: rpcResponderConc, Envelope: env,
 		Answer: func(body []byte) ([]byte, error) {
@@ -159,6 +201,11 @@ func newRawRPC(b *testing.B, url string, headers bool) asker {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = resp.Close() })
+}
+
+// rawRequester returns a RawRequester's call of q (env's headers on every
+// request when env is not nil).
+func rawRequester(b *testing.B, url, q string, env *EnvelopeTable) asker {
 	req, err := NewRawRequester(dialRaw(b, url), "", q, env)
 	if err != nil {
 		b.Fatal(err)

@@ -78,8 +78,10 @@ var targets = map[string]target{
 
 // references are the other sides a workload may have, printed for
 // reference after its target row: raw with a bare body (the contract's
-// cost), the parts of the gap (rawhdrbatch, driver) and peers.
-var references = []string{"raw", "rawhdr", "rawhdrbatch", "driver", "watermill"}
+// cost), the parts of the gap (rawhdrbatch, driver; for request/reply
+// asker and server, acemq's requester or responder against raw's other
+// half) and peers.
+var references = []string{"raw", "rawhdr", "rawhdrbatch", "driver", "asker", "server", "watermill"}
 
 // order is the order of the table's rows.
 var order = []string{
