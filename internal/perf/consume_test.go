@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,16 +42,6 @@ func BenchmarkConsume(b *testing.B) {
 		})
 	}
 }
-
-// sharedPacer is a pacer and the count of the messages it has let through,
-// for goroutines that take turns on it.
-type sharedPacer struct {
-	pacer
-	n atomic.Int64
-}
-
-// next waits for the next message's turn.
-func (p *sharedPacer) next() { p.wait(int(p.n.Add(1))) }
 
 // stallTimeout bounds a consume run that stopped making progress.
 const stallTimeout = 5 * time.Minute

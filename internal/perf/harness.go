@@ -215,29 +215,29 @@ type Meter struct {
 	broker time.Duration
 }
 
-// StartMeter waits for the local broker to go quiet (Quiesce), then starts
+// StartMeter waits for the local broker to go quiet (quiesce), then starts
 // measuring. The wait falls inside the benchmark's own timer (ns/op), not
 // in what the Meter reports.
 func StartMeter() Meter {
-	Quiesce()
+	quiesce()
 	return Meter{start: time.Now(), cpu: CPUClock(), broker: BrokerClock()}
 }
 
 // The broker is quiet when it spends less than quietShare of a core over
-// quietWindow; Quiesce waits at most quietWait for that.
+// quietWindow; quiesce waits at most quietWait for that.
 const (
 	quietWindow = 250 * time.Millisecond
 	quietShare  = 0.10
 	quietWait   = 15 * time.Second
 )
 
-// Quiesce waits until the local broker is quiet: after a run's set-up
+// quiesce waits until the local broker is quiet: after a run's set-up
 // (a queue filled, the previous side's queue deleted) a quorum queue
 // keeps the broker busy for a while writing and compacting its log, and
 // a side measured in that time shares the cores with it. It returns at
 // once without a local broker, and after quietWait whatever the broker is
 // doing (another client of the same broker may never let it rest).
-func Quiesce() {
+func quiesce() {
 	if BrokerClock() < 0 {
 		return
 	}

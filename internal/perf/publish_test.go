@@ -160,6 +160,17 @@ func (p pacer) wait(i int) {
 	}
 }
 
+// sharedPacer is a pacer and the count of the messages it has let through,
+// for goroutines that take turns on it without a count of their own (a
+// consumer's handlers, a stream reader's).
+type sharedPacer struct {
+	pacer
+	n atomic.Int64
+}
+
+// next waits for the next message's turn.
+func (p *sharedPacer) next() { p.wait(int(p.n.Add(1))) }
+
 // rawPublishWindow publishes b.N messages keeping up to window of them
 // unconfirmed (RawPublisher.Window). batched waits instead for every
 // confirm of each window before sending the next one, as PublishBatch and
