@@ -65,6 +65,9 @@ type jsonCodec struct{}
 func (jsonCodec) ContentType() string { return "application/json" }
 
 func (jsonCodec) Accepts(ct string) bool {
+	if ct == "application/json" {
+		return true // what every family publisher writes: no parsing
+	}
 	mt := mediaType(ct)
 	return mt == "" || mt == "application/json" || mt == "text/json" ||
 		(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))

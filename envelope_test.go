@@ -256,6 +256,30 @@ func TestEnvelopeChangeChangesOnlyWhatItSets(t *testing.T) {
 	}
 }
 
+// TestReadEnvelopeLetterCase: only the canonical lower-case names of the
+// known headers become fields. The same name in another letter case is
+// reserved all the same: kept out of the application headers, kept aside
+// and written back as received, never read as the field.
+func TestReadEnvelopeLetterCase(t *testing.T) {
+	e := acemq.ReadEnvelope(map[string]any{
+		"x-acemq-id": "a", "X-ACEMQ-ATTEMPT": int32(5), "X-AceMQ-Type": "loud",
+		"x-tenant": "acme", "X-Tenant": "other",
+	}, "rk", "")
+	if e.Attempt() != 1 || e.Type() != "rk" {
+		t.Errorf("attempt %d, type %q: a known header in another letter case was read as the field", e.Attempt(), e.Type())
+	}
+	if got := e.Headers(); len(got) != 2 || got["x-tenant"] != "acme" || got["X-Tenant"] != "other" {
+		t.Errorf("application headers %v, want x-tenant and X-Tenant only", got)
+	}
+	if got := e.UnknownReserved(); len(got) != 2 || got["X-ACEMQ-ATTEMPT"] != int32(5) || got["X-AceMQ-Type"] != "loud" {
+		t.Errorf("reserved headers kept aside %v, want X-ACEMQ-ATTEMPT and X-AceMQ-Type as received", got)
+	}
+	h := e.AppendHeaders(nil, "rk")
+	if h["X-ACEMQ-ATTEMPT"] != int32(5) || h["x-acemq-attempt"] != int32(1) {
+		t.Errorf("written back: X-ACEMQ-ATTEMPT %v, x-acemq-attempt %v; want 5 as received and 1", h["X-ACEMQ-ATTEMPT"], h["x-acemq-attempt"])
+	}
+}
+
 // TestEnvelopeChangeKeepsWhatFieldsDoNotHold: the unknown reserved headers
 // a read envelope carries and an unknown age survive a Change.
 func TestEnvelopeChangeKeepsWhatFieldsDoNotHold(t *testing.T) {

@@ -36,10 +36,8 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 	var stack [8]header
 	app := stack[:0]
 	for k, v := range headers {
-		if !wire.IsReserved(k) {
-			app = append(app, header{k, v})
-			continue
-		}
+		// The known headers are matched first, as written: most of a
+		// delivery's headers are these, and they need no prefix test.
 		switch k {
 		case wire.HeaderID:
 			e.id, _ = wire.String(v)
@@ -80,6 +78,12 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 		case wire.HeaderRouteID:
 			e.routeID, _ = wire.String(v)
 		default:
+			if !wire.IsReserved(k) {
+				app = append(app, header{k, v})
+				continue
+			}
+			// An unknown x-acemq-* header, or a known one in another
+			// letter case: kept aside as received.
 			if e.reserved == nil {
 				e.reserved = make(map[string]any, 2)
 			}
