@@ -80,8 +80,8 @@ var targets = map[string]target{
 // reference after its target row: raw with a bare body (the contract's
 // cost), the parts of the gap (rawhdrbatch, driver; for request/reply
 // asker and server, acemq's requester or responder against raw's other
-// half) and peers.
-var references = []string{"raw", "rawhdr", "rawhdrbatch", "driver", "asker", "server", "watermill"}
+// half; for consuming rawenv, raw reading the envelope by hand) and peers.
+var references = []string{"raw", "rawhdr", "rawhdrbatch", "driver", "asker", "server", "rawenv", "watermill"}
 
 // order is the order of the table's rows.
 var order = []string{
