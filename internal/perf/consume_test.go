@@ -24,7 +24,7 @@ import (
 // the per-message path is the same); its handler returns Accept.
 //
 // rawenv (c1 and c8, for reference) is raw also reading the envelope by
-// hand from every delivery's headers (ReadEnvelope: one lookup and type
+// hand from every delivery's headers (EnvelopeFields: one lookup and type
 // assertion per field), the least a consumer of the contract does with
 // them: what is left between it and acemq is the library's own work, its
 // lenient read, the copy of the application headers and its settlement.
@@ -80,7 +80,7 @@ func rawConsumeAs(b *testing.B, url string, conc, rate int, readEnvelope bool) {
 		Handle: func(d amqp.Delivery) {
 			pace.next()
 			if readEnvelope {
-				var env ReadEnvelope
+				var env EnvelopeFields
 				env.Read(d.Headers)
 				if env.ID == "" || env.Attempt != 1 {
 					b.Errorf("the hand-written read found id %q, attempt %d", env.ID, env.Attempt)

@@ -114,7 +114,7 @@ func (t *EnvelopeTable) write(id, routingKey string, corr, cause any) amqp.Table
 	return h
 }
 
-// ReadEnvelope is an envelope read by hand: what a careful application
+// EnvelopeFields is an envelope read by hand: what a careful application
 // using amqp091-go alone does with a delivery's headers to act on the
 // contract (an idempotency key, the attempt for its retries, the age), the
 // reading counterpart of EnvelopeTable. It takes the canonical types acemq
@@ -122,14 +122,14 @@ func (t *EnvelopeTable) write(id, routingKey string, corr, cause any) amqp.Table
 // milliseconds) and nothing else: no other widths, no []byte strings, no
 // defaults, no copy of the application headers. acemq.ReadEnvelope does
 // all of that; this is the least a consumer of the contract does.
-type ReadEnvelope struct {
+type EnvelopeFields struct {
 	ID, Type, Correlation, Causation, Origin string
 	Version, Attempt                         int32
 	FirstSeen                                int64
 }
 
 // Read fills e from a delivery's headers, one lookup a field.
-func (e *ReadEnvelope) Read(h amqp.Table) {
+func (e *EnvelopeFields) Read(h amqp.Table) {
 	e.ID, _ = h[wire.HeaderID].(string)
 	e.Type, _ = h[wire.HeaderType].(string)
 	e.Correlation, _ = h[wire.HeaderCorrelation].(string)
