@@ -76,6 +76,24 @@ var targets = map[string]target{
 	"StreamRead/prefetch10at5k": {"msgs/s", 0.95, "≥ 0.95", "raw"},
 }
 
+// paces are the paced rows' rates (messages, or calls, a second). Their
+// CPU ratio is a comparison at the same pace only in runs where both sides
+// kept it: a run in which either side fell below heldPace of the rate
+// (the machine could not send that fast) is left out of the row's CPU
+// figures, and a row that no run held gets no CPU verdict.
+var paces = map[string]float64{
+	"Publish/seq5k":             5000,
+	"Publish/send16at5k":        5000,
+	"Consume/c1at5k":            5000,
+	"Consume/c8at5k":            5000,
+	"RPC/c32at2k":               2000,
+	"StreamRead/prefetch10at5k": 5000,
+}
+
+// heldPace is the share of its rate a paced side must reach for its run to
+// count as held to the pace.
+const heldPace = 0.97
+
 // references are the other sides a workload may have, printed for
 // reference after its target row: raw with a bare body (the contract's
 // cost), the parts of the gap (rawhdrbatch, driver; for request/reply
@@ -149,7 +167,10 @@ type row struct {
 	ratio, lo, hi                     float64
 	cpuRaw, cpuAcemq                  float64
 	runs                              int
-	verdict                           string
+	// offPace is how many runs of a paced row did not hold the pace on
+	// one side or both; their CPU figures are left out.
+	offPace int
+	verdict string
 	// cpuVerdict is met or MISSED against cpuBound on a target row, "—"
 	// on a reference row or when a side reported no CPU.
 	cpuVerdict string
@@ -165,7 +186,9 @@ func (r row) cpuRatio() float64 {
 }
 
 func summarise(runs []run, workload, base string, t target, withTarget bool) (row, bool) {
-	var raws, aces, ratios, cpuR, cpuA []float64
+	var raws, aces, ratios, cpuR, cpuA, offR, offA []float64
+	pace := paces[workload]
+	offPace := 0
 	for _, r := range runs {
 		sides := r[workload]
 		rb, okb := sides[base]
@@ -177,6 +200,12 @@ func summarise(runs []run, workload, base string, t target, withTarget bool) (ro
 		aces = append(aces, ra[t.metric])
 		ratios = append(ratios, ra[t.metric]/rb[t.metric])
 		if rb["cpu-µs/msg"] > 0 && ra["cpu-µs/msg"] > 0 {
+			if pace > 0 && (rb["msgs/s"] < heldPace*pace || ra["msgs/s"] < heldPace*pace) {
+				offPace++
+				offR = append(offR, rb["cpu-µs/msg"])
+				offA = append(offA, ra["cpu-µs/msg"])
+				continue
+			}
 			cpuR = append(cpuR, rb["cpu-µs/msg"])
 			cpuA = append(cpuA, ra["cpu-µs/msg"])
 		}
@@ -189,7 +218,11 @@ func summarise(runs []run, workload, base string, t target, withTarget bool) (ro
 		raw: median(raws), acemq: median(aces),
 		ratio: median(ratios), lo: slices.Min(ratios), hi: slices.Max(ratios),
 		cpuRaw: median(cpuR), cpuAcemq: median(cpuA),
-		runs: len(ratios), targetLabel: "—", verdict: "(for reference)", cpuVerdict: "—",
+		runs: len(ratios), offPace: offPace, targetLabel: "—", verdict: "(for reference)", cpuVerdict: "—",
+	}
+	if len(cpuR) == 0 && len(offR) > 0 {
+		// No run held the pace: the figures are shown, unjudged.
+		rw.cpuRaw, rw.cpuAcemq = median(offR), median(offA)
 	}
 	if withTarget {
 		rw.targetLabel = t.label
@@ -201,11 +234,13 @@ func summarise(runs []run, workload, base string, t target, withTarget bool) (ro
 		if !met {
 			rw.verdict = "MISSED"
 		}
-		if c := rw.cpuRatio(); c > 0 {
+		switch c := rw.cpuRatio(); {
+		case len(cpuR) == 0 && len(offR) > 0:
+			rw.cpuVerdict = "pace not held"
+		case c > cpuBound:
+			rw.cpuVerdict = "MISSED"
+		case c > 0:
 			rw.cpuVerdict = "met"
-			if c > cpuBound {
-				rw.cpuVerdict = "MISSED"
-			}
 		}
 	}
 	return rw, true
@@ -288,6 +323,15 @@ func otherWorkloads(runs []run) []string {
 	return ws
 }
 
+// runsCell is the table's runs column: how many runs, and how many of a
+// paced row's did not hold the pace.
+func runsCell(r row) string {
+	if r.offPace > 0 {
+		return fmt.Sprintf("%d (%d off pace)", r.runs, r.offPace)
+	}
+	return strconv.Itoa(r.runs)
+}
+
 func unit(metric string) string {
 	if metric == "p50-µs" {
 		return "p50 µs"
@@ -303,7 +347,7 @@ func printTable(w io.Writer, rows []row, markdown bool) {
 			r.workload, r.vs, unit(r.metric),
 			fmt.Sprintf("%.0f", r.raw), fmt.Sprintf("%.0f", r.acemq),
 			fmt.Sprintf("%.3f", r.ratio), fmt.Sprintf("%.2f–%.2f", r.lo, r.hi),
-			strconv.Itoa(r.runs), r.targetLabel, r.verdict,
+			runsCell(r), r.targetLabel, r.verdict,
 			fmt.Sprintf("%.1f → %.1f", r.cpuRaw, r.cpuAcemq),
 			fmt.Sprintf("%.2f", r.cpuRatio()), r.cpuVerdict,
 		})

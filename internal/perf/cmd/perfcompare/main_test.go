@@ -171,3 +171,51 @@ BenchmarkConsume/c8at5k/acemq-2   	   10000	     200000 ns/op	        45.00 cpu-
 		t.Errorf("Consume/c8at5k row = %+v, want the pace met and CPU 1.125 missed", row)
 	}
 }
+
+// A paced row compares client CPU at the same pace only in runs where both
+// sides kept it: a run in which a side fell short of the rate is left out
+// of the CPU figures (and counted), and a row no run held is not judged.
+func TestPacedRowsHeldToThePace(t *testing.T) {
+	parseAll := func(texts ...string) []run {
+		var runs []run
+		for _, s := range texts {
+			r, err := parse(strings.NewReader(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, r)
+		}
+		return runs
+	}
+	held := `BenchmarkPublish/send16at5k/rawhdr-2   	   10000	     200000 ns/op	        40.00 cpu-µs/msg	     4999 msgs/s
+BenchmarkPublish/send16at5k/acemq-2   	   10000	     200000 ns/op	        42.00 cpu-µs/msg	      4998 msgs/s
+`
+	short := `BenchmarkPublish/send16at5k/rawhdr-2   	   10000	     200000 ns/op	        40.00 cpu-µs/msg	     4300 msgs/s
+BenchmarkPublish/send16at5k/acemq-2   	   10000	     200000 ns/op	        60.00 cpu-µs/msg	      4990 msgs/s
+`
+	tg := targets["Publish/send16at5k"]
+	// With the short run, CPU would be 51 against 40 (1.28, missed); held
+	// runs only, 42 against 40.
+	r, ok := summarise(parseAll(held, short), "Publish/send16at5k", "rawhdr", tg, true)
+	if !ok || r.offPace != 1 || r.cpuRaw != 40 || r.cpuAcemq != 42 || r.cpuVerdict != "met" {
+		t.Errorf("one run held, one short: %+v, want the short run left out and CPU 42 against 40 met", r)
+	}
+	if got := runsCell(r); got != "2 (1 off pace)" {
+		t.Errorf("runs column %q", got)
+	}
+	r, _ = summarise(parseAll(short, short), "Publish/send16at5k", "rawhdr", tg, true)
+	if r.offPace != 2 || r.cpuVerdict != "pace not held" || r.cpuAcemq != 60 {
+		t.Errorf("no run held: %+v, want the figures shown and no CPU verdict", r)
+	}
+	// An unpaced row is judged on every run, whatever its throughput.
+	unpaced := func(s string) string { return strings.ReplaceAll(s, "send16at5k", "send16") }
+	r, _ = summarise(parseAll(unpaced(held), unpaced(short)), "Publish/send16", "rawhdr", targets["Publish/send16"], true)
+	if r.offPace != 0 || r.cpuVerdict != "MISSED" {
+		t.Errorf("unpaced row: %+v, want every run counted (CPU 51 against 40 missed)", r)
+	}
+	for w := range paces {
+		if _, ok := targets[w]; !ok {
+			t.Errorf("paced row %s is not a target", w)
+		}
+	}
+}
