@@ -39,7 +39,7 @@ func BenchmarkConsume(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			compare(b,
 				side{"raw", func(b *testing.B) { rawConsume(b, url, conc, 0) }},
-				side{"rawenv", func(b *testing.B) { rawConsumeEnvelope(b, url, conc) }},
+				side{"rawenv", func(b *testing.B) { rawConsumeAs(b, url, conc, 0, true) }},
 				side{"acemq", func(b *testing.B) { acemqConsume(b, url, conc, 0) }})
 		})
 		b.Run(name+"at5k", func(b *testing.B) {
@@ -64,9 +64,8 @@ func filledQueue(b *testing.B, url string) string {
 // goes).
 func rawConsume(b *testing.B, url string, conc, rate int) { rawConsumeAs(b, url, conc, rate, false) }
 
-// rawConsumeEnvelope is rawConsume reading each delivery's envelope by hand.
-func rawConsumeEnvelope(b *testing.B, url string, conc int) { rawConsumeAs(b, url, conc, 0, true) }
-
+// rawConsumeAs is rawConsume, also reading each delivery's envelope by hand
+// (EnvelopeFields) with readEnvelope.
 func rawConsumeAs(b *testing.B, url string, conc, rate int, readEnvelope bool) {
 	q := filledQueue(b, url)
 	ac := dialRaw(b, url)
