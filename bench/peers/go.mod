@@ -1,6 +1,6 @@
 module github.com/acemq/acemq/bench/peers
 
-go 1.26.8
+go 1.26.0
 
 replace github.com/acemq/acemq => ../..
 
