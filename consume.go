@@ -123,6 +123,9 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 			return nil, fmt.Errorf("acemq: the consumer of %q: %w", queue, cfg.retry.err)
 		}
 	}
+	if err := consumerPolicy(c, &cfg, queue); err != nil {
+		return nil, err
+	}
 	if cfg.tag == "" {
 		cfg.tag = "acemq-" + queue
 	}
