@@ -37,6 +37,7 @@ type Conn struct {
 	consumers map[*consumerCore]struct{}
 	closed    bool
 	events    []func(ConnEvent)
+	declared  declaredPolicies // retry_declared.go
 
 	// The pipeline (pipeline.go, logging.go).
 	publishIcpt []PublishInterceptor

@@ -75,7 +75,10 @@ type Consumer struct{ core *consumerCore }
 // {queue}.dlq and {queue}.parked with their bindings) and, when the retry
 // policy holds waits on the broker, acemq.retry, the rungs and the return
 // binding; never the queue itself (declare it with a Topology, or pass one
-// with WithTopology). A declaration that fails refuses the start, as do
+// with WithTopology). A queue that does not exist refuses the start, with
+// an error wrapping ErrNotFound, before anything is declared (the check is
+// passive, with a driver.Inspector). A declaration that fails refuses the
+// start, as do
 // nonsensical options (a concurrency below 1, a negative prefetch, a retry
 // policy built with nonsensical values), with an error saying what to
 // change. ctx bounds the start-up only: stop the consumer with Close.
@@ -119,6 +122,9 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		if cfg.retry.err != nil {
 			return nil, fmt.Errorf("acemq: the consumer of %q: %w", queue, cfg.retry.err)
 		}
+	}
+	if err := consumerPolicy(c, &cfg, queue); err != nil {
+		return nil, err
 	}
 	if cfg.tag == "" {
 		cfg.tag = "acemq-" + queue
@@ -227,6 +233,13 @@ func (k *consumerCore) start(ctx context.Context) error {
 		}
 	}
 	if !k.cfg.noDeclare {
+		// A consumer that cannot start creates nothing: the queue must
+		// exist before its dead-letter half and rungs are declared.
+		if in, ok := k.conn.t.(driver.Inspector); ok {
+			if _, err := in.InspectQueue(ctx, k.queue); err != nil {
+				return fmt.Errorf("acemq: the consumer of %q cannot start, so it declared nothing (declare the queue with a Topology, or pass one with WithTopology): %w", k.queue, err)
+			}
+		}
 		if err := declareDeadLetterHalf(ctx, k.conn.t, k.queue, k.cfg.retry); err != nil {
 			return err
 		}

@@ -233,12 +233,17 @@ type retryOption struct{ p RetryPolicy }
 func (o retryOption) applyConsume(c *consumeConfig) { c.retry, c.retrySet = o.p, true }
 func (o retryOption) applyDeclare(s *declareSpec)   { s.retry, s.retrySet = o.p, true }
 
-// WithRetry sets a consumer's retry policy (default NoRetry: one attempt).
-// Given to Topology.Queue, it declares the policy's retry rungs, the
-// acemq.retry exchange and the return binding with the queue, as a
-// consumer with that policy would. A policy built with nonsensical values
-// (ExponentialRetry(0, …), GiveUpAfter(-time.Second)) is refused there,
-// with an error saying what to change.
+// WithRetry sets a consumer's retry policy. Given to Topology.Queue, it
+// declares the policy's retry rungs, the acemq.retry exchange and the
+// return binding with the queue, as a consumer with that policy would. A
+// consumer given no WithRetry takes the policy its queue was declared with
+// by a topology applied on the same connection or given with WithTopology,
+// and NoRetry (one attempt) when there is none; a consumer given another
+// policy than its queue's is refused with an error wrapping
+// ErrRetryPolicyMismatch that names both (docs/retries.md). A policy built
+// with nonsensical values (ExponentialRetry(0, …),
+// GiveUpAfter(-time.Second)) is refused there, with an error saying what
+// to change.
 func WithRetry(p RetryPolicy) RetryOption { return retryOption{p} }
 
 // NewPublisher's options.

@@ -44,6 +44,9 @@ const (
 type Topology struct {
 	decls []Declaration
 	errs  []error
+	// policies are the retry policies queues are declared with
+	// (WithRetry), which their consumers take or must agree with.
+	policies map[string]RetryPolicy
 }
 
 // NewTopology returns an empty topology.
@@ -96,6 +99,10 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 			return t
 		}
 		s.retry = s.retry.orDefault()
+		if prev, ok := t.policies[name]; ok && prev != s.retry {
+			t.fail(fmt.Errorf("the queue %q is declared with two retry policies, %s and %s: give it one", name, prev, s.retry))
+			return t
+		}
 	}
 	args, err := withMaxPriority(name, s)
 	if err != nil {
@@ -119,6 +126,11 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 	rungs := s.retry.brokerRungs()
 	if !s.retrySet {
 		rungs = nil
+	} else {
+		if t.policies == nil {
+			t.policies = make(map[string]RetryPolicy)
+		}
+		t.policies[name] = s.retry
 	}
 	if s.deadLetter {
 		t.add(exchangeDecl(DeadLetterExchange, driver.Direct))
@@ -264,6 +276,7 @@ func (t *Topology) Apply(ctx context.Context, c *Conn) error {
 			return fmt.Errorf("acemq: topology: declaring %s: %w", d, err)
 		}
 	}
+	c.declared.remember(t.policies)
 	return nil
 }
 
@@ -302,5 +315,6 @@ func (t *Topology) Delete(ctx context.Context, c *Conn) error {
 			}
 		}
 	}
+	c.declared.forget(t.policies)
 	return nil
 }

@@ -17,7 +17,9 @@
 // docs/wire.md §13 #38). Its envelope id is the message id of every publish
 // of it, so a consumer's inbox (package inbox) recognises a record the relay
 // published twice — the relay publishes at least once: a crash between
-// the confirm and the deletion of the record publishes it again.
+// the confirm and the deletion of the record publishes it again. A record
+// keeps the origin its envelope was given; one recorded without an origin
+// goes out with the relay connection's (acemq.WithOrigin).
 //
 // The relay publishes with confirms, mandatory unless recorded otherwise,
 // batches of 100 pipelined, in the order recorded per destination

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/acemq/acemq"
@@ -43,6 +42,8 @@ func NewPublisher[T any](store Store, exchange string, opts ...PublisherOption) 
 // writes; nil for the memory store). It returns the envelope as it will be
 // published: its ID is the message id the relay publishes, every time it
 // publishes it, so a consumer's inbox recognises a record published twice.
+// Its origin is the one given with WithEnvelope, or else empty: the relay
+// publishes such a record with its connection's origin (acemq.WithOrigin).
 func (p *Publisher[T]) Send(ctx context.Context, tx Execer, key string, v T, opts ...SendOption) (acemq.Envelope, error) {
 	if p.err != nil {
 		return acemq.Envelope{}, p.err
@@ -90,12 +91,9 @@ func (p *Publisher[T]) record(key string, v T, env acemq.Envelope) (Record, acem
 	}
 	// A new message: rebuilt from its fields, so that unknown x-acemq-*
 	// headers of a delivered envelope stay with that delivery
-	// (docs/wire.md §2.5), as acemq.Publisher does.
-	f := env.Fields()
-	if f.Origin == "" {
-		f.Origin = origin
-	}
-	if env, err = acemq.NewEnvelope(f); err != nil {
+	// (docs/wire.md §2.5), as acemq.Publisher does. An empty origin stays
+	// empty: the relay stamps its connection's (Relay).
+	if env, err = acemq.NewEnvelope(env.Fields()); err != nil {
 		return Record{}, acemq.Envelope{}, err
 	}
 	now := time.Now()
@@ -111,13 +109,3 @@ func (p *Publisher[T]) record(key string, v T, env acemq.Envelope) (Record, acem
 		Recorded:    time.UnixMilli(now.UnixMilli()),
 	}, env, nil
 }
-
-// origin is the family's default origin, acemq@{hostname} (docs/wire.md
-// §12), stamped on records whose envelope has none.
-var origin = func() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "unknown-host"
-	}
-	return "acemq@" + h
-}()

@@ -4,19 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // Relay publishes the records of a Store through a connection: with
 // confirms, mandatory unless recorded otherwise, in the order recorded per
 // destination; a published record is deleted; a failed one is tried again
 // after a doubling backoff and retired after its last allowed attempt,
-// with its reason kept. Several relays (in one process or many) may run on
-// one store: no record is handed to two at once.
+// with its reason kept. A record recorded without an origin goes out with
+// the connection's (acemq.WithOrigin). Several relays (in one process or
+// many) may run on one store: no record is handed to two at once.
 type Relay struct {
 	conn  *acemq.Conn
 	plumb *plumbing.Conn
@@ -144,6 +147,7 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 func (r *Relay) publish(ctx context.Context, recs []Record) []Result {
 	ctx, span := r.tel.start(ctx, len(recs))
 	ms := make([]plumbing.Message, len(recs))
+	origin := r.conn.Origin()
 	for i, rec := range recs {
 		ms[i] = plumbing.Message{
 			Exchange:      rec.Exchange,
@@ -153,7 +157,7 @@ func (r *Relay) publish(ctx context.Context, recs []Record) []Result {
 			Transient:     rec.Transient,
 			ContentType:   rec.ContentType,
 			MessageID:     rec.MessageID,
-			Headers:       rec.Headers,
+			Headers:       withOrigin(rec.Headers, origin),
 			Body:          rec.Body,
 		}
 	}
@@ -185,6 +189,21 @@ func (r *Relay) publish(ctx context.Context, recs []Record) []Result {
 		}
 	}
 	return results
+}
+
+// withOrigin returns headers with origin as x-acemq-origin when they carry
+// none (a record sent without an origin of its own), copied so that the
+// store's record is left as it was.
+func withOrigin(headers map[string]any, origin string) map[string]any {
+	if _, ok := headers[wire.HeaderOrigin]; ok || origin == "" {
+		return headers
+	}
+	h := maps.Clone(headers)
+	if h == nil {
+		h = make(map[string]any, 1)
+	}
+	h[wire.HeaderOrigin] = origin
+	return h
 }
 
 // wait is the backoff after a record's attempt-th failure.

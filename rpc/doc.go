@@ -25,6 +25,10 @@
 //
 //   - the responder failed: a *[ResponderError] carrying the responder's
 //     "TypeName: message", at once;
+//   - the responder refused the request with [Refuse] (an expected answer):
+//     the same *[ResponderError] with Refused set, which errors.Is matches
+//     against [ErrRefused] (the reply's acemq-error-kind header; a reply
+//     from a sibling library never has it, and reads as a failure);
 //   - no reply in time: a *[TimeoutError], which errors.Is matches against
 //     both [ErrTimeout] and context.DeadlineExceeded;
 //   - a reply the codec cannot read: the codec's own error (an

@@ -83,9 +83,28 @@ type ResponderError struct {
 	Text string
 	// Reply is the envelope of the failure reply.
 	Reply acemq.Envelope
+	// Refused is true when the responder refused the request with Refuse
+	// (an expected business answer: the reply carries acemq-error-kind =
+	// refused), false when it failed (an error or a panic), or when its
+	// reply does not say (a sibling library, an older responder).
+	Refused bool
 }
+
+// ErrRefused is matched (errors.Is) by a *ResponderError whose responder
+// refused the request with Refuse.
+var ErrRefused = errors.New("rpc: the responder refused the request")
 
 // Error names the request and quotes the responder's failure text.
 func (e *ResponderError) Error() string {
+	if e.Refused {
+		return fmt.Sprintf("rpc: the responder refused request %s: %s", e.ID, e.Text)
+	}
 	return fmt.Sprintf("rpc: the responder failed request %s: %s", e.ID, e.Text)
 }
+
+// Is reports whether target is ErrRefused and the responder refused the
+// request.
+func (e *ResponderError) Is(target error) bool { return target == ErrRefused && e.Refused }
+
+// errorKindRefused is HeaderErrorKind's value on a refusal's reply.
+const errorKindRefused = "refused"

@@ -30,6 +30,10 @@ const ReplyQueuePrefix = "acemq-reply-"
 const (
 	HeaderReplyTo = wire.HeaderReplyTo
 	HeaderError   = wire.HeaderReplyError
+	// HeaderErrorKind qualifies HeaderError: "refused" on the failure
+	// reply to a request refused with Refuse (an expected answer), absent
+	// on a failure (docs/request-reply.md).
+	HeaderErrorKind = wire.HeaderReplyErrorKind
 )
 
 // Requester asks questions of a responder: it owns one reply queue, one
@@ -331,7 +335,9 @@ func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, err
 	var rep Rep
 	if v, ok := m.Envelope.Header(HeaderError); ok {
 		text, _ := wire.String(v)
-		return rep, &ResponderError{ID: id, Text: text, Reply: m.Envelope}
+		kind, _ := m.Envelope.Header(HeaderErrorKind)
+		k, _ := wire.String(kind)
+		return rep, &ResponderError{ID: id, Text: text, Reply: m.Envelope, Refused: k == errorKindRefused}
 	}
 	ct := m.ContentType
 	if !r.codec.Accepts(ct) {

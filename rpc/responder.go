@@ -23,10 +23,11 @@ type Handler[Req, Rep any] func(ctx context.Context, m acemq.Message[Req]) (Rep,
 
 // Refuse marks err as an expected business failure ("unknown SKU", "out of
 // stock"): the caller gets a failure reply carrying err ("TypeName:
-// message" of err, without the mark) at once, exactly as for any other
-// handler error, but the request is accepted rather than dead-lettered,
-// since there is nothing for an operator to look at or replay. Refused
-// counts them. Refuse(nil) is nil.
+// message" of err, without the mark) at once, as for any other handler
+// error, marked as a refusal (HeaderErrorKind = "refused", so the caller's
+// *ResponderError is Refused and matches ErrRefused), and the request is
+// accepted rather than dead-lettered, since there is nothing for an
+// operator to look at or replay. Refused counts them. Refuse(nil) is nil.
 func Refuse(err error) error {
 	if err == nil {
 		return nil
@@ -184,20 +185,21 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 			// answered.
 			return acemq.Retry(fmt.Errorf("rpc: the responder was stopped while handling the request: %w", err))
 		}
-		if perr := s.reply(ctx, m, to, s.zeroBody(), describe(err)); perr != nil {
+		var rf *refusal
+		refused := errors.As(err, &rf)
+		if perr := s.reply(ctx, m, to, s.zeroBody(), describe(err), refused); perr != nil {
 			// The caller has not been told and is still waiting: another
 			// attempt is the only path that can still reach it.
 			return acemq.Retry(fmt.Errorf("rpc: the handler failed (%s) and the failure reply could not be published: %w", describe(err), perr))
 		}
-		var rf *refusal
-		if errors.As(err, &rf) {
+		if refused {
 			s.r.refused.Add(1)
 			return acemq.Accept()
 		}
 		return acemq.Reject(err)
 	}
 	s.r.answered.Add(1)
-	if perr := s.reply(ctx, m, to, body, ""); perr != nil {
+	if perr := s.reply(ctx, m, to, body, "", false); perr != nil {
 		s.r.answered.Add(-1)
 		return acemq.Retry(fmt.Errorf("rpc: the reply could not be published: %w", perr))
 	}
@@ -225,10 +227,11 @@ func (s *server[Req, Rep]) zeroBody() []byte {
 	return b
 }
 
-// reply publishes an answer (or, with errText, a failure) to the reply
-// address through the default exchange, not mandatory, with a fresh
-// envelope (docs/wire.md §8.4).
-func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to string, body []byte, errText string) error {
+// reply publishes an answer (or, with errText, a failure, marked refused
+// when the handler refused the request) to the reply address through the
+// default exchange, not mandatory, with a fresh envelope (docs/wire.md
+// §8.4).
+func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to string, body []byte, errText string, refused bool) error {
 	f := acemq.Fields{
 		CorrelationID: m.Envelope.CorrelationID(),
 		CausationID:   m.Envelope.ID(),
@@ -236,6 +239,9 @@ func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to s
 	}
 	if errText != "" {
 		f.Headers = map[string]any{HeaderError: errText}
+		if refused {
+			f.Headers[HeaderErrorKind] = errorKindRefused
+		}
 	}
 	env, err := acemq.NewEnvelope(f)
 	if err != nil {

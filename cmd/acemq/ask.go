@@ -28,8 +28,9 @@ standard output. The body is the BODY argument, or standard input when BODY
 is - or absent; its content type is --content-type, or guessed as publish
 does. Replies are printed whatever their content type.
 
-Exit codes: 0 answered; 2 the responder failed (its error, "TypeName:
-message", is printed on standard error); 3 no reply within --timeout (the
+Exit codes: 0 answered; 2 the responder failed or refused the request (its
+error, "TypeName: message", is printed on standard error, saying which); 3
+no reply within --timeout (the
 request may still be queued, running or done: a timeout says no answer
 arrived, not that nothing happened); 4 unroutable (nothing is bound for the
 routing key); 1 anything else.`,
@@ -91,6 +92,8 @@ func runAsk(cmd *cobra.Command, args []string, f askFlags) error {
 		var re *rpc.ResponderError
 		var ue *acemq.UnroutableError
 		switch {
+		case errors.As(err, &re) && re.Refused:
+			return withCode(exitResponder, fmt.Errorf("the responder refused the request: %s", re.Text))
 		case errors.As(err, &re):
 			return withCode(exitResponder, fmt.Errorf("the responder failed: %s", re.Text))
 		case errors.As(err, &ue):

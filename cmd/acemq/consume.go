@@ -214,7 +214,7 @@ func messageJSON(m acemq.Message[[]byte], o opened) ([]byte, error) {
 	}
 	d.Body, d.BodyBase64 = bodyJSON(m.Body)
 	d.KeyID = o.keyID
-	if o.plain != nil {
+	if o.decrypted {
 		d.Body, d.BodyBase64 = bodyJSON(o.plain)
 		d.Decrypted = true
 	}
@@ -284,7 +284,7 @@ func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o op
 	}
 	body := m.Body
 	switch {
-	case o.plain != nil:
+	case o.decrypted:
 		fmt.Fprintf(&b, "    encrypted: key id %s; decrypted with --keyring, the plaintext follows\n", o.keyID)
 		body = o.plain
 	case o.err != nil:

@@ -43,7 +43,8 @@ func isEncrypted(contentType string) bool { return media.Type(contentType) == en
 type opened struct {
 	encrypted bool   // the content type says so
 	keyID     string // the key id in the frame ("" when not a frame)
-	plain     []byte // the plaintext, when a keyring opened it
+	decrypted bool   // a keyring opened it: plain is the plaintext
+	plain     []byte // the plaintext (empty for an empty plaintext)
 	err       error  // why the keyring could not open it
 }
 
@@ -59,6 +60,9 @@ func openBody(codec *encrypted.Codec, m acemq.Message[[]byte]) opened {
 		return o
 	}
 	o.plain, o.err = codec.Open(m.Body)
+	// An empty plaintext opens to an empty (possibly nil) slice: whether
+	// it was decrypted is the error's absence, never the slice's.
+	o.decrypted = o.err == nil
 	return o
 }
 

@@ -65,7 +65,7 @@ what fell due meanwhile is delivered when it runs again. On SIGINT or SIGTERM
 it prints how many messages it handled ({"handled": N} with --json).`,
 		Example: `  acemq serve --queue pricing --declare -- jq -c '{pence: 250, sku: .sku}'
   acemq serve --queue shout --concurrency 4 -- tr a-z A-Z
-  acemq serve --scheduler --metrics 127.0.0.1:9464`,
+  acemq serve --scheduler --metrics-addr 127.0.0.1:9464`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.scheduler {
 				if len(args) > 0 || f.queue != "" {

@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	consumer, err := acemq.Consume(ctx, conn, queue, h)
+	consumer, err := consume(ctx, conn, queue, h)
 	if err != nil {
 		return err
 	}
@@ -164,6 +164,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "deliveries: %d acked, %d duplicate\n", counts[acemq.OutcomeAcked], counts[acemq.OutcomeDuplicate])
 	fmt.Fprintf(out, "charges: %s\n", charges)
 	return nil
+}
+
+// consume starts the consumer of queue. The inbox answers a store failure
+// (a database that is briefly away) and the handler a failed insert with a
+// retry, so the consumer needs a policy with more than one attempt: with
+// the default, NoRetry, either would dead-letter the message at once.
+func consume(ctx context.Context, conn *acemq.Conn, queue string, h acemq.Handler[OrderPlaced]) (*acemq.Consumer, error) {
+	return acemq.Consume(ctx, conn, queue, h,
+		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, 30*time.Second)))
 }
 
 func envOr(k, def string) string {

@@ -3,8 +3,8 @@
 //
 //   - a known SKU: the answer;
 //   - an unknown SKU: an expected business failure, answered with
-//     rpc.Refuse: the caller gets an *rpc.ResponderError at once and the
-//     request is accepted, not dead-lettered;
+//     rpc.Refuse: the caller gets an *rpc.ResponderError at once, marked
+//     Refused, and the request is accepted, not dead-lettered;
 //   - a SKU whose lookup fails unexpectedly: the caller gets an
 //     *rpc.ResponderError at once too, but the request is dead-lettered to
 //     prices.dlq for an operator to look at;
@@ -111,6 +111,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		switch {
 		case err == nil:
 			fmt.Fprintf(stdout, "%s: %dp\n", q.SKU, q.Pence)
+		case errors.As(err, &failed) && failed.Refused:
+			fmt.Fprintf(stdout, "%s: the responder refused: %s\n", call.sku, failed.Text)
 		case errors.As(err, &failed):
 			fmt.Fprintf(stdout, "%s: the responder failed: %s\n", call.sku, failed.Text)
 		case errors.As(err, &timedOut):

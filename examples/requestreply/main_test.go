@@ -25,7 +25,7 @@ func TestRun(t *testing.T) {
 	for _, want := range []string{
 		"A-1: 250p\n",
 		// Refused and failed alike: the caller is told at once.
-		`ZZZ: the responder failed: `, `unknown SKU "ZZZ"` + "\n",
+		`ZZZ: the responder refused: `, `unknown SKU "ZZZ"` + "\n",
 		"B-2: the responder failed: ", "the price database is unreachable\n",
 		"C-3: no answer within 50ms (rpc.ErrTimeout: true)\n",
 		// A-1 and C-3 (late); ZZZ refused; B-2 alone dead-lettered.

@@ -24,12 +24,16 @@ const (
 // application headers and every republish carries them. The packages that
 // write them (rpc, route, replay) export the names their users need.
 const (
-	HeaderReplyTo      = "acemq-reply-to"
-	HeaderReplyError   = "acemq-error"
-	HeaderRoutingSlip  = "acemq-routing-slip"
-	HeaderReplayedFrom = "acemq-replayed-from"
-	HeaderReplayedAt   = "acemq-replayed-at"
-	HeaderReplayCount  = "acemq-replay-count"
+	HeaderReplyTo    = "acemq-reply-to"
+	HeaderReplyError = "acemq-error"
+	// HeaderReplyErrorKind is the Go library's addition beside
+	// acemq-error: "refused" on the failure reply to a request the
+	// handler refused (rpc.Refuse). Siblings ignore it.
+	HeaderReplyErrorKind = "acemq-error-kind"
+	HeaderRoutingSlip    = "acemq-routing-slip"
+	HeaderReplayedFrom   = "acemq-replayed-from"
+	HeaderReplayedAt     = "acemq-replayed-at"
+	HeaderReplayCount    = "acemq-replay-count"
 )
 
 // The scheduler's headers (docs/wire.md §3.2, §5.7), unprefixed so that

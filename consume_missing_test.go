@@ -1,0 +1,50 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/testenv"
+)
+
+// A consumer that cannot start because its queue does not exist declares
+// nothing: no .dlq, no .parked, no rung left behind.
+func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		conn := brokertest.Connect(t, url)
+		ctx := context.Background()
+		q := testenv.Unique(t, "acemq-missing")
+		policy := acemq.FixedRetry(3, time.Minute) // one rung, q.retry.1m
+		rung := acemq.RungQueue(q, time.Minute)
+		// Deleted at the end in case the consumer wrongly declares them.
+		brokertest.DeleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), rung)
+		h := func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() }
+		_, err := acemq.Consume(ctx, conn, q, h, acemq.WithRetry(policy))
+		if !errors.Is(err, acemq.ErrNotFound) {
+			t.Fatalf("consuming a missing queue: %v, want an error wrapping ErrNotFound", err)
+		}
+		for _, name := range []string{acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), rung} {
+			if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
+				t.Errorf("the consumer that could not start left %s behind (inspect: %v)", name, err)
+			}
+		}
+
+		// With WithTopology declaring the queue, the same consumer starts
+		// and declares its dead-letter half and rung.
+		c, err := acemq.Consume(ctx, conn, q, h, acemq.WithRetry(policy),
+			acemq.WithTopology(acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer brokertest.Stop(t, c)
+		for _, name := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), rung} {
+			if _, err := conn.Inspect(ctx, name); err != nil {
+				t.Errorf("after a start with WithTopology, %s: %v", name, err)
+			}
+		}
+	})
+}
