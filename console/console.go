@@ -20,9 +20,13 @@ import (
 
 // Defaults of New.
 const (
-	DefaultPeekLimit = 1000
-	DefaultInterval  = 2 * time.Second
+	DefaultPeekLimit  = 1000
+	DefaultPeekBudget = 8 << 20
+	DefaultInterval   = 2 * time.Second
 )
+
+// minPeekBudget is the least peek budget: room for a few summaries.
+const minPeekBudget = 64 << 10
 
 // The names under which a request carries the token and the cross-site
 // guard.
@@ -61,12 +65,15 @@ func New(conn *acemq.Conn, opts ...Option) (*Console, error) {
 	if conn == nil {
 		return nil, errors.New("console: New needs a connection")
 	}
-	cfg := config{peekLimit: DefaultPeekLimit, interval: DefaultInterval}
+	cfg := config{peekLimit: DefaultPeekLimit, peekBudget: DefaultPeekBudget, interval: DefaultInterval}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
 	if cfg.peekLimit <= 0 {
 		return nil, fmt.Errorf("console: WithPeekLimit(%d): the limit must be 1 or more", cfg.peekLimit)
+	}
+	if cfg.peekBudget < minPeekBudget {
+		return nil, fmt.Errorf("console: WithPeekBudget(%d): the budget must be at least %d bytes", cfg.peekBudget, minPeekBudget)
 	}
 	if cfg.interval <= 0 {
 		return nil, fmt.Errorf("console: WithInterval(%s): the interval must be positive", cfg.interval)
