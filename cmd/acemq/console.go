@@ -19,6 +19,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/driver"
 	"github.com/spf13/cobra"
 )
 
@@ -206,7 +207,7 @@ func decryptBody(keys *encrypted.Codec) console.BodyDecoder {
 // http://HOST:15672/ (https://HOST:15671/ for amqps), with its user and
 // password, and the vhost.
 func managementURL(amqpURL string) (mgmt, vhost string, ok bool) {
-	u, err := url.Parse(amqpURL)
+	u, err := driver.ParseURL(amqpURL)
 	if err != nil || u.Hostname() == "" {
 		return "", "", false
 	}
@@ -231,7 +232,7 @@ func managementURL(amqpURL string) (mgmt, vhost string, ok bool) {
 
 // managementAnswers reports whether the management API answers at mgmt.
 func managementAnswers(ctx context.Context, mgmt string) bool {
-	u, err := url.Parse(mgmt)
+	u, err := driver.ParseURL(mgmt)
 	if err != nil {
 		return false
 	}
@@ -254,13 +255,7 @@ func managementAnswers(ctx context.Context, mgmt string) bool {
 }
 
 // redacted is a URL without its password.
-func redacted(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
-}
+func redacted(raw string) string { return driver.RedactURL(raw) }
 
 // parseSize reads a size in bytes, written as a number with an optional
 // KiB, MiB or GiB (or B) suffix: 65536, 64KiB, 8MiB. Empty is the console's
