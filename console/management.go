@@ -104,4 +104,3 @@ func parseManagementQueues(body []byte) ([]mgmtQueue, error) {
 	}
 	return qs, nil
 }
-
