@@ -220,3 +220,28 @@ func TestPeekBudget(t *testing.T) {
 		t.Errorf("%d messages on %s after the look, want %d", d, dlq, n)
 	}
 }
+
+// An export that fails after its first line is broken off, so that the
+// download fails rather than ends short looking whole.
+func TestExportFailingHalfWayIsBrokenOff(t *testing.T) {
+	url := brokertest.MemoryURL(t)
+	conn, dlq := bigDeadLetters(t, url, 4, 8<<10) // past the server's 4 KiB buffer
+	c := serve(t, conn, console.WithQueues(dlq))
+	reads := 0
+	t.Cleanup(console.SetReadHook(func() {
+		if reads++; reads == 3 { // two messages read and written
+			_ = conn.Close(context.Background())
+		}
+	}))
+	req, _ := http.NewRequest("POST", c.srv.URL+"/api/queues/"+dlq+"/export", strings.NewReader(`{"all":true}`))
+	req.Header.Set("X-Acemq-Console", c.csrf)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return // broken off before the first lines left the server's buffer
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || err == nil || resp.Trailer.Get("X-Acemq-Exported") != "" {
+		t.Fatalf("status %d, read error %v, trailer %q after %d bytes: want the response broken off", resp.StatusCode, err, resp.Trailer.Get("X-Acemq-Exported"), len(body))
+	}
+}
