@@ -56,7 +56,10 @@ func (c *Conn) Browse(ctx context.Context, queue string) (*Browser, error) {
 //
 // Every message Next returns is held by the browser: unacknowledged, so no
 // consumer gets it and the browser does not read it twice, until the
-// browser takes it (Take, Move) or is closed. Close puts every message still
+// browser takes it (Take, Move) or is closed. The browser keeps of a held
+// message only what it needs to settle it (its delivery tag and
+// properties), not its body or headers: what a caller drops of the
+// messages it read is not kept in memory by the browser. Close puts every message still
 // held back on the queue, at its head, in one go. What that costs: the
 // broker marks a put-back message redelivered, and counts it against a
 // quorum queue's delivery limit; held messages are not among a queue's
@@ -112,7 +115,12 @@ func (b *Browser) Next(ctx context.Context) (m Message[[]byte], ok bool, err err
 	}
 	b.seq++
 	seq := b.seq
-	b.held[seq] = &d
+	// What the browser holds is the delivery's tag and properties, not its
+	// body or headers: the message returned carries those, and a browser
+	// holding a thousand messages holds no more than that of them.
+	h := d
+	h.Body, h.Headers = nil, nil
+	b.held[seq] = &h
 	b.mu.Unlock()
 	m = newMessage(d.Body, &d, ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID), b.queue)
 	m.browser, m.held = b, seq
@@ -145,7 +153,7 @@ func (b *Browser) Take(m Message[[]byte]) error {
 }
 
 // Move publishes m, which Next returned, again — the same message: its
-// body, content type, reply-to and correlation-id properties — with env as
+// body (m.Body), content type, reply-to and correlation-id properties — with env as
 // its envelope (usually m.Envelope changed with Envelope.Change; its unknown
 // x-acemq-* headers go with it) to exchange with routingKey, persistent,
 // mandatory and confirmed, and only then takes m from the queue. An
@@ -179,7 +187,7 @@ func (b *Browser) Move(ctx context.Context, m Message[[]byte], exchange, routing
 		CorrelationID: d.CorrelationID,
 		ReplyTo:       d.ReplyTo,
 		Headers:       env.AppendHeaders(nil, routingKey),
-		Body:          d.Body,
+		Body:          m.Body,
 	}
 	if err := b.c.publish(ctx, out, env); err != nil {
 		return fmt.Errorf("acemq: moving message %s from %q to exchange %q with routing key %q: %w", env.id, b.queue, exchange, routingKey, err)

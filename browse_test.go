@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/acemq/acemq"
@@ -158,4 +160,72 @@ func TestRawLendsTheDriver(t *testing.T) {
 	if err := c.Raw(func(driver.Conn) error { t.Error("f ran on a closed connection"); return nil }); !errors.Is(err, acemq.ErrClosed) {
 		t.Fatalf("Raw after Close: %v, want ErrClosed", err)
 	}
+}
+
+// A Browser holds its messages on the broker, not their bodies in memory:
+// reading 32 messages of 1 MiB and dropping them leaves the heap as it
+// was while the browser still holds them; a Move of one still publishes
+// its body.
+func TestBrowserKeepsNoBodies(t *testing.T) {
+	for _, b := range []backend{memoryBackend, rabbitBackend} {
+		t.Run(b.name, func(t *testing.T) {
+			const n, size = 32, 1 << 20
+			r := newRig(t, b)
+			ctx := context.Background()
+			pub := acemq.NewPublisher[string](r.conn, "")
+			for i := range n {
+				if _, err := pub.Send(ctx, r.q, strings.Repeat(string(rune('a'+i%26)), size)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			testenv.Eventually(t, "the messages ready", func() bool { info, _ := r.conn.Inspect(ctx, r.q); return info.Messages == n })
+			br, err := r.conn.Browse(ctx, r.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer br.Close()
+			before := heapInUse()
+			var last acemq.Message[[]byte]
+			for {
+				m, ok, err := br.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				last = m
+			}
+			if grew := heapInUse() - before; grew > 8*size {
+				t.Errorf("a browser holding %d messages of %d bytes (the caller keeping one) grew the heap by %d bytes", n, size, grew)
+			}
+			other := r.q + ".moved"
+			r.mu.Lock()
+			r.cleanup = append(r.cleanup, other)
+			r.mu.Unlock()
+			if err := acemq.NewTopology().Queue(other, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, r.conn); err != nil {
+				t.Fatal(err)
+			}
+			if err := br.Move(ctx, last, "", other, last.Envelope); err != nil {
+				t.Fatal(err)
+			}
+			br2, err := r.conn.Browse(ctx, other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer br2.Close()
+			m, ok, err := br2.Next(ctx)
+			if err != nil || !ok || string(m.Body) != string(last.Body) {
+				t.Fatalf("the moved message: ok %v, %d bytes, %v; want the body moved", ok, len(m.Body), err)
+			}
+		})
+	}
+}
+
+// heapInUse is the heap's live bytes after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

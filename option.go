@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
@@ -101,8 +100,8 @@ func WithFallbackURLs(urls ...string) ConnOption {
 				c.fail("WithFallbackURLs was given an empty URL: pass the other nodes' URLs, for example amqp://guest:guest@node2:5672/")
 				continue
 			}
-			if _, err := url.Parse(u); err != nil {
-				c.fail("WithFallbackURLs: the URL %s cannot be parsed; write it as amqp://user:pass@host:port/vhost", driver.RedactURL(u))
+			if _, err := driver.ParseURL(u); err != nil {
+				c.fail("WithFallbackURLs: a URL cannot be parsed: %v; write it as amqp://user:pass@host:port/vhost", err)
 				continue
 			}
 			c.fallback = append(c.fallback, u)

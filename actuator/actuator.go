@@ -24,8 +24,11 @@
 //	ep.AddHealthCheck("database", actuator.HealthFunc(pingDB))
 //	go actuator.ListenAndServe(ctx, actuator.DefaultAddr, ep)
 //
-// The endpoints are unauthenticated by design: bind them to the loopback
-// interface (the default) or put them behind something that authenticates.
+// Without WithToken the endpoints answer only requests addressed to a
+// loopback name (localhost, 127.0.0.1, [::1]): bind them to the loopback
+// interface (the default). With a token they answer requests addressed to
+// any name that carry it (Authorization: Bearer TOKEN). Serve them over
+// TLS (a proxy) when the token crosses a network.
 package actuator
 
 import (
@@ -41,6 +44,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/hostguard"
 	"github.com/acemq/acemq/internal/plumbing"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +78,7 @@ type Endpoints struct {
 	provider *sdkmetric.MeterProvider
 	mux      *http.ServeMux
 	app      application
+	guard    hostguard.Guard
 
 	mu     sync.Mutex
 	conns  []*acemq.Conn
@@ -123,6 +128,11 @@ func New(opts ...Option) (*Endpoints, error) {
 		registry: reg,
 		provider: sdkmetric.NewMeterProvider(sdkOpts...),
 		app:      cfg.app,
+		guard: hostguard.Guard{
+			Name:       "this acemq actuator",
+			Token:      cfg.token,
+			NeedsToken: "send Authorization: Bearer TOKEN",
+		},
 	}
 	a.mux = http.NewServeMux()
 	a.mux.Handle("GET "+PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -196,8 +206,21 @@ func (a *Endpoints) Health(ctx context.Context) acemq.HealthReport {
 func (a *Endpoints) Shutdown(ctx context.Context) error { return a.provider.Shutdown(ctx) }
 
 // ServeHTTP serves /acemq-metrics, /acemq-health and /acemq-info (GET and
-// HEAD); any other path is 404.
-func (a *Endpoints) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// HEAD); any other path is 404. A request addressed to a name other than
+// a loopback one is refused (403) unless the Endpoints have a token
+// (WithToken), and then every request without the token is (401).
+func (a *Endpoints) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !a.guard.Admit(w, r) {
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// IsLoopback reports whether addr (host:port, as given to net.Listen)
+// listens on the loopback interface only. A listener anywhere else needs
+// a token (WithToken): without one, the endpoints refuse every request
+// not addressed to a loopback name.
+func IsLoopback(addr string) bool { return hostguard.LoopbackAddr(addr) }
 
 func (a *Endpoints) serveHealth(w http.ResponseWriter, r *http.Request) {
 	rep := a.Health(r.Context())

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func get(t *testing.T, h http.Handler, path string) (int, http.Header, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464"+path, nil))
 	b, _ := io.ReadAll(rec.Result().Body)
 	return rec.Code, rec.Result().Header, string(b)
 }
@@ -317,5 +317,75 @@ func TestServe(t *testing.T) {
 	defer ln2.Close()
 	if err := actuator.ListenAndServe(context.Background(), ln2.Addr().String(), act); err == nil {
 		t.Errorf("ListenAndServe on a taken port returned nil")
+	}
+}
+
+// A page that points its own name at 127.0.0.1 (DNS rebinding) cannot read
+// the endpoints: without a token only requests addressed to a loopback
+// name are answered.
+func TestForeignHostRefused(t *testing.T) {
+	ep, err := actuator.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{actuator.PathHealth, actuator.PathInfo, actuator.PathMetrics} {
+		for host, want := range map[string]int{
+			"127.0.0.1:9464": 200, "localhost:9464": 200, "[::1]:9464": 200, "LOCALHOST": 200, "127.0.0.2": 200,
+			"evil.example:9464": 403, "evil.example": 403, "10.0.0.1:9464": 403, "": 403, "127.0.0.1.evil.example": 403,
+		} {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			ep.ServeHTTP(rec, req)
+			if rec.Code != want {
+				t.Errorf("%s with Host %q: %d, want %d", path, host, rec.Code, want)
+			}
+			if want == 403 && strings.Contains(rec.Body.String(), "status") {
+				t.Errorf("%s with Host %q answered %q", path, host, rec.Body)
+			}
+		}
+	}
+}
+
+// With a token, every request must carry it, whatever name it is
+// addressed to; then any name is answered.
+func TestTokenOffLoopback(t *testing.T) {
+	ep, err := actuator.New(actuator.WithToken("s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		host, auth string
+		want       int
+	}{
+		{"metrics.internal:9464", "Bearer s3cret", 200},
+		{"127.0.0.1:9464", "Bearer s3cret", 200},
+		{"metrics.internal:9464", "", 401},
+		{"127.0.0.1:9464", "", 401}, // loopback does not excuse a missing token
+		{"metrics.internal:9464", "Bearer wrong", 401},
+		{"metrics.internal:9464", "s3cret", 401},
+		{"metrics.internal:9464", "Basic czNjcmV0", 401},
+	} {
+		req := httptest.NewRequest(http.MethodGet, actuator.PathHealth, nil)
+		req.Host = c.host
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		rec := httptest.NewRecorder()
+		ep.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("Host %q, Authorization %q: %d, want %d", c.host, c.auth, rec.Code, c.want)
+		}
+		if c.want == 401 && rec.Header().Get("WWW-Authenticate") != "Bearer" {
+			t.Errorf("a 401 without WWW-Authenticate: Bearer: %v", rec.Header())
+		}
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{actuator.DefaultAddr: true, "localhost:9464": true, "[::1]:9464": true, "0.0.0.0:9464": false, ":9464": false, "10.1.2.3:9464": false} {
+		if got := actuator.IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %t, want %t", addr, got, want)
+		}
 	}
 }

@@ -33,14 +33,14 @@ func Example() {
 	_, _ = acemq.NewPublisher[string](conn, "").Send(ctx, "orders.new", "o-1")
 
 	rec := httptest.NewRecorder()
-	act.ServeHTTP(rec, httptest.NewRequest("GET", actuator.PathMetrics, nil))
+	act.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:9464"+actuator.PathMetrics, nil))
 	for _, line := range strings.Split(rec.Body.String(), "\n") {
 		if strings.HasPrefix(line, "acemq_publish_total") || strings.HasPrefix(line, "# TYPE acemq_publish_total") {
 			fmt.Println(line)
 		}
 	}
 	rec = httptest.NewRecorder()
-	act.ServeHTTP(rec, httptest.NewRequest("GET", actuator.PathHealth, nil))
+	act.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:9464"+actuator.PathHealth, nil))
 	fmt.Println(rec.Code, act.Health(ctx).Status)
 	// Output:
 	// # TYPE acemq_publish_total counter

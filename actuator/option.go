@@ -9,6 +9,7 @@ type config struct {
 	app      application
 	registry *prometheus.Registry
 	sdkOpts  []sdkmetric.Option
+	token    string
 }
 
 // An Option configures New. Every option is a function named With….
@@ -36,3 +37,13 @@ func WithRegistry(reg *prometheus.Registry) Option {
 func WithMeterProviderOptions(opts ...sdkmetric.Option) Option {
 	return option(func(c *config) { c.sdkOpts = append(c.sdkOpts, opts...) })
 }
+
+// WithToken makes every request carry token, as "Authorization: Bearer
+// token" (Prometheus: the scrape config's authorization credentials; a
+// Kubernetes probe: an httpHeaders entry), and then answers requests
+// addressed to any name. Without a token the endpoints answer only
+// requests addressed to a loopback name (localhost, 127.0.0.1, [::1]),
+// which keeps out a web page that points its own name at 127.0.0.1 (DNS
+// rebinding) to read the health report; serve them on a loopback address
+// only.
+func WithToken(token string) Option { return option(func(c *config) { c.token = token }) }

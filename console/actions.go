@@ -156,30 +156,23 @@ func (c *Console) remove(ctx context.Context, queue string, s selection) (action
 }
 
 // export writes the selected messages of queue, peeked (not taken), as
-// JSON lines.
+// JSON lines, each as it is read: it holds one message at a time.
 func (c *Console) export(ctx context.Context, w io.Writer, queue string, s selection) (int, error) {
 	keep := s.match()
-	c.mu.Lock()
-	p, err := c.peek(ctx, queue)
-	c.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, m := range p.messages {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.look(ctx, queue, func(m acemq.Message[[]byte]) (bool, error) {
 		if !keep(m.Envelope) {
-			continue
+			return true, nil
 		}
-		line, err := c.exportLine(m)
-		if err != nil {
-			return n, err
-		}
-		if _, err := w.Write(line); err != nil {
-			return n, err
+		if err := writeExportLine(w, m); err != nil {
+			return false, err
 		}
 		n++
-	}
-	return n, nil
+		return true, nil
+	})
+	return n, err
 }
 
 func plural(n int) string {

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -137,17 +136,54 @@ func (c *Console) serveAPI(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusBadRequest, err)
 			return
 		}
-		var buf bytes.Buffer
-		n, err := c.export(ctx, &buf, rt.queue, s)
-		if err != nil {
+		ew := &exportWriter{w: w, name: exportName(rt.queue)}
+		n, err := c.export(ctx, ew, rt.queue, s)
+		switch {
+		case err != nil && !ew.started:
 			apiError(w, statusOf(err), err)
-			return
+		case err != nil:
+			// Part of the file is sent: break the response off, so that the
+			// download fails rather than ends short.
+			panic(http.ErrAbortHandler)
+		case !ew.started:
+			w.Header().Set(exportedHeader, "0")
+			ew.start(false)
+		default:
+			w.Header().Set(exportedHeader, fmt.Sprint(n)) // a trailer
 		}
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+exportName(rt.queue)+`"`)
-		w.Header().Set("X-Acemq-Exported", fmt.Sprint(n))
-		_, _ = w.Write(buf.Bytes())
 	}
+}
+
+// exportedHeader carries an export's count: a trailer, after the lines,
+// when there are any (the count is known only at the end), a header when
+// there are none.
+const exportedHeader = "X-Acemq-Exported"
+
+// exportWriter streams an export to its response, sending the headers
+// with the first line.
+type exportWriter struct {
+	w       http.ResponseWriter
+	name    string
+	started bool
+}
+
+func (e *exportWriter) start(trailer bool) {
+	e.started = true
+	h := e.w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("Content-Disposition", `attachment; filename="`+e.name+`"`)
+	h.Set("Cache-Control", "no-store")
+	if trailer {
+		h.Set("Trailer", exportedHeader)
+	}
+	e.w.WriteHeader(http.StatusOK)
+}
+
+func (e *exportWriter) Write(p []byte) (int, error) {
+	if !e.started {
+		e.start(true)
+	}
+	return e.w.Write(p)
 }
 
 // actionTimeout bounds a replay or a delete.

@@ -2,27 +2,30 @@ package console
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
 	"io/fs"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/hostguard"
 )
 
 // Defaults of New.
 const (
-	DefaultPeekLimit = 1000
-	DefaultInterval  = 2 * time.Second
+	DefaultPeekLimit  = 1000
+	DefaultPeekBudget = 8 << 20
+	DefaultInterval   = 2 * time.Second
 )
+
+// minPeekBudget is the least peek budget: room for a few summaries.
+const minPeekBudget = 64 << 10
 
 // The names under which a request carries the token and the cross-site
 // guard.
@@ -45,6 +48,9 @@ type Console struct {
 	mgmt *management
 	page []byte
 	www  http.Handler
+	// guard admits requests: to a loopback name without a token, carrying
+	// the token with one.
+	guard hostguard.Guard
 
 	// mu serialises every read of a queue (peek, replay, delete, export):
 	// a message one holds is invisible to another, so two at once would
@@ -61,12 +67,15 @@ func New(conn *acemq.Conn, opts ...Option) (*Console, error) {
 	if conn == nil {
 		return nil, errors.New("console: New needs a connection")
 	}
-	cfg := config{peekLimit: DefaultPeekLimit, interval: DefaultInterval}
+	cfg := config{peekLimit: DefaultPeekLimit, peekBudget: DefaultPeekBudget, interval: DefaultInterval}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
 	if cfg.peekLimit <= 0 {
 		return nil, fmt.Errorf("console: WithPeekLimit(%d): the limit must be 1 or more", cfg.peekLimit)
+	}
+	if cfg.peekBudget < minPeekBudget {
+		return nil, fmt.Errorf("console: WithPeekBudget(%d): the budget must be at least %d bytes", cfg.peekBudget, minPeekBudget)
 	}
 	if cfg.interval <= 0 {
 		return nil, fmt.Errorf("console: WithInterval(%s): the interval must be positive", cfg.interval)
@@ -77,6 +86,14 @@ func New(conn *acemq.Conn, opts ...Option) (*Console, error) {
 		}
 	}
 	c := &Console{conn: conn, cfg: cfg, done: make(chan struct{})}
+	c.guard = hostguard.Guard{
+		Name:       "this console",
+		Token:      cfg.token,
+		Cookie:     tokenCookie,
+		Query:      tokenQuery,
+		APIPrefix:  "/api/",
+		NeedsToken: "open the address it printed (…?token=…), or send Authorization: Bearer TOKEN",
+	}
 	if cfg.mgmtURL != "" {
 		m, err := newManagement(cfg.mgmtURL, cfg.mgmtVhost)
 		if err != nil {
@@ -118,7 +135,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
-	if !c.authorised(w, r) {
+	if !c.guard.Admit(w, r) {
 		return
 	}
 	p := r.URL.Path
@@ -148,70 +165,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorised checks the token (or, without one, that the request is
-// addressed to a loopback name), moving a token from the query string into
-// a cookie. It has answered the request when it returns false.
-func (c *Console) authorised(w http.ResponseWriter, r *http.Request) bool {
-	if c.cfg.token == "" {
-		if !loopbackHost(r.Host) {
-			http.Error(w, "this console answers only requests addressed to localhost, 127.0.0.1 or [::1]; to serve it to other hosts, start it with a token", http.StatusForbidden)
-			return false
-		}
-		return true
-	}
-	if q := r.URL.Query().Get(tokenQuery); q != "" && c.tokenIs(q) {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
-			// Take the token out of the address bar and the history.
-			u := *r.URL
-			v := u.Query()
-			v.Del(tokenQuery)
-			u.RawQuery = v.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-			return false
-		}
-		return true
-	}
-	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && c.tokenIs(a) {
-		return true
-	}
-	if k, err := r.Cookie(tokenCookie); err == nil && c.tokenIs(k.Value) {
-		return true
-	}
-	http.Error(w, "this console needs its token: open the address it printed (…?token=…), or send Authorization: Bearer TOKEN", http.StatusUnauthorized)
-	return false
-}
-
-func (c *Console) tokenIs(s string) bool {
-	return subtle.ConstantTimeCompare([]byte(s), []byte(c.cfg.token)) == 1
-}
-
-// loopbackHost reports whether a Host header names this machine's
-// loopback interface.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // IsLoopback reports whether addr (host:port, as given to net.Listen)
 // listens on the loopback interface only. A listener anywhere else should
 // be given a token (WithToken).
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func IsLoopback(addr string) bool { return hostguard.LoopbackAddr(addr) }

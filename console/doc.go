@@ -17,7 +17,8 @@
 // The queues come from RabbitMQ's management API (WithManagement), with
 // their rates, or else from the names given (WithQueues, WithTopology),
 // inspected one by one. Looking at a queue reads up to WithPeekLimit of its
-// messages with an acemq.Browser and puts every one back: nothing is
+// messages with an acemq.Browser, keeping a summary of each (never its
+// body) within WithPeekBudget bytes, and puts every one back: nothing is
 // taken, but each looked-at message is marked redelivered, and on a quorum
 // queue each look counts towards its delivery limit (the dead-letter halves
 // the library declares are classic and have none).
@@ -25,7 +26,8 @@
 // Replay goes through package replay: each message is published to the
 // queue it came from, confirmed, and only then removed from the dead-letter
 // queue. Delete takes messages for good and needs the request to say the
-// operator confirmed it. Export writes messages, peeked, as JSON lines.
+// operator confirmed it. Export writes messages, peeked, as JSON lines,
+// each as it is read.
 //
 // Every read of a queue by one console is serialised, so that a look and a
 // replay do not each see half of the queue. The JSON API needs the header

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Reasons are written by whoever failed the message: any string.
@@ -139,4 +140,22 @@ func FuzzRenderBody(f *testing.F) {
 			t.Fatalf("kind %q", kind)
 		}
 	})
+}
+
+// cut keeps at most n bytes, whole characters, and marks what it cut.
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdefghij", 10, "abcdefghij"},
+		{"abcdefghijk", 10, "abcdefg…"},
+		{"ééééééé", 10, "ééé…"},
+	} {
+		if got := cut(c.s, c.n); got != c.want || len(got) > c.n || !utf8.ValidString(got) {
+			t.Errorf("cut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
 }

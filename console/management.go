@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/acemq/acemq/driver"
 )
 
 // management reads queues from RabbitMQ's management API.
@@ -22,9 +24,12 @@ type management struct {
 }
 
 func newManagement(raw, vhost string) (*management, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("console: WithManagement(%q): expected http://[user:pass@]host:15672/", redact(raw))
+	u, err := driver.ParseURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("console: WithManagement: %w; expected http://[user:pass@]host:15672/", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("console: WithManagement(%q): expected http://[user:pass@]host:15672/", driver.RedactURL(raw))
 	}
 	m := &management{vhost: vhost, client: &http.Client{Timeout: 10 * time.Second}}
 	if u.User != nil {
@@ -98,13 +103,4 @@ func parseManagementQueues(body []byte) ([]mgmtQueue, error) {
 		return nil, fmt.Errorf("console: the management API's queue list is not what RabbitMQ sends: %w", err)
 	}
 	return qs, nil
-}
-
-// redact removes a password from a URL for an error message.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }

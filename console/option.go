@@ -10,14 +10,15 @@ import (
 type Option interface{ apply(*config) }
 
 type config struct {
-	queues    []string
-	topology  []*acemq.Topology
-	mgmtURL   string
-	mgmtVhost string
-	token     string
-	decoder   BodyDecoder
-	peekLimit int
-	interval  time.Duration
+	queues     []string
+	topology   []*acemq.Topology
+	mgmtURL    string
+	mgmtVhost  string
+	token      string
+	decoder    BodyDecoder
+	peekLimit  int
+	peekBudget int
+	interval   time.Duration
 }
 
 type option func(*config)
@@ -70,6 +71,15 @@ func WithBodyDecoder(d BodyDecoder) Option { return option(func(c *config) { c.d
 // default). A queue holding more is shown as truncated; replay and delete
 // still act on every message of the queue, read or not.
 func WithPeekLimit(n int) Option { return option(func(c *config) { c.peekLimit = n }) }
+
+// WithPeekBudget bounds the memory one look at a queue keeps, in bytes
+// (DefaultPeekBudget, 8 MiB, by default): the summaries of the messages it
+// read (each a few hundred bytes; reasons are cut to 1 KiB), never their
+// bodies. A look stops when the next summary would not fit, and the queue
+// is shown as truncated. Besides what it keeps, a look holds the message
+// it is reading; a message's page holds the one message it shows, and an
+// export one message at a time, written as it is read.
+func WithPeekBudget(bytes int) Option { return option(func(c *config) { c.peekBudget = bytes }) }
 
 // WithInterval is how often the live view re-reads the queues' depths (2 s
 // by default).

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"sort"
 	"strings"
@@ -21,38 +22,40 @@ import (
 // decoder is given the message as read; it must not keep it.
 type BodyDecoder func(m acemq.Message[[]byte]) (body []byte, contentType string, ok bool, err error)
 
-// peeked is what one look at a queue read.
-type peeked struct {
-	queue     string
-	messages  []acemq.Message[[]byte]
-	truncated bool // the queue held more than the peek limit
-}
-
-// peek reads up to the peek limit of queue's messages and puts every one
-// back (Browser.Close), so nothing is taken. The caller holds c.mu.
-func (c *Console) peek(ctx context.Context, queue string) (peeked, error) {
-	p := peeked{queue: queue}
+// look reads up to the peek limit of queue's messages, one at a time,
+// gives each to f, and puts every one back (Browser.Close), so nothing is
+// taken. It keeps nothing of a message itself: what f keeps is what the
+// look costs. truncated says the queue held more than the peek limit. The
+// caller holds c.mu.
+func (c *Console) look(ctx context.Context, queue string, f func(m acemq.Message[[]byte]) (more bool, err error)) (truncated bool, err error) {
 	b, err := c.conn.Browse(ctx, queue)
 	if err != nil {
-		return p, err
+		return false, err
 	}
 	defer b.Close()
+	n := 0
 	err = each(ctx, b, func(m acemq.Message[[]byte]) (bool, error) {
-		if len(p.messages) == c.cfg.peekLimit {
-			p.truncated = true
+		if n == c.cfg.peekLimit {
+			truncated = true
 			return false, nil
 		}
-		p.messages = append(p.messages, m)
-		return true, nil
+		n++
+		return f(m)
 	})
-	return p, err
+	return truncated, err
 }
 
 // each reads b's messages one at a time and gives each to f, until f says
 // no more, fails, or the queue has no more ready messages. What f does not
 // take stays held by b until it closes.
 func each(ctx context.Context, b *acemq.Browser, f func(m acemq.Message[[]byte]) (more bool, err error)) error {
+	if readHook != nil {
+		defer readHook()
+	}
 	for {
+		if readHook != nil {
+			readHook()
+		}
 		m, ok, err := b.Next(ctx)
 		if err != nil || !ok {
 			return err
@@ -62,6 +65,10 @@ func each(ctx context.Context, b *acemq.Browser, f func(m acemq.Message[[]byte])
 		}
 	}
 }
+
+// readHook, when set (by a test), is called before each message a read
+// of a queue takes.
+var readHook func()
 
 // messageSummary is a message in a group's list.
 type messageSummary struct {
@@ -94,16 +101,20 @@ type reasonGroup struct {
 
 // queueView is GET /api/queues/NAME.
 type queueView struct {
-	Queue      string        `json:"queue"`
-	Role       string        `json:"role"`
-	Target     string        `json:"target,omitempty"` // where replay sends them
-	Actions    bool          `json:"actions"`          // replay and delete offered
-	Peeked     int           `json:"peeked"`
-	Truncated  bool          `json:"truncated"`
-	PeekLimit  int           `json:"peekLimit"`
-	Groups     []reasonGroup `json:"groups"`
-	ReadAt     time.Time     `json:"readAt"`
-	QueueDepth int           `json:"depth"`
+	Queue     string `json:"queue"`
+	Role      string `json:"role"`
+	Target    string `json:"target,omitempty"` // where replay sends them
+	Actions   bool   `json:"actions"`          // replay and delete offered
+	Peeked    int    `json:"peeked"`
+	Truncated bool   `json:"truncated"`
+	PeekLimit int    `json:"peekLimit"`
+	// BudgetReached says the look stopped at the peek budget (Truncated is
+	// then true too): the summaries of the messages read filled it.
+	BudgetReached bool          `json:"budgetReached"`
+	PeekBudget    int           `json:"peekBudget"`
+	Groups        []reasonGroup `json:"groups"`
+	ReadAt        time.Time     `json:"readAt"`
+	QueueDepth    int           `json:"depth"`
 }
 
 // when is when a dead letter was last seen failing, as near as its
@@ -143,9 +154,20 @@ func deathTime(env acemq.Envelope) (time.Time, bool) {
 	return tt, ok && !tt.IsZero()
 }
 
+// The most of a message's reason, type, routing key and content type a
+// summary keeps: the message's page shows all of them.
+const (
+	maxSummaryReason = 1024
+	maxSummaryField  = 256
+)
+
+// summaryOverhead is what a summary costs beyond its strings: its fixed
+// fields and its share of the slice and of the JSON answer.
+const summaryOverhead = 256
+
 func summarise(m acemq.Message[[]byte]) messageSummary {
 	env := m.Envelope
-	s := messageSummary{ID: env.ID(), Type: env.Type(), Attempt: env.Attempt(), Reason: env.Reason(), RoutingKey: m.RoutingKey, ContentType: m.ContentType, Size: len(m.Body), Redelivered: m.Redelivered, Seen: when(env)}
+	s := messageSummary{ID: env.ID(), Type: cut(env.Type(), maxSummaryField), Attempt: env.Attempt(), Reason: cut(env.Reason(), maxSummaryReason), RoutingKey: cut(m.RoutingKey, maxSummaryField), ContentType: cut(m.ContentType, maxSummaryField), Size: len(m.Body), Redelivered: m.Redelivered, Seen: when(env)}
 	if t, ok := deathTime(env); ok {
 		s.DeadAt = &t
 	}
@@ -156,39 +178,89 @@ func summarise(m acemq.Message[[]byte]) messageSummary {
 	return s
 }
 
-// groupMessages groups messages by GroupKey, largest group first.
-func groupMessages(ms []acemq.Message[[]byte]) []reasonGroup {
-	byKey := map[string]*reasonGroup{}
-	var order []string
-	types := map[string]map[string]bool{}
-	for _, m := range ms {
-		key := GroupKey(m.Envelope.Reason())
-		g, ok := byKey[key]
-		if !ok {
-			g = &reasonGroup{ID: groupID(key), Key: key, Example: m.Envelope.Reason()}
-			byKey[key] = g
-			order = append(order, key)
-			types[key] = map[string]bool{}
+// cost is what a summary holds in memory, as the budget counts it.
+func (s messageSummary) cost() int {
+	return summaryOverhead + len(s.ID) + len(s.Type) + len(s.Reason) + len(s.RoutingKey) + len(s.ContentType)
+}
+
+// cut shortens s to at most n bytes, at a character boundary, marking the
+// cut with "…".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// grouper groups messages by GroupKey as a look reads them, keeping a
+// summary of each (never its body) within a budget of bytes.
+type grouper struct {
+	budget int
+	used   int
+	full   bool // a message was left out for the budget
+	n      int
+	byKey  map[string]*reasonGroup
+	order  []string
+	types  map[string]map[string]bool
+}
+
+func newGrouper(budget int) *grouper {
+	return &grouper{budget: budget, byKey: map[string]*reasonGroup{}, types: map[string]map[string]bool{}}
+}
+
+// add summarises m into its group; it says no more when the budget is
+// spent (m is then left out).
+func (g *grouper) add(m acemq.Message[[]byte]) (bool, error) {
+	s := summarise(m)
+	key := GroupKey(m.Envelope.Reason())
+	cost := s.cost()
+	gr, ok := g.byKey[key]
+	if !ok {
+		shown := cut(key, maxSummaryReason)
+		cost += summaryOverhead + len(shown) + len(s.Reason)
+		gr = &reasonGroup{ID: groupID(key), Key: shown, Example: s.Reason}
+	}
+	newType := !ok || !g.types[key][s.Type]
+	if newType {
+		cost += len(s.Type)
+	}
+	if g.used+cost > g.budget {
+		g.full = true
+		return false, nil
+	}
+	g.used += cost
+	g.n++
+	if !ok {
+		g.byKey[key] = gr
+		g.order = append(g.order, key)
+		g.types[key] = map[string]bool{}
+	}
+	gr.Count++
+	gr.Messages = append(gr.Messages, s)
+	if t := s.Seen; t != nil {
+		if gr.First == nil || t.Before(*gr.First) {
+			gr.First = t
 		}
-		s := summarise(m)
-		g.Count++
-		g.Messages = append(g.Messages, s)
-		if t := s.Seen; t != nil {
-			if g.First == nil || t.Before(*g.First) {
-				g.First = t
-			}
-			if g.Last == nil || t.After(*g.Last) {
-				g.Last = t
-			}
-		}
-		if !types[key][s.Type] {
-			types[key][s.Type] = true
-			g.Types = append(g.Types, s.Type)
+		if gr.Last == nil || t.After(*gr.Last) {
+			gr.Last = t
 		}
 	}
-	out := make([]reasonGroup, 0, len(order))
-	for _, k := range order {
-		out = append(out, *byKey[k])
+	if newType {
+		g.types[key][s.Type] = true
+		gr.Types = append(gr.Types, s.Type)
+	}
+	return true, nil
+}
+
+// groups are the groups, largest first.
+func (g *grouper) groups() []reasonGroup {
+	out := make([]reasonGroup, 0, len(g.order))
+	for _, k := range g.order {
+		out = append(out, *g.byKey[k])
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
 	return out
@@ -196,8 +268,9 @@ func groupMessages(ms []acemq.Message[[]byte]) []reasonGroup {
 
 // view is GET /api/queues/NAME: the queue's messages, peeked, grouped.
 func (c *Console) view(ctx context.Context, queue string) (queueView, error) {
+	g := newGrouper(c.cfg.peekBudget)
 	c.mu.Lock()
-	p, err := c.peek(ctx, queue)
+	truncated, err := c.look(ctx, queue, g.add)
 	var depth int
 	if err == nil {
 		if info, ierr := c.conn.Inspect(ctx, queue); ierr == nil {
@@ -210,9 +283,9 @@ func (c *Console) view(ctx context.Context, queue string) (queueView, error) {
 	}
 	// The broker may count the put-back messages a moment later than it
 	// answers.
-	depth = max(depth, len(p.messages))
+	depth = max(depth, g.n)
 	_, role := roleOf(queue)
-	v := queueView{Queue: queue, Role: role, Peeked: len(p.messages), Truncated: p.truncated, PeekLimit: c.cfg.peekLimit, Groups: groupMessages(p.messages), ReadAt: time.Now().UTC()}
+	v := queueView{Queue: queue, Role: role, Peeked: g.n, Truncated: truncated || g.full, BudgetReached: g.full, PeekLimit: c.cfg.peekLimit, PeekBudget: c.cfg.peekBudget, Groups: g.groups(), ReadAt: time.Now().UTC()}
 	if t, ok := replayTarget(queue); ok {
 		v.Target, v.Actions = t, true
 	}
@@ -246,29 +319,27 @@ type messageDetail struct {
 	Duplicates int    `json:"duplicates,omitempty"`
 }
 
-// detail peeks queue for the message with id.
+// detail peeks queue for the message with id. It keeps the first message
+// with that id (the one body it holds) and counts the others.
 func (c *Console) detail(ctx context.Context, queue, id string) (messageDetail, bool, error) {
+	var found acemq.Message[[]byte]
+	ok, dups := false, 0
 	c.mu.Lock()
-	p, err := c.peek(ctx, queue)
+	_, err := c.look(ctx, queue, func(m acemq.Message[[]byte]) (bool, error) {
+		switch {
+		case m.Envelope.ID() != id:
+		case ok:
+			dups++
+		default:
+			found, ok = m, true
+		}
+		return true, nil
+	})
 	c.mu.Unlock()
-	if err != nil {
+	if err != nil || !ok {
 		return messageDetail{}, false, err
 	}
-	var found *acemq.Message[[]byte]
-	dups := 0
-	for i := range p.messages {
-		if p.messages[i].Envelope.ID() == id {
-			if found == nil {
-				found = &p.messages[i]
-			} else {
-				dups++
-			}
-		}
-	}
-	if found == nil {
-		return messageDetail{}, false, nil
-	}
-	d, err := c.describe(*found)
+	d, err := c.describe(found)
 	d.Queue, d.Duplicates = queue, dups
 	return d, true, err
 }
@@ -335,35 +406,44 @@ func renderBody(body []byte, contentType string) (kind, text string) {
 	return "binary", base64.StdEncoding.EncodeToString(body)
 }
 
-// exportLine is one message as a JSON line: the envelope's JSON form with
-// the delivery's fields added, as acemq consume --json prints it.
-func (c *Console) exportLine(m acemq.Message[[]byte]) ([]byte, error) {
+// writeExportLine writes one message as a JSON line: the envelope's JSON
+// form with the delivery's fields added, as acemq consume --json prints
+// it. It writes the line in parts, so that it holds the body's text once.
+func writeExportLine(w io.Writer, m acemq.Message[[]byte]) error {
 	env, err := m.Envelope.MarshalJSON()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rest := struct {
-		Queue       string  `json:"queue"`
-		RoutingKey  string  `json:"routingKey"`
-		Exchange    string  `json:"exchange"`
-		ContentType string  `json:"contentType"`
-		Redelivered bool    `json:"redelivered"`
-		ReplyTo     string  `json:"replyTo"`
-		Body        *string `json:"body,omitempty"`
-		BodyBase64  *string `json:"bodyBase64,omitempty"`
+		Queue       string `json:"queue"`
+		RoutingKey  string `json:"routingKey"`
+		Exchange    string `json:"exchange"`
+		ContentType string `json:"contentType"`
+		Redelivered bool   `json:"redelivered"`
+		ReplyTo     string `json:"replyTo"`
 	}{Queue: m.Queue, RoutingKey: m.RoutingKey, Exchange: m.Exchange, ContentType: m.ContentType, Redelivered: m.Redelivered, ReplyTo: m.ReplyTo}
-	if utf8.Valid(m.Body) {
-		s := string(m.Body)
-		rest.Body = &s
-	} else {
-		s := base64.StdEncoding.EncodeToString(m.Body)
-		rest.BodyBase64 = &s
-	}
 	r, err := json.Marshal(rest)
 	if err != nil {
-		return nil, fmt.Errorf("console: rendering a message as JSON: %w", err)
+		return fmt.Errorf("console: rendering a message as JSON: %w", err)
 	}
-	line := append(env[:len(env)-1:len(env)-1], ',')
-	line = append(line, r[1:]...)
-	return append(line, '\n'), nil
+	field := `,"body":`
+	var body []byte
+	if utf8.Valid(m.Body) {
+		body, err = json.Marshal(string(m.Body))
+	} else {
+		field = `,"bodyBase64":`
+		body, err = json.Marshal(base64.StdEncoding.EncodeToString(m.Body))
+	}
+	if err != nil {
+		return fmt.Errorf("console: rendering a message as JSON: %w", err)
+	}
+	head := append(env[:len(env)-1:len(env)-1], ',')
+	head = append(head, r[1:len(r)-1]...)
+	head = append(head, field...)
+	for _, part := range [][]byte{head, body, []byte("}\n")} {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -48,9 +48,9 @@ func Schemes() []string {
 
 // Lookup returns the driver registered for the scheme of rawURL.
 func Lookup(rawURL string) (Driver, error) {
-	u, err := url.Parse(rawURL)
+	u, err := ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: the broker URL cannot be parsed: %w", Redact(err))
+		return nil, fmt.Errorf("acemq: the broker URL cannot be parsed: %w", err)
 	}
 	registryMu.RLock()
 	d, ok := registry[u.Scheme]
@@ -65,17 +65,25 @@ func Lookup(rawURL string) (Driver, error) {
 	return d, nil
 }
 
-// Redact returns err with any URL password removed from its text.
+// Redact returns err with any URL password removed from its text: a
+// *url.Error's URL is shown as RedactURL shows it, and its cause, when the
+// URL could not be parsed, as ParseURL says it (net/url's own text can
+// quote part of the password).
 func Redact(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
+		if _, perr := ParseURL(ue.URL); perr != nil {
+			return perr
+		}
 		return fmt.Errorf("%s %q: %v", ue.Op, RedactURL(ue.URL), ue.Err)
 	}
 	return err
 }
 
 // RedactURL returns rawURL with its password replaced by "xxxxx"; in a
-// comma-separated list of URLs (SplitURLs), every URL's.
+// comma-separated list of URLs (SplitURLs), every URL's. A URL ParseURL
+// refuses is shown with everything that may be its user information
+// replaced (MaskUserinfo).
 func RedactURL(rawURL string) string {
 	if parts := SplitURLs(rawURL); len(parts) > 1 {
 		for i, p := range parts {
@@ -83,9 +91,9 @@ func RedactURL(rawURL string) string {
 		}
 		return strings.Join(parts, ",")
 	}
-	u, err := url.Parse(rawURL)
+	u, err := ParseURL(rawURL)
 	if err != nil {
-		return "(unparseable URL)"
+		return MaskUserinfo(rawURL)
 	}
 	return u.Redacted()
 }

@@ -63,7 +63,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -98,9 +97,9 @@ func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) 
 
 // brokerName returns the broker key for a memory URL: host and path.
 func brokerName(raw string) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := driver.ParseURL(raw)
 	if err != nil {
-		return "", fmt.Errorf("memory: the URL cannot be parsed: %w", driver.Redact(err))
+		return "", fmt.Errorf("memory: the URL cannot be parsed: %w", err)
 	}
 	if u.Scheme != "memory" {
 		return "", fmt.Errorf("memory: the URL %q does not use the memory scheme (want memory://NAME)", driver.RedactURL(raw))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,9 +101,9 @@ func checkConfig(cfg *driver.Config) error {
 	copy(urls, cfg.URLs)
 	cfg.URLs = urls
 	for _, raw := range cfg.URLs {
-		u, err := url.Parse(raw)
+		u, err := driver.ParseURL(raw)
 		if err != nil {
-			return fmt.Errorf("acemq: the broker URL cannot be parsed: %w", driver.Redact(err))
+			return fmt.Errorf("acemq: the broker URL cannot be parsed: %w", err)
 		}
 		switch u.Scheme {
 		case "amqp":

@@ -96,9 +96,9 @@ func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, int, error) {
 // dial makes one connection attempt to rawURL within timeout and ctx.
 // The returned error never contains a password.
 func (c *conn) dial(ctx context.Context, rawURL string, timeout time.Duration) (*amqp.Connection, error) {
-	u, err := url.Parse(rawURL)
+	u, err := driver.ParseURL(rawURL)
 	if err != nil {
-		return nil, driver.Redact(err)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -8,15 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/driver"
 	"github.com/spf13/cobra"
 )
 
@@ -29,6 +32,7 @@ type consoleFlags struct {
 	queues     []string
 	management string
 	peekLimit  int
+	peekBudget string // a size: 8MiB; empty means console.DefaultPeekBudget
 	keyring    string
 }
 
@@ -66,6 +70,9 @@ page says which key id would open them.`,
 			if f.peekLimit < 1 {
 				return withCode(exitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.peekLimit))
 			}
+			if _, err := parseSize(f.peekBudget); err != nil {
+				return withCode(exitFailure, fmt.Errorf("--peek-budget %q: %v", f.peekBudget, err))
+			}
 			url, _ := brokerURL(cmd)
 			if isMemory(url) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", memoryNote(url))
@@ -87,6 +94,7 @@ page says which key id would open them.`,
 	fl.StringSliceVar(&f.queues, "queues", nil, "the application's queues to list (with their .dlq and .parked), when the management API is not used")
 	fl.StringVar(&f.management, "management", "", "RabbitMQ's management API: http://[user:pass@]host:15672/, or off (default: try http://HOST:15672/ with --url's credentials)")
 	fl.IntVar(&f.peekLimit, "peek-limit", console.DefaultPeekLimit, "read at most this many messages of a queue to show it")
+	fl.StringVar(&f.peekBudget, "peek-budget", "8MiB", "keep at most this much of the summaries of a queue's messages to show it (bytes, or with KiB, MiB or GiB)")
 	addKeyringFlag(cmd, &f.keyring)
 	return cmd
 }
@@ -101,6 +109,13 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, 
 		return err
 	}
 	opts := append([]console.Option{console.WithQueues(f.queues...), console.WithPeekLimit(f.peekLimit), console.WithBodyDecoder(decryptBody(keys))}, extra...)
+	if f.peekBudget != "" {
+		budget, err := parseSize(f.peekBudget)
+		if err != nil {
+			return withCode(exitFailure, fmt.Errorf("--peek-budget %q: %v", f.peekBudget, err))
+		}
+		opts = append(opts, console.WithPeekBudget(budget))
+	}
 	switch f.management {
 	case "", "off":
 	case "auto":
@@ -192,7 +207,7 @@ func decryptBody(keys *encrypted.Codec) console.BodyDecoder {
 // http://HOST:15672/ (https://HOST:15671/ for amqps), with its user and
 // password, and the vhost.
 func managementURL(amqpURL string) (mgmt, vhost string, ok bool) {
-	u, err := url.Parse(amqpURL)
+	u, err := driver.ParseURL(amqpURL)
 	if err != nil || u.Hostname() == "" {
 		return "", "", false
 	}
@@ -217,7 +232,7 @@ func managementURL(amqpURL string) (mgmt, vhost string, ok bool) {
 
 // managementAnswers reports whether the management API answers at mgmt.
 func managementAnswers(ctx context.Context, mgmt string) bool {
-	u, err := url.Parse(mgmt)
+	u, err := driver.ParseURL(mgmt)
 	if err != nil {
 		return false
 	}
@@ -240,10 +255,28 @@ func managementAnswers(ctx context.Context, mgmt string) bool {
 }
 
 // redacted is a URL without its password.
-func redacted(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
+func redacted(raw string) string { return driver.RedactURL(raw) }
+
+// parseSize reads a size in bytes, written as a number with an optional
+// KiB, MiB or GiB (or B) suffix: 65536, 64KiB, 8MiB. Empty is the console's
+// default peek budget.
+func parseSize(s string) (int, error) {
+	if s == "" {
+		return console.DefaultPeekBudget, nil
 	}
-	return u.Redacted()
+	num, unit := s, 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, unit = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || n > math.MaxInt/unit {
+		return 0, errors.New("write a size in bytes, or with KiB, MiB or GiB: 65536, 64KiB, 8MiB")
+	}
+	return n * unit, nil
 }

@@ -129,9 +129,30 @@ func TestConsoleUsage(t *testing.T) {
 	if !strings.Contains(r.stderr, "--peek-limit must be 1 or more") {
 		t.Errorf("stderr %q", r.stderr)
 	}
+	r = runCLI(t, "", "console", "--url", "memory://x", "--peek-budget", "lots").wantCode(t, 1)
+	if !strings.Contains(r.stderr, `--peek-budget "lots"`) {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	r = runCLI(t, "", "console", "--url", "memory://x", "--peek-budget", "1KiB").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "WithPeekBudget(1024): the budget must be at least") {
+		t.Errorf("stderr %q", r.stderr)
+	}
 	r = runCLI(t, "", "console", "--url", "memory://x", "--listen", "nonsense").wantCode(t, 1)
 	if !strings.Contains(r.stderr, "--listen nonsense") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int{"": console.DefaultPeekBudget, "65536": 65536, "64KiB": 64 << 10, "8MiB": 8 << 20, "1GiB": 1 << 30, "100B": 100} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"lots", "-1", "8MB", "1.5MiB", "99999999999999999999GiB"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) accepted", in)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"time"
@@ -12,9 +14,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// addMetricsFlag adds --metrics-addr.
+// addMetricsFlag adds --metrics-addr and --metrics-token.
 func addMetricsFlag(fl *pflag.FlagSet, addr *string) {
-	fl.StringVar(addr, "metrics-addr", "", "serve /acemq-metrics, /acemq-health and /acemq-info on this address while running (e.g. "+actuator.DefaultAddr+"; unauthenticated: keep it on loopback)")
+	fl.StringVar(addr, "metrics-addr", "", "serve /acemq-metrics, /acemq-health and /acemq-info on this address while running (e.g. "+actuator.DefaultAddr+"; off loopback it needs a token)")
+	fl.String("metrics-token", "", "the token every request to --metrics-addr must carry as Authorization: Bearer TOKEN (made up and printed when --metrics-addr is off loopback and none is given)")
 }
 
 // metrics serves the actuator endpoints for one command.
@@ -23,6 +26,10 @@ type metrics struct {
 	ln   net.Listener
 	stop context.CancelFunc
 	done chan error
+	// token is what requests must carry (empty: loopback names only);
+	// made says it was made up, so it is printed.
+	token string
+	made  bool
 }
 
 // newMetrics opens the listener (so a taken port fails the command before
@@ -32,7 +39,16 @@ func newMetrics(cmd *cobra.Command, addr string) (*metrics, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	act, err := actuator.New(actuator.WithApplication("acemq "+cmd.Name(), actuator.LibraryVersion()))
+	token, _ := cmd.Flags().GetString("metrics-token")
+	made := false
+	if token == "" && !actuator.IsLoopback(addr) {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		token, made = hex.EncodeToString(b[:]), true
+	}
+	act, err := actuator.New(actuator.WithApplication("acemq "+cmd.Name(), actuator.LibraryVersion()), actuator.WithToken(token))
 	if err != nil {
 		return nil, withCode(exitFailure, fmt.Errorf("setting up metrics: %w", err))
 	}
@@ -40,7 +56,7 @@ func newMetrics(cmd *cobra.Command, addr string) (*metrics, error) {
 	if err != nil {
 		return nil, withCode(exitFailure, fmt.Errorf("--metrics-addr %s: %w", addr, err))
 	}
-	return &metrics{act: act, ln: ln}, nil
+	return &metrics{act: act, ln: ln, token: token, made: made}, nil
 }
 
 // connectOptions record a connection's metrics through the actuator.
@@ -61,6 +77,9 @@ func (m *metrics) start(cmd *cobra.Command, conn *acemq.Conn) {
 	m.stop, m.done = cancel, make(chan error, 1)
 	go func() { m.done <- actuator.Serve(ctx, m.ln, m.act) }()
 	fmt.Fprintf(cmd.ErrOrStderr(), "metrics on http://%s%s (health %s, info %s)\n", m.ln.Addr(), actuator.PathMetrics, actuator.PathHealth, actuator.PathInfo)
+	if m.made {
+		fmt.Fprintf(cmd.ErrOrStderr(), "metrics need the header: Authorization: Bearer %s\n", m.token)
+	}
 }
 
 // close stops serving (or just closes the listener when never started).

@@ -175,11 +175,21 @@
       if (action === "export") {
         const r = await api("/api/queues/" + enc(queue) + "/export", { method: "POST", body: JSON.stringify(sel), raw: true });
         if (!r.ok) throw new Error((await r.json()).error);
-        const blob = await r.blob();
+        // The console streams the lines (its count comes after them, in a
+        // trailer a page cannot read): count them as they arrive.
+        const chunks = [];
+        let n = 0;
+        const reader = r.body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          chunks.push(value);
+          for (const b of value) if (b === 10) n++;
+        }
+        const blob = new Blob(chunks, { type: "application/x-ndjson" });
         const a = h("a", { href: URL.createObjectURL(blob), download: queue + ".jsonl" });
         document.body.append(a); a.click(); a.remove();
-        const n = r.headers.get("X-Acemq-Exported");
-        say("Exported " + n + " message" + (n === "1" ? "" : "s") + " from " + queue + " as JSON lines (peeked, not taken).");
+        say("Exported " + n + " message" + (n === 1 ? "" : "s") + " from " + queue + " as JSON lines (peeked, not taken).");
       } else {
         const res = await api("/api/queues/" + enc(queue) + "/" + action, { method: "POST", body: JSON.stringify(sel) });
         say(res.message, !!res.error);
@@ -264,7 +274,7 @@
       h("p", { class: "muted", id: "summary" },
         v.peeked + " message" + (v.peeked === 1 ? "" : "s") + " peeked (not taken), in " + v.groups.length + " group" + (v.groups.length === 1 ? "" : "s") + " by reason" +
         (v.actions ? "; replay sends them to " : "") , v.actions ? link(queueURL(v.target), h("span", { class: "mono" }, v.target)) : null, "."),
-      v.truncated ? h("p", { class: "note" }, "Only the first " + v.peekLimit + " messages are shown; replay and delete of a group or of all act on every message of the queue.") : null,
+      v.truncated ? h("p", { class: "note" }, "Only the first " + v.peeked + " messages are shown" + (v.budgetReached ? " (their summaries filled the console's peek budget of " + Math.round(v.peekBudget / 1024) + " KiB)" : "") + "; replay and delete of a group or of all act on every message of the queue.") : null,
       v.groups.length ? h("div", { class: "toolbar" }, actionButtons(q, v, "all", "all (" + v.peeked + (v.truncated ? "+" : "") + ")")) : h("p", {}, "This queue is empty."),
       v.groups.length ? selBar : null,
       ...groups);
