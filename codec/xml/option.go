@@ -17,3 +17,23 @@ func WithRoot(name string) Option {
 		}
 	})
 }
+
+// WithMaxBodySize sets the largest body, in bytes, the codec reads
+// (default DefaultMaxBodySize). n <= 0 keeps the default.
+func WithMaxBodySize(n int) Option {
+	return option(func(c *Codec) {
+		if n > 0 {
+			c.maxBody = n
+		}
+	})
+}
+
+// WithMaxDepth sets how deeply elements may nest in a body read (default
+// DefaultMaxDepth). n <= 0 keeps the default.
+func WithMaxDepth(n int) Option {
+	return option(func(c *Codec) {
+		if n > 0 {
+			c.maxDepth = n
+		}
+	})
+}
