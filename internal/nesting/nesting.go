@@ -44,17 +44,32 @@ func skipDoubleQuoted(b []byte, i int) int {
 	return len(b)
 }
 
-// TOML reports whether body, read as TOML, nests arrays and inline tables
-// more than max deep. Brackets in strings (basic, literal and their
-// multi-line forms) and comments do not count; a table header such as
-// [a.b] or [[a]] counts while it is open, as it nests no further.
+// TOML reports whether body, read as TOML, nests tables and arrays more
+// than max deep. Arrays and inline tables count one level per bracket; a
+// dotted key (a.b.c = 1, [a.b.c]) one level per dot besides. A dot after
+// a comma in an array (a float) is counted as if in a key: an
+// overestimate of one level. Brackets and dots in strings (basic, literal
+// and their multi-line forms) and comments do not count; a table header
+// such as [a] or [[a]] counts while it is open.
 func TOML(body []byte, max int) bool {
-	depth := 0
+	depth, dots := 0, 0
+	inKey := true
 	for i := 0; i < len(body); i++ {
 		switch c := body[i]; c {
 		case '#':
 			for i < len(body) && body[i] != '\n' {
 				i++
+			}
+			inKey, dots = true, 0
+		case '\n':
+			inKey, dots = true, 0
+		case '=':
+			inKey, dots = false, 0
+		case ',':
+			inKey, dots = true, 0
+		case '.':
+			if inKey {
+				dots++
 			}
 		case '"', '\'':
 			if i+2 < len(body) && body[i+1] == c && body[i+2] == c {
@@ -64,13 +79,17 @@ func TOML(body []byte, max int) bool {
 			}
 		case '[', '{':
 			depth++
-			if depth > max {
-				return true
+			dots = 0
+			if c == '{' {
+				inKey = true
 			}
 		case ']', '}':
 			if depth > 0 {
 				depth--
 			}
+		}
+		if depth+dots > max {
+			return true
 		}
 	}
 	return false

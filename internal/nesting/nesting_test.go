@@ -43,6 +43,15 @@ func TestTOML(t *testing.T) {
 		// does not hide what follows.
 		{"a = 'x\nb = [[[1]]]", 2, true},
 		{"a = \"x\nb = [[[1]]]", 2, true},
+		// Dotted keys nest tables.
+		{"a.b = 1", 1, false},
+		{"a.b.c = 1", 1, true},
+		{"[a.b.c]\nx = 1", 3, false}, // tables a, b and c
+		{"[a.b.c.d]\nx = 1", 3, true},
+		{"x = {a.b.c = 1}", 3, false}, // tables x, a and b
+		{"x = {a.b.c.d = 1}", 3, true},
+		{"'a.b.c.d' = 1", 1, false},
+		{"x = 1.5\ny = [1.5, 2.5]\nz = 1979-05-27T07:32:00.999Z", 2, false},
 	} {
 		if got := TOML([]byte(c.body), c.max); got != c.deep {
 			t.Errorf("TOML(%q, %d) = %t", c.body, c.max, got)
