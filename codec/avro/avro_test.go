@@ -249,7 +249,8 @@ func TestMemoryStorePutConflicts(t *testing.T) {
 // allocate what the body cannot hold.
 // avroBytesPerByte bounds what Decode allocates per body byte, and
 // avroBytesFixed what it allocates besides (docs/codecs.md): measured
-// worst, a recursive record decoded into any, about 1.5 KB per byte.
+// worst, a recursive record decoded into any, about 1,550 per byte; an
+// array of one-int records, about 400.
 const (
 	avroBytesPerByte = 2048
 	avroBytesFixed   = 64 << 10

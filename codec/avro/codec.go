@@ -36,8 +36,8 @@ const DefaultTimeout = 10 * time.Second
 
 // The codec's bounds (WithMaxBodySize and WithMaxDepth change them).
 const (
-	// DefaultMaxBodySize is the largest body the codec reads: 4 MiB.
-	DefaultMaxBodySize = 4 << 20
+	// DefaultMaxBodySize is the largest body the codec reads: 256 KiB.
+	DefaultMaxBodySize = 256 << 10
 	// DefaultMaxDepth is how deeply records, arrays and maps may nest
 	// (what a recursive schema allows): 128.
 	DefaultMaxDepth = 128
