@@ -3,6 +3,7 @@ package acemq_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,10 +54,16 @@ func TestJSONLimits(t *testing.T) {
 	if err := c.Decode([]byte(`"0123456789"`), "application/json", &v); !errors.Is(err, acemq.ErrTooLarge) {
 		t.Fatalf("WithMaxBodySize(10): %v", err)
 	}
-	// n <= 0 keeps the defaults.
-	d := acemq.NewJSON(acemq.WithMaxBodySize(0), acemq.WithMaxDepth(-1))
-	if err := d.Decode(deep(acemq.DefaultMaxDepth+1), "application/json", &v); !errors.Is(err, acemq.ErrTooDeep) {
-		t.Fatalf("WithMaxDepth(-1): %v", err)
+	// A bound of zero or less is a mistake, refused at start-up.
+	for _, o := range []acemq.JSONOption{acemq.WithMaxBodySize(0), acemq.WithMaxDepth(-1)} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "acemq: NewJSON needs positive bounds") {
+					t.Errorf("NewJSON with a bound <= 0: recovered %v", r)
+				}
+			}()
+			acemq.NewJSON(o)
+		}()
 	}
 }
 

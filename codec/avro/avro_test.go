@@ -357,6 +357,12 @@ func TestRecursiveDepthIsBounded(t *testing.T) {
 	if !errors.Is(err, acemq.ErrTooDeep) {
 		t.Fatalf("WithMaxDepth(3), 4 levels: %v", err)
 	}
+	if _, err := avro.NewFixed(nodeSchema, avro.WithMaxDepth(0)); err == nil || !strings.Contains(err.Error(), "avro: the bounds must be positive") {
+		t.Errorf("WithMaxDepth(0): %v", err)
+	}
+	if _, err := avro.NewRegistered(context.Background(), avro.NewRegistry(avro.NewMemoryStore()), nodeSchema, avro.WithMaxBodySize(-1)); err == nil {
+		t.Errorf("NewRegistered with WithMaxBodySize(-1): no error")
+	}
 	err = must(avro.NewFixed(nodeSchema, avro.WithMaxBodySize(3))).Decode(nodes(3), avro.ContentTypeFixed, &v)
 	if !errors.Is(err, acemq.ErrTooLarge) || !strings.Contains(err.Error(), "body of 4 bytes exceeds the avro codec's limit of 3") {
 		t.Fatalf("WithMaxBodySize(3): %v", err)

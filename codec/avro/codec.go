@@ -75,6 +75,9 @@ func NewFixed(schema string, opts ...Option) (*Codec, error) {
 	}
 	c := &Codec{schema: s, resolve: true, timeout: DefaultTimeout, maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth, compat: hamba.NewSchemaCompatibility()}
 	cfg := apply(c, opts)
+	if err := c.checkBounds(); err != nil {
+		return nil, err
+	}
 	if cfg.writer != "" {
 		w, err := parse(cfg.writer)
 		if err != nil {
@@ -97,6 +100,13 @@ func NewRegistered(ctx context.Context, reg *Registry, schema string, opts ...Op
 		return nil, errors.New("avro: NewRegistered needs a Registry, for example avro.NewRegistry(avro.NewMemoryStore())")
 	}
 	c := &Codec{registered: true, reg: reg, resolve: true, timeout: DefaultTimeout, maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth, compat: hamba.NewSchemaCompatibility()}
+	cfg := apply(c, opts)
+	if cfg.writer != "" {
+		return nil, errors.New("avro: WithWriterSchema is for fixed-schema codecs; a registered codec finds the writer's schema by id")
+	}
+	if err := c.checkBounds(); err != nil {
+		return nil, err
+	}
 	if schema != "" {
 		id, err := reg.Register(ctx, schema)
 		if err != nil {
@@ -105,11 +115,16 @@ func NewRegistered(ctx context.Context, reg *Registry, schema string, opts ...Op
 		c.id = id
 		c.schema, _ = reg.schema(ctx, id)
 	}
-	cfg := apply(c, opts)
-	if cfg.writer != "" {
-		return nil, errors.New("avro: WithWriterSchema is for fixed-schema codecs; a registered codec finds the writer's schema by id")
-	}
 	return c, nil
+}
+
+// checkBounds refuses the bounds of WithMaxBodySize and WithMaxDepth when
+// either is zero or less.
+func (c *Codec) checkBounds() error {
+	if c.maxBody <= 0 || c.maxDepth <= 0 {
+		return fmt.Errorf("avro: the bounds must be positive, not a body size of %d and a depth of %d", c.maxBody, c.maxDepth)
+	}
+	return nil
 }
 
 // SchemaID is a registered codec's schema id (0 for a fixed or read-only

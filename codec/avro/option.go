@@ -42,22 +42,20 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithMaxBodySize sets the largest body, in bytes, the codec reads
-// (default DefaultMaxBodySize). n <= 0 keeps the default.
+// (default DefaultMaxBodySize). NewFixed and NewRegistered refuse
+// n <= 0.
 func WithMaxBodySize(n int) Option {
 	return option(func(c *Codec, _ *config) {
-		if n > 0 {
-			c.maxBody = n
-		}
+		c.maxBody = n
 	})
 }
 
 // WithMaxDepth sets how deeply records, arrays and maps may nest in a body
 // (default DefaultMaxDepth); only a recursive schema lets a body choose
-// its depth. n <= 0 keeps the default.
+// its depth. NewFixed and NewRegistered refuse
+// n <= 0.
 func WithMaxDepth(n int) Option {
 	return option(func(c *Codec, _ *config) {
-		if n > 0 {
-			c.maxDepth = n
-		}
+		c.maxDepth = n
 	})
 }

@@ -61,7 +61,8 @@ type Codec struct {
 
 // New returns the codec of example's message type (example's contents do
 // not matter), with the default bounds unless opts change them. It panics
-// on a nil example: the type is fixed at start-up.
+// on a nil example or a bound of zero or less: the type is fixed at
+// start-up, where a mistake should stop the program.
 func New(example proto.Message, opts ...Option) *Codec {
 	if example == nil {
 		panic("protobuf: New needs an example message, for example &orderpb.Order{}")
@@ -70,6 +71,9 @@ func New(example proto.Message, opts ...Option) *Codec {
 	c := &Codec{typ: t, name: t.Descriptor().FullName(), maxBody: DefaultMaxBodySize, opts: proto.UnmarshalOptions{RecursionLimit: DefaultMaxDepth}}
 	for _, o := range opts {
 		o.apply(c)
+	}
+	if c.maxBody <= 0 || c.opts.RecursionLimit <= 0 {
+		panic(fmt.Sprintf("protobuf: New needs positive bounds, not a body size of %d and a depth of %d", c.maxBody, c.opts.RecursionLimit))
 	}
 	return c
 }
@@ -83,22 +87,18 @@ type option func(*Codec)
 func (f option) apply(c *Codec) { f(c) }
 
 // WithMaxBodySize sets the largest body, in bytes, the codec reads
-// (default DefaultMaxBodySize). n <= 0 keeps the default.
+// (default DefaultMaxBodySize). New panics on n <= 0.
 func WithMaxBodySize(n int) Option {
 	return option(func(c *Codec) {
-		if n > 0 {
-			c.maxBody = n
-		}
+		c.maxBody = n
 	})
 }
 
 // WithMaxDepth sets how deeply messages may nest (default
-// DefaultMaxDepth). n <= 0 keeps the default.
+// DefaultMaxDepth). New panics on n <= 0.
 func WithMaxDepth(n int) Option {
 	return option(func(c *Codec) {
-		if n > 0 {
-			c.opts.RecursionLimit = n
-		}
+		c.opts.RecursionLimit = n
 	})
 }
 

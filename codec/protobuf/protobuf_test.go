@@ -2,6 +2,7 @@ package protobuf_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -160,4 +161,14 @@ func TestBounds(t *testing.T) {
 	if err := protobuf.New(&structpb.Struct{}, protobuf.WithMaxDepth(4)).Decode(nestedList(3), "application/x-protobuf", &m); !errors.Is(err, acemq.ErrTooDeep) {
 		t.Fatalf("WithMaxDepth(4): %v", err)
 	}
+}
+
+// A bound of zero or less is a mistake, refused at start-up.
+func TestNonPositiveBoundPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "protobuf: New needs positive bounds") {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	protobuf.New(&structpb.Struct{}, protobuf.WithMaxDepth(0))
 }

@@ -56,11 +56,15 @@ const (
 type Codec struct{ maxBody, maxDepth int }
 
 // New returns the TOML codec, with the default bounds unless opts change
-// them.
+// them. It panics on a bound of zero or less: codecs are made at start-up,
+// where a mistake should stop the program.
 func New(opts ...Option) *Codec {
 	c := &Codec{maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth}
 	for _, o := range opts {
 		o.apply(c)
+	}
+	if c.maxBody <= 0 || c.maxDepth <= 0 {
+		panic(fmt.Sprintf("toml: New needs positive bounds, not a body size of %d and a depth of %d", c.maxBody, c.maxDepth))
 	}
 	return c
 }
@@ -74,22 +78,18 @@ type option func(*Codec)
 func (f option) apply(c *Codec) { f(c) }
 
 // WithMaxBodySize sets the largest body, in bytes, the codec reads
-// (default DefaultMaxBodySize). n <= 0 keeps the default.
+// (default DefaultMaxBodySize). New panics on n <= 0.
 func WithMaxBodySize(n int) Option {
 	return option(func(c *Codec) {
-		if n > 0 {
-			c.maxBody = n
-		}
+		c.maxBody = n
 	})
 }
 
 // WithMaxDepth sets how deeply tables and arrays may nest (default
-// DefaultMaxDepth). n <= 0 keeps the default.
+// DefaultMaxDepth). New panics on n <= 0.
 func WithMaxDepth(n int) Option {
 	return option(func(c *Codec) {
-		if n > 0 {
-			c.maxDepth = n
-		}
+		c.maxDepth = n
 	})
 }
 

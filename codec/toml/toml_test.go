@@ -2,6 +2,7 @@ package toml_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,4 +124,14 @@ func TestBounds(t *testing.T) {
 	if err := c.Decode([]byte("x = [[1]]"), "application/toml", &v); !errors.Is(err, acemq.ErrTooDeep) {
 		t.Fatalf("WithMaxDepth(1): %v", err)
 	}
+}
+
+// A bound of zero or less is a mistake, refused at start-up.
+func TestNonPositiveBoundPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "toml: New needs positive bounds") {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	toml.New(toml.WithMaxBodySize(-1))
 }

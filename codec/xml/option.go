@@ -19,21 +19,17 @@ func WithRoot(name string) Option {
 }
 
 // WithMaxBodySize sets the largest body, in bytes, the codec reads
-// (default DefaultMaxBodySize). n <= 0 keeps the default.
+// (default DefaultMaxBodySize). New panics on n <= 0.
 func WithMaxBodySize(n int) Option {
 	return option(func(c *Codec) {
-		if n > 0 {
-			c.maxBody = n
-		}
+		c.maxBody = n
 	})
 }
 
 // WithMaxDepth sets how deeply elements may nest in a body read (default
-// DefaultMaxDepth). n <= 0 keeps the default.
+// DefaultMaxDepth). New panics on n <= 0.
 func WithMaxDepth(n int) Option {
 	return option(func(c *Codec) {
-		if n > 0 {
-			c.maxDepth = n
-		}
+		c.maxDepth = n
 	})
 }

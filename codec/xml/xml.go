@@ -88,6 +88,9 @@ func New(opts ...Option) *Codec {
 	for _, o := range opts {
 		o.apply(c)
 	}
+	if c.maxBody <= 0 || c.maxDepth <= 0 {
+		panic(fmt.Sprintf("xml: New needs positive bounds, not a body size of %d and a depth of %d", c.maxBody, c.maxDepth))
+	}
 	return c
 }
 

@@ -2,6 +2,7 @@ package xml_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -180,4 +181,14 @@ func TestBounds(t *testing.T) {
 	if err := c.Decode(deep(3), "application/xml", &v); !errors.Is(err, acemq.ErrTooDeep) {
 		t.Fatalf("WithMaxDepth(2): %v", err)
 	}
+}
+
+// A bound of zero or less is a mistake, refused at start-up.
+func TestNonPositiveBoundPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "xml: New needs positive bounds") {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	xml.New(xml.WithMaxDepth(0))
 }
