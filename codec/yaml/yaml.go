@@ -26,6 +26,7 @@ package yaml
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec"
@@ -219,10 +220,10 @@ func tooDeep(body []byte, max int) bool {
 			}
 			prev = tk
 		}
-		if err != nil {
-			// io.EOF, or a token the lexer cannot read, which the parser
-			// will refuse too.
+		if err == io.EOF {
 			return false
 		}
+		// Any other error is a token the lexer cannot read: it goes on
+		// after it, as lexer.Tokenize (what the parser reads) does.
 	}
 }
