@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq/acemq/internal/media"
+	"github.com/acemq/acemq/internal/nesting"
 )
 
 // Codec turns payloads into bodies and back. A publisher writes one format;
@@ -57,10 +58,14 @@ func mediaType(ct string) string { return media.Type(ct) }
 
 // JSON is the default codec: application/json, encoding/json semantics, no
 // trailing newline. It also reads text/json, application/*+json and a
-// missing content type. A malformed body is not retryable.
-var JSON Codec = jsonCodec{}
+// missing content type. A malformed body is not retryable. It reads bodies
+// of at most DefaultMaxBodySize bytes nested at most DefaultMaxDepth deep,
+// refusing others with a *LimitError before parsing them; NewJSON makes
+// one with other bounds.
+var JSON Codec = NewJSON()
 
-type jsonCodec struct{}
+// jsonCodec is JSON; its zero value has no bounds, and NewJSON sets them.
+type jsonCodec struct{ maxBody, maxDepth int }
 
 func (jsonCodec) ContentType() string { return "application/json" }
 
@@ -113,7 +118,13 @@ var jsonBuffers = sync.Pool{New: func() any {
 // the pool, so that one large message does not pin its memory.
 const maxPooledJSONBuffer = 64 << 10
 
-func (jsonCodec) Decode(body []byte, ct string, v any) error {
+func (c jsonCodec) Decode(body []byte, ct string, v any) error {
+	if c.maxBody > 0 && len(body) > c.maxBody {
+		return &DecodeError{ContentType: ct, Err: &LimitError{Codec: "json", Size: len(body), Limit: c.maxBody}}
+	}
+	if c.maxDepth > 0 && nesting.JSON(body, c.maxDepth) {
+		return &DecodeError{ContentType: ct, Err: &LimitError{Codec: "json", Depth: true, Size: len(body), Limit: c.maxDepth}}
+	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return &DecodeError{ContentType: ct, Err: err}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/nesting"
 )
 
 // The JSON form of an envelope, the one `acemq envelope` and `acemq consume
@@ -92,7 +93,8 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 // envelope as NewEnvelope does: an absent field takes its default (a fresh
 // id, correlation = id, version and attempt 1, first seen now), while
 // "firstSeen": null means the age is unknown, as for a message that
-// arrived without one. Unknown keys are ignored. A reserved name among the
+// arrived without one. Unknown keys are ignored. Headers nested more than
+// 64 deep are refused, as HeadersFromJSON refuses them. A reserved name among the
 // headers fails with a *ReservedHeaderError; malformed JSON, a number that
 // is not a 32-bit integer where one is due, or a malformed $-form with an
 // error saying what is wrong.
@@ -116,6 +118,9 @@ func (e *Envelope) UnmarshalJSON(data []byte) error {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return errors.New("acemq: an envelope's JSON form is an object")
+	}
+	if nesting.JSON(trimmed, maxHeaderJSONDepth+1) {
+		return fmt.Errorf("acemq: envelope JSON is %w (headers more than %d levels)", ErrTooDeep, maxHeaderJSONDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
@@ -197,7 +202,9 @@ func firstLine(s string) string {
 // HeadersFromJSON reads a JSON object of header values in the JSON form of
 // an envelope's headers ({"$bytes": …} and the other one-key forms, integral
 // numbers as int64) into Go values an envelope accepts. Empty input and
-// null are no headers.
+// null are no headers. Objects and arrays nested more than 64 deep (twice
+// what RabbitMQ carries) are refused before the JSON is parsed, with an
+// error wrapping ErrTooDeep.
 func HeadersFromJSON(data []byte) (map[string]any, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || string(data) == "null" {
@@ -206,6 +213,9 @@ func HeadersFromJSON(data []byte) (map[string]any, error) {
 	if data[0] != '{' {
 		return nil, errors.New("acemq: headers in JSON are an object of header values")
 	}
+	if nesting.JSON(data, maxHeaderJSONDepth) {
+		return nil, fmt.Errorf("acemq: headers in JSON are %w (more than %d levels)", ErrTooDeep, maxHeaderJSONDepth)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var m map[string]any
@@ -213,8 +223,9 @@ func HeadersFromJSON(data []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("acemq: malformed headers JSON: %s", firstLine(err.Error()))
 	}
 	out := make(map[string]any, len(m))
+	path := make([]pathStep, 0, 8)
 	for k, v := range m {
-		cv, err := headerFromJSON(v, k)
+		cv, err := headerFromJSON(v, append(path, pathStep{key: k}))
 		if err != nil {
 			return nil, err
 		}
@@ -222,6 +233,10 @@ func HeadersFromJSON(data []byte) (map[string]any, error) {
 	}
 	return out, nil
 }
+
+// maxHeaderJSONDepth bounds the nesting HeadersFromJSON reads: the object
+// itself, then 63 levels of values.
+const maxHeaderJSONDepth = 64
 
 // headersToJSON renders header values (an envelope's, or a delivery's) as
 // JSON-ready values in the same form (never nil).
@@ -233,9 +248,34 @@ func headersToJSON(h map[string]any) map[string]any {
 	return out
 }
 
+// pathStep is one step of the path to a header value: a key, or an index
+// in an array.
+type pathStep struct {
+	key     string
+	index   int
+	inArray bool
+}
+
+// where renders a path as an error names it: name.key[2].
+func where(path []pathStep) string {
+	var b strings.Builder
+	for i, s := range path {
+		switch {
+		case s.inArray:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case i > 0:
+			b.WriteString("." + s.key)
+		default:
+			b.WriteString(s.key)
+		}
+	}
+	return b.String()
+}
+
 // headerFromJSON turns a decoded JSON value (numbers as json.Number) into a
-// header value.
-func headerFromJSON(v any, where string) (any, error) {
+// header value. path leads to it; it is rendered only for an error, so
+// that reading deeply nested headers costs no more than their size.
+func headerFromJSON(v any, path []pathStep) (any, error) {
 	switch x := v.(type) {
 	case nil, string, bool:
 		return x, nil
@@ -250,7 +290,7 @@ func headerFromJSON(v any, where string) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			cv, err := headerFromJSON(e, fmt.Sprintf("%s[%d]", where, i))
+			cv, err := headerFromJSON(e, append(path, pathStep{index: i, inArray: true}))
 			if err != nil {
 				return nil, err
 			}
@@ -260,14 +300,14 @@ func headerFromJSON(v any, where string) (any, error) {
 	case map[string]any:
 		if len(x) == 1 {
 			for k, inner := range x {
-				if special, ok, err := specialFromJSON(k, inner, where); ok || err != nil {
+				if special, ok, err := specialFromJSON(k, inner, path); ok || err != nil {
 					return special, err
 				}
 			}
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			cv, err := headerFromJSON(e, where+"."+k)
+			cv, err := headerFromJSON(e, append(path, pathStep{key: k}))
 			if err != nil {
 				return nil, err
 			}
@@ -275,11 +315,11 @@ func headerFromJSON(v any, where string) (any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("acemq: header %s: unsupported JSON value %T", where, v)
+	return nil, fmt.Errorf("acemq: header %s: unsupported JSON value %T", where(path), v)
 }
 
 // specialFromJSON reads the one-key forms {"$bytes": …} and the others.
-func specialFromJSON(key string, v any, where string) (any, bool, error) {
+func specialFromJSON(key string, v any, path []pathStep) (any, bool, error) {
 	if !strings.HasPrefix(key, "$") {
 		return nil, false, nil
 	}
@@ -287,29 +327,29 @@ func specialFromJSON(key string, v any, where string) (any, bool, error) {
 	switch key {
 	case "$bytes":
 		if !isString {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$bytes" must be a base64 string`, where)
+			return nil, true, fmt.Errorf(`acemq: header %s: "$bytes" must be a base64 string`, where(path))
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$bytes" is not valid base64: %s`, where, firstLine(err.Error()))
+			return nil, true, fmt.Errorf(`acemq: header %s: "$bytes" is not valid base64: %s`, where(path), firstLine(err.Error()))
 		}
 		return b, true, nil
 	case "$timestamp":
 		if !isString {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$timestamp" must be an RFC 3339 string`, where)
+			return nil, true, fmt.Errorf(`acemq: header %s: "$timestamp" must be an RFC 3339 string`, where(path))
 		}
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$timestamp" is not RFC 3339: %q`, where, s)
+			return nil, true, fmt.Errorf(`acemq: header %s: "$timestamp" is not RFC 3339: %q`, where(path), s)
 		}
 		return t.UTC(), true, nil
 	case "$decimal":
 		if !isString {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$decimal" must be a string such as "12.50"`, where)
+			return nil, true, fmt.Errorf(`acemq: header %s: "$decimal" must be a string such as "12.50"`, where(path))
 		}
 		d, err := parseDecimal(s)
 		if err != nil {
-			return nil, true, fmt.Errorf("acemq: header %s: %w", where, err)
+			return nil, true, fmt.Errorf("acemq: header %s: %w", where(path), err)
 		}
 		return d, true, nil
 	case "$float":
@@ -321,7 +361,7 @@ func specialFromJSON(key string, v any, where string) (any, bool, error) {
 		case "-Inf":
 			return math.Inf(-1), true, nil
 		}
-		return nil, true, fmt.Errorf(`acemq: header %s: "$float" must be "NaN", "+Inf" or "-Inf"`, where)
+		return nil, true, fmt.Errorf(`acemq: header %s: "$float" must be "NaN", "+Inf" or "-Inf"`, where(path))
 	}
 	return nil, false, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/allocbound"
 )
 
 // TestEnvelopeIsNotAnError: an Envelope does not satisfy error by
@@ -197,9 +198,14 @@ func FuzzEnvelopeJSON(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"headers":{"h":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var e acemq.Envelope
-		if err := json.Unmarshal(data, &e); err != nil {
+		var err error
+		// What reading the JSON form may cost: encoding/json into maps,
+		// then the header values converted (TestHeadersFromJSONMemoryIsLinear).
+		allocbound.Check(t, len(data), 128, 64<<10, func() { err = json.Unmarshal(data, &e) })
+		if err != nil {
 			return
 		}
 		b, err := json.Marshal(e)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/allocbound"
 )
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -465,7 +466,29 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("unframed % x: %v", body, err)
 			}
 		}
+		// The claim check adds nothing to what the wrapped codec's decoding
+		// costs (64 bytes per byte for JSON, its bound in package acemq's
+		// FuzzJSONDecode).
 		var v any
-		_ = j.Decode(body, "application/json", &v)
+		allocbound.Check(t, len(body), 64, 16<<10, func() { _ = j.Decode(body, "application/json", &v) })
 	})
+}
+
+// The wrapped codec's bounds apply to a stored payload as to an inline
+// one: a payload over them is a non-retryable DecodeError that errors.Is
+// finds as acemq.ErrTooLarge.
+func TestWrappedCodecBoundsApplyToStoredPayloads(t *testing.T) {
+	store := NewMemoryStore()
+	c := Must(acemq.NewJSON(acemq.WithMaxBodySize(1000)), store, WithThreshold(100))
+	body, err := c.Encode(strings.Repeat("x", 2000))
+	if err != nil || !bytes.HasPrefix(body, storedPrefix) {
+		t.Fatalf("% x, %v", body[:3], err)
+	}
+	var s string
+	err = c.Decode(body, "application/json", &s)
+	var de *acemq.DecodeError
+	if !errors.As(err, &de) || de.Retryable || !errors.Is(err, acemq.ErrTooLarge) ||
+		!strings.Contains(err.Error(), "body of 2002 bytes exceeds the json codec's limit of 1000") {
+		t.Fatalf("%v", err)
+	}
 }

@@ -3,6 +3,7 @@ package codec_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,6 +173,73 @@ func TestReadingByContentTypeAndParkingWhatDoesNotOpen(t *testing.T) {
 		}
 		if id, _ := encrypted.KeyIDOf(d.Body); id != "2025-06" {
 			t.Errorf("the parked body's key id %q", id)
+		}
+	})
+}
+
+// Hostile bodies published to a real queue are parked, each with a reason
+// that names the bound it broke, and the consumer goes on: the security
+// review's 200 KB of nested YAML brackets ended the process before the
+// bounds. On both brokers, published raw (not through a codec).
+func TestHostileBodiesAreParkedWithTheBound(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		conn := brokertest.Connect(t, url)
+		q := brokertest.Queue(t, conn, "codec-hostile")
+		reader, err := codec.Reading("json", "yaml", "xml", "toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan acemq.Message[any], 8)
+		cons, err := acemq.Consume(context.Background(), conn, q, func(_ context.Context, m acemq.Message[any]) acemq.Ack {
+			got <- m
+			return acemq.Accept()
+		}, acemq.WithCodec(reader))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer brokertest.Stop(t, cons)
+		hostile := []struct{ ct, body, reason string }{
+			{"application/yaml", strings.Repeat("[", 100000) + strings.Repeat("]", 100000),
+				"body nests deeper than the yaml codec's limit of 64 levels"},
+			{"application/yaml", strings.Repeat("{a: ", 70) + "1" + strings.Repeat("}", 70),
+				"body nests deeper than the yaml codec's limit of 64 levels"},
+			{"application/yaml", "a: " + strings.Repeat("x", 300000-3),
+				"body of 300000 bytes exceeds the yaml codec's limit of 262144"},
+			{"application/json", strings.Repeat("[", 129) + strings.Repeat("]", 129),
+				"body nests deeper than the json codec's limit of 128 levels"},
+			{"application/xml", strings.Repeat("<a>", 129) + strings.Repeat("</a>", 129),
+				"body nests deeper than the xml codec's limit of 128 levels"},
+			{"application/toml", "x = " + strings.Repeat("[", 129) + strings.Repeat("]", 129),
+				"body nests deeper than the toml codec's limit of 128 levels"},
+		}
+		for _, h := range hostile {
+			if err := brokertest.Publish(context.Background(), conn, brokertest.Outbound{RoutingKey: q, ContentType: h.ct, Body: []byte(h.body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := acemq.NewPublisher[order](conn, "", acemq.WithCodec(yaml.New())).Send(context.Background(), q, sent); err != nil {
+			t.Fatal(err)
+		}
+		if m := brokertest.Receive(t, got); m.ContentType != yaml.ContentType {
+			t.Errorf("the handler got %s: %v", m.ContentType, m.Payload)
+		}
+		// The parked copies, in whatever order the consumer settled them.
+		want := map[string]int{}
+		for _, h := range hostile {
+			want[fmt.Sprintf("%d bytes: could not be decoded: LimitError: %s (content type %s)", len(h.body), h.reason, h.ct)]++
+		}
+		for range hostile {
+			d := brokertest.Get(t, conn, acemq.ParkedQueue(q))
+			parked := fmt.Sprintf("%d bytes: %s", len(d.Body), acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason())
+			if want[parked] == 0 {
+				t.Errorf("parked %q, want one of %v", parked, want)
+			}
+			want[parked]--
+		}
+		select {
+		case m := <-got:
+			t.Errorf("the handler got a hostile body: %s", m.ContentType)
+		default:
 		}
 	})
 }

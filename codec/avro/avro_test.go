@@ -1,6 +1,7 @@
 package avro_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,10 +9,12 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/avro"
+	"github.com/acemq/acemq/internal/allocbound"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -244,6 +247,21 @@ func TestMemoryStorePutConflicts(t *testing.T) {
 
 // FuzzDecode: hostile bodies neither crash the codecs nor make them
 // allocate what the body cannot hold.
+// avroBytesPerByte bounds what Decode allocates per body byte, and
+// avroBytesFixed what it allocates besides (docs/codecs.md): measured
+// worst, a recursive record decoded into any, about 1,550 per byte; an
+// array of one-int records, about 400.
+const (
+	avroBytesPerByte = 2048
+	avroBytesFixed   = 64 << 10
+)
+
+const nodeSchema = `{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]}]}`
+
+// nodes is a Node list depth long: union branch 1 (zig-zag 2) depth times,
+// then null.
+func nodes(depth int) []byte { return append(bytes.Repeat([]byte{2}, depth), 0) }
+
 func FuzzDecode(f *testing.F) {
 	ctx := context.Background()
 	reg := avro.NewRegistry(avro.NewMemoryStore())
@@ -251,28 +269,104 @@ func FuzzDecode(f *testing.F) {
 	registered := must(avro.NewRegistered(ctx, reg, orderSchema))
 	generic := must(avro.NewRegistered(ctx, reg, reg2))
 	fixed := must(avro.NewFixed(orderSchema))
+	recursive := must(avro.NewFixed(nodeSchema))
 	good, _ := registered.Encode(order{ID: "o-1", Qty: 2, Tags: []string{"a", "b"}})
 	f.Add(good, uint8(0))
 	f.Add(good[5:], uint8(1))
 	f.Add([]byte{0, 0, 0, 0, 1, 0xfe, 0xff, 0xff, 0xff, 0x0f}, uint8(0))
 	f.Add([]byte{0xfe, 0xff, 0xff, 0xff, 0x0f}, uint8(1))
+	f.Add(good[:5], uint8(0))
+	f.Add(append(good, 1, 2, 3), uint8(0))
+	f.Add(nodes(5000), uint8(4))
 	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
 		var o order
 		var m map[string]any
 		var a any
-		switch which % 4 {
-		case 0:
-			_ = registered.Decode(body, avro.ContentTypeRegistered, &o)
-			_ = registered.Decode(body, "application/avro", &m)
-		case 1:
-			_ = fixed.Decode(body, avro.ContentTypeFixed, &o)
-			_ = fixed.Decode(body, "application/avro", &a)
-		case 2:
-			_ = generic.Decode(body, avro.ContentTypeRegistered, &m)
-		case 3:
-			_ = generic.Decode(body, avro.ContentTypeRegistered, &a)
-		}
+		allocbound.Check(t, len(body), avroBytesPerByte, avroBytesFixed, func() {
+			switch which % 5 {
+			case 0:
+				_ = registered.Decode(body, avro.ContentTypeRegistered, &o)
+				_ = registered.Decode(body, "application/avro", &m)
+			case 1:
+				_ = fixed.Decode(body, avro.ContentTypeFixed, &o)
+				_ = fixed.Decode(body, "application/avro", &a)
+			case 2:
+				_ = generic.Decode(body, avro.ContentTypeRegistered, &m)
+			case 3:
+				_ = generic.Decode(body, avro.ContentTypeRegistered, &a)
+			case 4:
+				_ = recursive.Decode(body, avro.ContentTypeFixed, &a)
+			}
+		})
 	})
+}
+
+// A body that is only the registry frame, or a record cut short, used to
+// decode to zero values with no error; bytes after the record were
+// ignored. Both are refused now.
+func TestTruncatedAndTrailingBodiesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	c := must(avro.NewRegistered(ctx, avro.NewRegistry(avro.NewMemoryStore()), orderSchema))
+	fixed := must(avro.NewFixed(orderSchema))
+	good, _ := c.Encode(order{ID: "o-1", Qty: 2, Tags: []string{"a", "b"}})
+	var o order
+	if err := c.Decode(good, avro.ContentTypeRegistered, &o); err != nil || o.ID != "o-1" || len(o.Tags) != 2 {
+		t.Fatalf("the whole body: %+v, %v", o, err)
+	}
+	for name, tc := range map[string]struct {
+		c    *avro.Codec
+		ct   string
+		body []byte
+		want string
+	}{
+		"only the frame":        {c, avro.ContentTypeRegistered, good[:5], "truncated"},
+		"cut in the array":      {c, avro.ContentTypeRegistered, good[:len(good)-2], "truncated"},
+		"garbage after":         {c, avro.ContentTypeRegistered, append(append([]byte(nil), good...), 0xde, 0xad), "2 bytes follow the value"},
+		"raw, empty":            {fixed, avro.ContentTypeFixed, nil, "truncated"},
+		"raw, garbage after":    {fixed, avro.ContentTypeFixed, append(append([]byte(nil), good[5:]...), 7), "1 bytes follow the value"},
+		"a string past the end": {fixed, avro.ContentTypeFixed, []byte{0x7e}, "truncated"},
+	} {
+		var o order
+		err := tc.c.Decode(tc.body, tc.ct, &o)
+		var de *acemq.DecodeError
+		if !errors.As(err, &de) || de.Retryable || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (decoded %+v), want a non-retryable DecodeError saying %q", name, err, o, tc.want)
+		}
+	}
+}
+
+// A recursive schema lets a body choose its depth, and hamba/avro spends
+// about 1.5 KB a level: a 1 MB body took 1.5 GB. The codec refuses more
+// than 128 levels before decoding.
+func TestRecursiveDepthIsBounded(t *testing.T) {
+	c := must(avro.NewFixed(nodeSchema))
+	var v any
+	if err := c.Decode(nodes(avro.DefaultMaxDepth-1), avro.ContentTypeFixed, &v); err != nil {
+		t.Fatalf("%d levels: %v", avro.DefaultMaxDepth, err)
+	}
+	body := nodes(100000)
+	var err error
+	n := allocbound.Check(t, len(body), 1, 64<<10, func() { err = c.Decode(body, avro.ContentTypeFixed, &v) })
+	var de *acemq.DecodeError
+	if !errors.As(err, &de) || de.Retryable || !errors.Is(err, acemq.ErrTooDeep) ||
+		!strings.Contains(err.Error(), "body nests deeper than the avro codec's limit of 128 levels") {
+		t.Fatalf("100,000 levels: %v", err)
+	}
+	t.Logf("%d levels refused for %d bytes allocated", len(body), n)
+	err = must(avro.NewFixed(nodeSchema, avro.WithMaxDepth(3))).Decode(nodes(3), avro.ContentTypeFixed, &v)
+	if !errors.Is(err, acemq.ErrTooDeep) {
+		t.Fatalf("WithMaxDepth(3), 4 levels: %v", err)
+	}
+	if _, err := avro.NewFixed(nodeSchema, avro.WithMaxDepth(0)); err == nil || !strings.Contains(err.Error(), "avro: the bounds must be positive") {
+		t.Errorf("WithMaxDepth(0): %v", err)
+	}
+	if _, err := avro.NewRegistered(context.Background(), avro.NewRegistry(avro.NewMemoryStore()), nodeSchema, avro.WithMaxBodySize(-1)); err == nil {
+		t.Errorf("NewRegistered with WithMaxBodySize(-1): no error")
+	}
+	err = must(avro.NewFixed(nodeSchema, avro.WithMaxBodySize(3))).Decode(nodes(3), avro.ContentTypeFixed, &v)
+	if !errors.Is(err, acemq.ErrTooLarge) || !strings.Contains(err.Error(), "body of 4 bytes exceeds the avro codec's limit of 3") {
+		t.Fatalf("WithMaxBodySize(3): %v", err)
+	}
 }
 
 // A ten-byte body claiming sixteen million array items, or a gigabyte

@@ -34,6 +34,15 @@ const frameLen = 5
 // DefaultTimeout bounds each registry lookup a decode makes.
 const DefaultTimeout = 10 * time.Second
 
+// The codec's bounds (WithMaxBodySize and WithMaxDepth change them).
+const (
+	// DefaultMaxBodySize is the largest body the codec reads: 256 KiB.
+	DefaultMaxBodySize = 256 << 10
+	// DefaultMaxDepth is how deeply records, arrays and maps may nest
+	// (what a recursive schema allows): 128.
+	DefaultMaxDepth = 128
+)
+
 // Codec is an Avro codec, registered or fixed-schema. It implements
 // acemq.Codec and is safe for concurrent use.
 type Codec struct {
@@ -45,10 +54,16 @@ type Codec struct {
 	writerRes  hamba.Schema // writer resolved to schema
 	resolve    bool
 	timeout    time.Duration
+	maxBody    int
+	maxDepth   int
 
 	compat   *hamba.SchemaCompatibility
-	resolved sync.Map // schema id → hamba.Schema, the writer's resolved to the codec's
+	resolved sync.Map // schema id → schemas: the writer's, and resolved to the codec's
 }
+
+// schemas are a registered body's writer's schema, which the body check
+// walks, and the schema it is decoded with.
+type schemas struct{ writer, decode hamba.Schema }
 
 // NewFixed returns a fixed-schema codec: it writes avro/binary bodies in
 // schema and reads them in schema. WithWriterSchema names a different
@@ -58,8 +73,11 @@ func NewFixed(schema string, opts ...Option) (*Codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Codec{schema: s, resolve: true, timeout: DefaultTimeout, compat: hamba.NewSchemaCompatibility()}
+	c := &Codec{schema: s, resolve: true, timeout: DefaultTimeout, maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth, compat: hamba.NewSchemaCompatibility()}
 	cfg := apply(c, opts)
+	if err := c.checkBounds(); err != nil {
+		return nil, err
+	}
 	if cfg.writer != "" {
 		w, err := parse(cfg.writer)
 		if err != nil {
@@ -81,7 +99,14 @@ func NewRegistered(ctx context.Context, reg *Registry, schema string, opts ...Op
 	if reg == nil {
 		return nil, errors.New("avro: NewRegistered needs a Registry, for example avro.NewRegistry(avro.NewMemoryStore())")
 	}
-	c := &Codec{registered: true, reg: reg, resolve: true, timeout: DefaultTimeout, compat: hamba.NewSchemaCompatibility()}
+	c := &Codec{registered: true, reg: reg, resolve: true, timeout: DefaultTimeout, maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth, compat: hamba.NewSchemaCompatibility()}
+	cfg := apply(c, opts)
+	if cfg.writer != "" {
+		return nil, errors.New("avro: WithWriterSchema is for fixed-schema codecs; a registered codec finds the writer's schema by id")
+	}
+	if err := c.checkBounds(); err != nil {
+		return nil, err
+	}
 	if schema != "" {
 		id, err := reg.Register(ctx, schema)
 		if err != nil {
@@ -90,11 +115,16 @@ func NewRegistered(ctx context.Context, reg *Registry, schema string, opts ...Op
 		c.id = id
 		c.schema, _ = reg.schema(ctx, id)
 	}
-	cfg := apply(c, opts)
-	if cfg.writer != "" {
-		return nil, errors.New("avro: WithWriterSchema is for fixed-schema codecs; a registered codec finds the writer's schema by id")
-	}
 	return c, nil
+}
+
+// checkBounds refuses the bounds of WithMaxBodySize and WithMaxDepth when
+// either is zero or less.
+func (c *Codec) checkBounds() error {
+	if c.maxBody <= 0 || c.maxDepth <= 0 {
+		return fmt.Errorf("avro: the bounds must be positive, not a body size of %d and a depth of %d", c.maxBody, c.maxDepth)
+	}
+	return nil
 }
 
 // SchemaID is a registered codec's schema id (0 for a fixed or read-only
@@ -150,9 +180,18 @@ func SchemaIDOf(body []byte) (id uint32, ok bool) {
 // framed. A registered codec reads framed bodies by their schema id (and raw
 // ones in its own schema); a fixed codec reads raw bodies only.
 //
+// The body must hold exactly one value: a truncated body, or bytes after the
+// value, are refused, as are a body over the codec's size bound and
+// records, arrays and maps nested deeper than its depth bound (a recursive
+// schema); all of it is checked by walking the body against the writer's
+// schema before hamba/avro decodes it.
+//
 // Failures are *acemq.DecodeError: retryable only when the registry's store
 // could not be read.
 func (c *Codec) Decode(body []byte, contentType string, v any) error {
+	if len(body) > c.maxBody {
+		return &acemq.DecodeError{ContentType: contentType, Err: &acemq.LimitError{Codec: "avro", Size: len(body), Limit: c.maxBody}}
+	}
 	mt := media.Type(contentType)
 	framed := false
 	switch {
@@ -166,20 +205,20 @@ func (c *Codec) Decode(body []byte, contentType string, v any) error {
 		if framed {
 			return &acemq.DecodeError{ContentType: contentType, Err: errors.New("the body is registry-framed (0x00 and a schema id), and a fixed-schema Avro codec does not read it: use a registered codec (avro.NewRegistered)")}
 		}
-		s := c.schema
+		s, w := c.schema, c.schema
 		switch {
 		case c.writer != nil && c.resolve:
-			s = c.writerRes
+			s, w = c.writerRes, c.writer
 		case c.writer != nil:
-			s = c.writer
+			s, w = c.writer, c.writer
 		}
-		return c.unmarshal(s, body, contentType, v)
+		return c.unmarshal(w, s, body, contentType, v)
 	}
 	if !framed {
 		if c.schema == nil {
 			return &acemq.DecodeError{ContentType: contentType, Err: errors.New("the body is raw Avro (no registry frame), and this codec has no schema to read it with")}
 		}
-		return c.unmarshal(c.schema, body, contentType, v)
+		return c.unmarshal(c.schema, c.schema, body, contentType, v)
 	}
 	id, ok := SchemaIDOf(body)
 	if !ok {
@@ -189,39 +228,45 @@ func (c *Codec) Decode(body []byte, contentType string, v any) error {
 	if err != nil {
 		return &acemq.DecodeError{ContentType: contentType, Retryable: !errors.Is(err, ErrNotFound) && !isParseError(err), Err: err}
 	}
-	return c.unmarshal(s, body[frameLen:], contentType, v)
+	return c.unmarshal(s.writer, s.decode, body[frameLen:], contentType, v)
 }
 
 type parseError struct{ error }
 
 func isParseError(err error) bool { var p parseError; return errors.As(err, &p) }
 
-// writerSchema returns the schema to decode a body of schema id with: the
-// writer's resolved to the codec's, or the writer's own.
-func (c *Codec) writerSchema(id uint32) (hamba.Schema, error) {
+// writerSchema returns the writer's schema of id and the schema to decode
+// a body of it with: the writer's resolved to the codec's, or the writer's
+// own.
+func (c *Codec) writerSchema(id uint32) (schemas, error) {
 	if s, ok := c.resolved.Load(id); ok {
-		return s.(hamba.Schema), nil
+		return s.(schemas), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	w, err := c.reg.schema(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("the body names schema id %d, which the registry does not hold: %w", id, err)
+		return schemas{}, fmt.Errorf("the body names schema id %d, which the registry does not hold: %w", id, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the schema registry could not be read for schema id %d (retried through the consumer's retry policy): %w", id, err)
+		return schemas{}, fmt.Errorf("the schema registry could not be read for schema id %d (retried through the consumer's retry policy): %w", id, err)
 	}
-	s := w
+	s := schemas{writer: w, decode: w}
 	if c.resolve && c.schema != nil {
-		if s, err = c.compat.Resolve(c.schema, w); err != nil {
-			return nil, parseError{fmt.Errorf("the writer's schema %d does not resolve to this codec's schema: %w", id, err)}
+		if s.decode, err = c.compat.Resolve(c.schema, w); err != nil {
+			return schemas{}, parseError{fmt.Errorf("the writer's schema %d does not resolve to this codec's schema: %w", id, err)}
 		}
 	}
 	c.resolved.Store(id, s)
 	return s, nil
 }
 
-func (c *Codec) unmarshal(s hamba.Schema, data []byte, ct string, v any) error {
+// unmarshal checks data against the writer's schema w, then decodes it with
+// s.
+func (c *Codec) unmarshal(w, s hamba.Schema, data []byte, ct string, v any) error {
+	if err := c.checkBody(w, data, ct); err != nil {
+		return err
+	}
 	if err := api(len(data)).Unmarshal(s, data, v); err != nil {
 		return &acemq.DecodeError{ContentType: ct, Err: fmt.Errorf("not Avro in the expected schema: %w", err)}
 	}

@@ -31,5 +31,10 @@
 //
 // Decoding is bounded by the body: no string, byte string or array may
 // claim more than the body could hold, so a hostile length costs an error,
-// not memory.
+// not memory. Before decoding, a body is walked against the writer's
+// schema: it must hold exactly one value (a truncated body, or bytes after
+// the value, are refused) nesting records, arrays and maps at most
+// DefaultMaxDepth deep (WithMaxDepth), and it may be at most
+// DefaultMaxBodySize bytes (WithMaxBodySize); a body over a bound is
+// refused with an *acemq.LimitError.
 package avro

@@ -40,3 +40,22 @@ func WithTimeout(d time.Duration) Option {
 		}
 	})
 }
+
+// WithMaxBodySize sets the largest body, in bytes, the codec reads
+// (default DefaultMaxBodySize). NewFixed and NewRegistered refuse
+// n <= 0.
+func WithMaxBodySize(n int) Option {
+	return option(func(c *Codec, _ *config) {
+		c.maxBody = n
+	})
+}
+
+// WithMaxDepth sets how deeply records, arrays and maps may nest in a body
+// (default DefaultMaxDepth); only a recursive schema lets a body choose
+// its depth. NewFixed and NewRegistered refuse
+// n <= 0.
+func WithMaxDepth(n int) Option {
+	return option(func(c *Codec, _ *config) {
+		c.maxDepth = n
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/allocbound"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -426,9 +427,29 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("KeyIDOf = %q", id)
 		}
 		var out []byte
-		err := c.Decode(body, ContentType, &out)
+		var err error
+		// Opening costs a copy of the plaintext and the frame's parse; the
+		// wrapped codec's own bounds apply to the plaintext.
+		allocbound.Check(t, len(body), 4, 16<<10, func() { err = c.Decode(body, ContentType, &out) })
 		if err == nil && (!framed || id != "2026-01" || len(out) != len(body)-3-len(id)-NonceSize-TagSize) {
 			t.Fatalf("opened %x as %x", body, out)
 		}
 	})
+}
+
+// The wrapped codec's bounds apply to the plaintext, and its error reaches
+// the caller: errors.Is finds acemq.ErrTooDeep through the encryption.
+func TestWrappedCodecBoundsApply(t *testing.T) {
+	r := ring(t, "k", map[string][]byte{"k": seq(32)})
+	c := Must(acemq.NewJSON(acemq.WithMaxDepth(2)), r)
+	body, err := c.Encode(json.RawMessage(`[[[1]]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	err = c.Decode(body, ContentType, &v)
+	var de *acemq.DecodeError
+	if !errors.As(err, &de) || de.Retryable || !errors.Is(err, acemq.ErrTooDeep) {
+		t.Fatalf("%v", err)
+	}
 }

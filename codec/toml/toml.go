@@ -13,6 +13,13 @@
 // into such a value (or *any, which gets a map[string]any). Struct fields
 // take `toml:"name"` tags. Other producers quote differently: compare
 // decoded values, never bytes.
+//
+// A body over DefaultMaxBodySize bytes (WithMaxBodySize), or nesting tables
+// and arrays over DefaultMaxDepth deep (WithMaxDepth; a dotted key nests a
+// table per dot), is refused with an *acemq.LimitError before it is parsed.
+// Reading costs up to about 320 bytes of allocation per body byte (dotted
+// keys, each dot a table), so the size bound is what bounds a message's
+// memory.
 package toml
 
 import (
@@ -22,6 +29,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec"
 	"github.com/acemq/acemq/internal/media"
+	"github.com/acemq/acemq/internal/nesting"
 	gotoml "github.com/pelletier/go-toml/v2"
 )
 
@@ -35,12 +43,55 @@ var (
 
 func init() { codec.Register("toml", New()) }
 
+// The codec's bounds (WithMaxBodySize and WithMaxDepth change them).
+const (
+	// DefaultMaxBodySize is the largest body the codec reads: 512 KiB.
+	DefaultMaxBodySize = 512 << 10
+	// DefaultMaxDepth is how deeply tables and arrays may nest: 128.
+	DefaultMaxDepth = 128
+)
+
 // Codec is the TOML codec. It implements acemq.Codec and is safe for
 // concurrent use.
-type Codec struct{}
+type Codec struct{ maxBody, maxDepth int }
 
-// New returns the TOML codec.
-func New() *Codec { return &Codec{} }
+// New returns the TOML codec, with the default bounds unless opts change
+// them. It panics on a bound of zero or less: codecs are made at start-up,
+// where a mistake should stop the program.
+func New(opts ...Option) *Codec {
+	c := &Codec{maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth}
+	for _, o := range opts {
+		o.apply(c)
+	}
+	if c.maxBody <= 0 || c.maxDepth <= 0 {
+		panic(fmt.Sprintf("toml: New needs positive bounds, not a body size of %d and a depth of %d", c.maxBody, c.maxDepth))
+	}
+	return c
+}
+
+// An Option configures New. Every option is a function named With…, as
+// across the module.
+type Option interface{ apply(*Codec) }
+
+type option func(*Codec)
+
+func (f option) apply(c *Codec) { f(c) }
+
+// WithMaxBodySize sets the largest body, in bytes, the codec reads
+// (default DefaultMaxBodySize). New panics on n <= 0.
+func WithMaxBodySize(n int) Option {
+	return option(func(c *Codec) {
+		c.maxBody = n
+	})
+}
+
+// WithMaxDepth sets how deeply tables and arrays may nest (default
+// DefaultMaxDepth). New panics on n <= 0.
+func WithMaxDepth(n int) Option {
+	return option(func(c *Codec) {
+		c.maxDepth = n
+	})
+}
 
 // ContentType is application/toml.
 func (*Codec) ContentType() string { return ContentType }
@@ -72,9 +123,15 @@ func (*Codec) Encode(v any) ([]byte, error) {
 }
 
 // Decode reads body, a TOML document, into v: a pointer to a struct or a
-// string-keyed map, or *any. A malformed body is a non-retryable
-// *acemq.DecodeError: the consumer parks it.
-func (*Codec) Decode(body []byte, contentType string, v any) error {
+// string-keyed map, or *any. A malformed body, or one over the codec's
+// bounds, is a non-retryable *acemq.DecodeError: the consumer parks it.
+func (c *Codec) Decode(body []byte, contentType string, v any) error {
+	if len(body) > c.maxBody {
+		return &acemq.DecodeError{ContentType: contentType, Err: &acemq.LimitError{Codec: "toml", Size: len(body), Limit: c.maxBody}}
+	}
+	if nesting.TOML(body, c.maxDepth) {
+		return &acemq.DecodeError{ContentType: contentType, Err: &acemq.LimitError{Codec: "toml", Depth: true, Size: len(body), Limit: c.maxDepth}}
+	}
 	if p, ok := v.(*any); ok {
 		var m map[string]any
 		if err := gotoml.Unmarshal(body, &m); err != nil {

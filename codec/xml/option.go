@@ -17,3 +17,19 @@ func WithRoot(name string) Option {
 		}
 	})
 }
+
+// WithMaxBodySize sets the largest body, in bytes, the codec reads
+// (default DefaultMaxBodySize). New panics on n <= 0.
+func WithMaxBodySize(n int) Option {
+	return option(func(c *Codec) {
+		c.maxBody = n
+	})
+}
+
+// WithMaxDepth sets how deeply elements may nest in a body read (default
+// DefaultMaxDepth). New panics on n <= 0.
+func WithMaxDepth(n int) Option {
+	return option(func(c *Codec) {
+		c.maxDepth = n
+	})
+}

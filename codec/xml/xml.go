@@ -18,6 +18,12 @@
 // entity declaration, internal or external — the only way XML can reach
 // outside the body or expand a small body into a huge one.
 //
+// Also refused on reading, before anything is decoded: a body over
+// DefaultMaxBodySize bytes (WithMaxBodySize) and elements nested over
+// DefaultMaxDepth deep (WithMaxDepth), with an *acemq.LimitError. Reading
+// costs up to about 140 bytes of allocation per body byte (a body of
+// empty elements), so the size bound is what bounds a message's memory.
+//
 // Lists come in two shapes, and both are read into a slice field tagged
 // `xml:"items"`: the item element repeated (<items>a</items><items>b</items>,
 // as acemq-go-amqp writes) and wrapped in an element of the same name
@@ -55,20 +61,35 @@ var (
 // DefaultRoot is the root element of an encoded map.
 const DefaultRoot = "message"
 
-// maxDepth bounds element nesting on reading.
-const maxDepth = 1000
+// maxEncodeDepth bounds the nesting of a map being encoded.
+const maxEncodeDepth = 1000
+
+// The codec's bounds on reading (WithMaxBodySize and WithMaxDepth change
+// them).
+const (
+	// DefaultMaxBodySize is the largest body the codec reads: 1 MiB.
+	DefaultMaxBodySize = 1 << 20
+	// DefaultMaxDepth is how deeply elements may nest: 128.
+	DefaultMaxDepth = 128
+)
 
 func init() { codec.Register("xml", New()) }
 
 // Codec is the XML codec. It implements acemq.Codec and is safe for
 // concurrent use.
-type Codec struct{ root string }
+type Codec struct {
+	root              string
+	maxBody, maxDepth int
+}
 
 // New returns the XML codec.
 func New(opts ...Option) *Codec {
-	c := &Codec{root: DefaultRoot}
+	c := &Codec{root: DefaultRoot, maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth}
 	for _, o := range opts {
 		o.apply(c)
+	}
+	if c.maxBody <= 0 || c.maxDepth <= 0 {
+		panic(fmt.Sprintf("xml: New needs positive bounds, not a body size of %d and a depth of %d", c.maxBody, c.maxDepth))
 	}
 	return c
 }
@@ -113,7 +134,7 @@ func asMap(v any) (map[string]any, bool) {
 }
 
 func writeElement(enc *stdxml.Encoder, name string, v any, depth int) error {
-	if depth > maxDepth {
+	if depth > maxEncodeDepth {
 		return errors.New("nested too deeply")
 	}
 	if name == "" || strings.ContainsAny(name, " <>&\"'/=") {
@@ -154,9 +175,18 @@ func writeElement(enc *stdxml.Encoder, name string, v any, depth int) error {
 
 // Decode reads body into v, refusing DTDs and reading both list shapes.
 // A malformed or refused body is a non-retryable *acemq.DecodeError: the
-// consumer parks it.
-func (*Codec) Decode(body []byte, contentType string, v any) error {
-	toks, err := tokens(body)
+// consumer parks it. So is a body over the codec's bounds: larger than its
+// maximum size (checked first), or nesting elements deeper than its
+// maximum depth (checked as the body is tokenised, before anything is
+// decoded), with an *acemq.LimitError.
+func (c *Codec) Decode(body []byte, contentType string, v any) error {
+	if len(body) > c.maxBody {
+		return &acemq.DecodeError{ContentType: contentType, Err: &acemq.LimitError{Codec: "xml", Size: len(body), Limit: c.maxBody}}
+	}
+	toks, err := tokens(body, c.maxDepth)
+	if err == errTooDeep {
+		return &acemq.DecodeError{ContentType: contentType, Err: &acemq.LimitError{Codec: "xml", Depth: true, Size: len(body), Limit: c.maxDepth}}
+	}
 	if err != nil {
 		return &acemq.DecodeError{ContentType: contentType, Err: err}
 	}
@@ -190,8 +220,11 @@ func (*Codec) Decode(body []byte, contentType string, v any) error {
 	return nil
 }
 
+// errTooDeep is what tokens returns for nesting over its bound.
+var errTooDeep = errors.New("too deep")
+
 // tokens reads every token of body, copied, refusing a DTD.
-func tokens(body []byte) ([]stdxml.Token, error) {
+func tokens(body []byte, maxDepth int) ([]stdxml.Token, error) {
 	d := stdxml.NewDecoder(bytes.NewReader(body))
 	d.Strict = true
 	d.Entity = nil // only the five predefined entities
@@ -214,7 +247,7 @@ func tokens(body []byte) ([]stdxml.Token, error) {
 				roots++
 			}
 			if depth > maxDepth {
-				return nil, fmt.Errorf("the XML nests elements more than %d deep", maxDepth)
+				return nil, errTooDeep
 			}
 		case stdxml.EndElement:
 			depth--
@@ -223,7 +256,14 @@ func tokens(body []byte) ([]stdxml.Token, error) {
 				return nil, errors.New("the XML has text outside its root element")
 			}
 		}
-		out = append(out, stdxml.CopyToken(t))
+		switch t.(type) {
+		case stdxml.StartElement, stdxml.EndElement:
+			// Token gives these names and attributes of their own; only
+			// the byte slices of the others point into its buffer.
+			out = append(out, t)
+		default:
+			out = append(out, stdxml.CopyToken(t))
+		}
 	}
 	if roots != 1 {
 		return nil, fmt.Errorf("the XML has %d root elements, not one", roots)
@@ -234,29 +274,32 @@ func tokens(body []byte) ([]stdxml.Token, error) {
 // unwrapLists drops every wrapper element: one whose children are all
 // elements of its own name, with no text of its own (whitespace aside).
 func unwrapLists(toks []stdxml.Token) []stdxml.Token {
-	// end[i] is the index of the end of the element starting at i.
-	end := make([]int, len(toks))
-	depth := make([]int, len(toks))
-	var stack []int
+	// end[i] is the index of the end of the element starting at i, or -1
+	// for the root (never a wrapper) and for a start already dropped.
+	end := make([]int32, len(toks))
+	var stack []int32
 	for i, t := range toks {
 		switch t.(type) {
 		case stdxml.StartElement:
-			depth[i] = len(stack)
-			stack = append(stack, i)
+			stack = append(stack, int32(i))
 		case stdxml.EndElement:
 			s := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			end[s] = i
+			end[s] = int32(i)
+			if len(stack) == 0 {
+				end[s] = -1
+			}
 		}
 	}
-	drop := make([]bool, len(toks))
+	dropped := 0
 	for i, t := range toks {
 		se, ok := t.(stdxml.StartElement)
-		if !ok || len(se.Attr) > 0 || depth[i] == 0 {
-			continue // the root is never a wrapper
+		if !ok || len(se.Attr) > 0 || end[i] < 0 {
+			continue
 		}
+		e := int(end[i])
 		children, wrapper := 0, true
-		for j := i + 1; j < end[i] && wrapper; j++ {
+		for j := i + 1; j < e && wrapper; j++ {
 			switch x := toks[j].(type) {
 			case stdxml.StartElement:
 				if x.Name != se.Name {
@@ -264,7 +307,7 @@ func unwrapLists(toks []stdxml.Token) []stdxml.Token {
 					break
 				}
 				children++
-				j = end[j]
+				j = int(end[j])
 			case stdxml.CharData:
 				if len(bytes.TrimSpace(x)) > 0 {
 					wrapper = false
@@ -272,12 +315,16 @@ func unwrapLists(toks []stdxml.Token) []stdxml.Token {
 			}
 		}
 		if wrapper && children > 0 {
-			drop[i], drop[end[i]] = true, true
+			toks[i], toks[e] = nil, nil // dropped below
+			dropped += 2
 		}
 	}
-	out := toks[:0:0]
-	for i, t := range toks {
-		if !drop[i] {
+	if dropped == 0 {
+		return toks
+	}
+	out := toks[:0]
+	for _, t := range toks {
+		if t != nil {
 			out = append(out, t)
 		}
 	}
