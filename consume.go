@@ -292,7 +292,9 @@ func (k *consumerCore) work() {
 				break
 			}
 			// A delivery taken up as the consumer began to stop or
-			// pause has not started: put it back rather than run it.
+			// pause has not started: put it back rather than run it,
+			// with a nack (not processed), which RabbitMQ 4.3 and later
+			// do not count toward a quorum queue's delivery limit.
 			if g.draining.Load() || k.isStopping() || !k.brk.admit() {
 				_ = d.Nack(true)
 				continue

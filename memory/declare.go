@@ -171,6 +171,9 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 		if err := durableOnly(name, q); err != nil {
 			return nil, err
 		}
+		if err := parseDeliveryLimit(nq, q.Args, invalid); err != nil {
+			return nil, err
+		}
 	case "stream":
 		l, err := parseStreamArgs(name, q)
 		if err != nil {
