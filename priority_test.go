@@ -49,7 +49,7 @@ func TestPriorityAndExpiry(t *testing.T) {
 		t.Run("ExpiredIsDeadLettered", func(t *testing.T) {
 			q := testenv.Unique(t, "acemq-exp")
 			brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering())
+			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
 			if err := topo.Apply(ctx, c); err != nil {
 				t.Fatal(err)
 			}

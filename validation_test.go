@@ -107,7 +107,7 @@ func TestNonsensicalOptionsAreRefused(t *testing.T) {
 		says string
 	}{
 		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithExclusive()), `the exchange "x": WithExclusive does not apply to it`},
-		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithDeadLettering()), "WithDeadLettering does not apply"},
+		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithDeadLettering(true)), "WithDeadLettering does not apply"},
 		{acemq.NewTopology().Queue("q", acemq.WithInternal()), `the queue "q": WithInternal does not apply to it`},
 		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithQueueType(acemq.QueueQuorum)), "WithQueueType does not apply"},
 		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithDurable(false)), "WithDurable does not apply"},
@@ -144,7 +144,7 @@ func TestArgumentValuesAreChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args := plan[0].Queue.Args; args["x-message-ttl"] != uint32(500) || args["x-max-length"] != int64(10) {
+	if args := queueIn(t, plan, "q").Args; args["x-message-ttl"] != uint32(500) || args["x-max-length"] != int64(10) {
 		t.Errorf("arguments %#v", args)
 	}
 }

@@ -40,7 +40,7 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 		}
 	}))
 	const limit = 2
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true),
 		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	defer cancel()
 	c := connect(t, url, "acemq-reliability-oversized")
 	const limit = 3
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true),
 		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
