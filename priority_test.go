@@ -101,8 +101,8 @@ func TestMaxPriorityDeclaration(t *testing.T) {
 			t.Errorf("%s: WithMaxPriority accepted, want a mistake reported", name)
 		}
 	}
-	// A transient queue is classic without asking.
-	if err := acemq.NewTopology().Queue("jobs", acemq.WithDurable(false), acemq.WithMaxPriority(3)).Validate(); err != nil {
+	// A transient (exclusive) queue is classic without asking.
+	if err := acemq.NewTopology().Queue("jobs", acemq.WithDurable(false), acemq.WithExclusive(), acemq.WithMaxPriority(3)).Validate(); err != nil {
 		t.Errorf("a transient priority queue: %v", err)
 	}
 }

@@ -90,6 +90,12 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 	if t.misplaced(s, "the queue "+strconv.Quote(name), "WithInternal", s.internal) {
 		return t
 	}
+	if s.transient && !s.exclusive {
+		// RabbitMQ 4 deprecates them (transient_nonexcl_queues) and a
+		// broker that denies the feature closes the connection for one.
+		t.fail(fmt.Errorf("the queue %q would be transient and not exclusive, which RabbitMQ 4 deprecates and refuses where the deprecated feature is denied (541 INTERNAL_ERROR, transient_nonexcl_queues): add WithExclusive, or drop WithDurable(false) (with WithAutoDelete, a durable queue still goes with its last consumer)", name))
+		return t
+	}
 	if s.retrySet {
 		if s.retry.err != nil {
 			t.fail(fmt.Errorf("the queue %q: %w", name, s.retry.err))

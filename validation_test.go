@@ -120,14 +120,14 @@ func TestNonsensicalOptionsAreRefused(t *testing.T) {
 	// Arguments apply to all three.
 	ok := acemq.NewTopology().
 		Exchange("x", acemq.ExchangeHeaders, acemq.WithArguments(map[string]any{"alternate-exchange": "y"}), acemq.WithDurable(false), acemq.WithAutoDelete()).
-		Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": 1000}), acemq.WithDurable(false)).
+		Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": 1000}), acemq.WithDurable(false), acemq.WithExclusive()).
 		Bind("x", "q", "", acemq.WithArguments(map[string]any{"x-match": "all"}))
 	plan, err := ok.Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := plan.String(); !strings.Contains(got, "exchange x (headers, transient, auto-delete) alternate-exchange=y") ||
-		!strings.Contains(got, "queue q (classic, transient) x-message-ttl=1000") || !strings.Contains(got, `binding x -> q on "" x-match=all`) {
+		!strings.Contains(got, "queue q (classic, transient, exclusive) x-message-ttl=1000") || !strings.Contains(got, `binding x -> q on "" x-match=all`) {
 		t.Errorf("plan:\n%s", got)
 	}
 }

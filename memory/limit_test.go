@@ -119,3 +119,21 @@ func TestDeliveryLimitQuorumOnly(t *testing.T) {
 		t.Errorf("x-delivery-limit as a string: %v; want a *driver.PreconditionError", err)
 	}
 }
+
+// A transient queue must be exclusive: RabbitMQ 4 deprecates transient
+// non-exclusive queues, and a broker that denies the feature refuses them
+// (541); the memory broker refuses them always, so a unit test catches one
+// before a broker does. Exclusive transient queues are fine.
+func TestTransientNonExclusiveRefused(t *testing.T) {
+	c := fresh(t)
+	for _, q := range []driver.Queue{{Name: "t"}, {Name: "ta", AutoDelete: true}} {
+		_, err := c.DeclareQueue(ctx, q)
+		var ae *driver.AccessError
+		if !errors.As(err, &ae) || ae.Code != 541 || !strings.Contains(ae.Text, "transient_nonexcl_queues") {
+			t.Errorf("declaring %+v: %v; want a 541 naming transient_nonexcl_queues", q, err)
+		}
+	}
+	mustQueue(t, c, driver.Queue{Name: "te", Exclusive: true})
+	mustQueue(t, c, driver.Queue{Name: "tea", Exclusive: true, AutoDelete: true})
+	mustQueue(t, c, driver.Queue{Name: "da", Durable: true, AutoDelete: true})
+}

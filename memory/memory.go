@@ -22,6 +22,10 @@
 //     same as absent) or "quorum" (which must be durable, non-exclusive and
 //     non-auto-delete) or "stream" (an append-only log read from an offset;
 //     see stream.go for what is implemented).
+//   - A transient queue must be exclusive: declaring a transient
+//     non-exclusive queue fails with a *driver.AccessError of code 541
+//     naming transient_nonexcl_queues, as RabbitMQ 4 answers where that
+//     deprecated feature is denied (4.3 still permits it by default).
 //   - Redeclaring with different settings fails with a
 //     *driver.PreconditionError whose Detail is RabbitMQ's text, for
 //     example "inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/':
