@@ -237,7 +237,15 @@ func TestCrashLoopNeverLosesTheMessage(t *testing.T) {
 		_ = c.Close(ctx)
 		close(release)
 	}
+	// The last crash's return, too, comes a little after the connection
+	// goes.
+	pollFor(10*time.Second, func() bool { return depth(t, ctx, admin, q)+depth(t, ctx, admin, dlq) == 1 })
 	inQueue, inDLQ := depth(t, ctx, admin, q), depth(t, ctx, admin, dlq)
+	// The handler saw the broker's count on every redelivery: the failed
+	// deliveries before it (crashes count on every version).
+	if lastCount != int64(deliveries-1) {
+		t.Errorf("the last delivery's DeliveryCount is %d, want %d", lastCount, deliveries-1)
+	}
 	if inQueue+inDLQ != 1 {
 		t.Fatalf("after %d crashes the message is on %s %d time(s) and on %s %d time(s): lost or duplicated", deliveries, q, inQueue, dlq, inDLQ)
 	}
