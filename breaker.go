@@ -286,7 +286,9 @@ var errBreakerOpen = errors.New("the consumer's circuit breaker is open; the mes
 
 // putBack puts a delivery held back by the breaker back on its queue,
 // unchanged, after pausing the consumer when its failure opened the
-// breaker (so that the broker does not hand it straight back).
+// breaker (so that the broker does not hand it straight back). Its
+// handler ran and failed, so it goes back with a reject, which a quorum
+// queue counts toward its delivery limit.
 func (b *breaker) putBack(d *driver.Delivery, ack Ack, decodeErr error, s *Settlement) {
 	b.mu.Lock()
 	tripped := b.tripped
@@ -302,7 +304,7 @@ func (b *breaker) putBack(d *driver.Delivery, ack Ack, decodeErr error, s *Settl
 	}
 	s.Reason = "the circuit breaker is open: " + wire.Describe(s.Err)
 	s.Outcome = OutcomeRequeued
-	if err := d.Nack(true); err != nil {
+	if err := d.Reject(true); err != nil {
 		s.SettleErr = err
 	}
 	s.Err = errors.Join(s.Err, errBreakerOpen)

@@ -61,8 +61,10 @@ func (c *Conn) Browse(ctx context.Context, queue string) (*Browser, error) {
 // properties), not its body or headers: what a caller drops of the
 // messages it read is not kept in memory by the browser. Close puts every message still
 // held back on the queue, at its head, in one go. What that costs: the
-// broker marks a put-back message redelivered, and counts it against a
-// quorum queue's delivery limit; held messages are not among a queue's
+// broker marks a put-back message redelivered; it goes back with a nack
+// (not processed), which RabbitMQ 4.3 and later do not count against a
+// quorum queue's delivery limit but 3.x and 4.0 to 4.2 do (a lost
+// connection's return counts on every version); held messages are not among a queue's
 // ready messages (Inspect); and a browser that is never closed holds its
 // messages until its connection goes. A lost connection returns every held
 // message to the queue, and a Take or Move of one after that fails (the

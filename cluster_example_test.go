@@ -36,12 +36,12 @@ func ExampleWithInitialGroupSize() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(plan[0])
+	fmt.Println(plan[1]) // after acemq.dlx, which its dead-letter half needs
 
 	// Only a quorum queue can take it.
 	err = acemq.NewTopology().Queue("replies", acemq.WithInitialGroupSize(3), acemq.WithExclusive()).Validate()
 	fmt.Println(err)
 	// Output:
-	// queue orders (quorum, durable) x-quorum-initial-group-size=3
+	// queue orders (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.dlq x-quorum-initial-group-size=3
 	// acemq: topology: the queue "replies" is a classic queue: WithInitialGroupSize applies to quorum queues only; drop the option, or make the queue durable, not exclusive and not auto-delete (a quorum queue)
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // Message is one delivery handed to a handler: the decoded payload, the
@@ -37,6 +39,31 @@ type Message[T any] struct {
 	browser *Browser // the Browser holding it, for a message Browser.Next returned
 	held    uint64
 }
+
+// DeliveryCount returns the delivery count a RabbitMQ quorum queue wrote on
+// the message (its x-delivery-count header) and true, or false when there
+// is none (a classic queue, a stream, a first delivery on RabbitMQ 4). What
+// it counts depends on the broker: on RabbitMQ 4.3 and later, the earlier
+// deliveries that failed (returned with a reject, or unsettled when their
+// channel closed) — the count the queue's delivery limit is checked
+// against; on 3.x and 4.0 to 4.2, every earlier return, nacks included.
+// When it exceeds the queue's delivery limit the broker dead-letters the
+// message (docs/reliability.md). Redelivered says only whether there was
+// an earlier delivery.
+func (m Message[T]) DeliveryCount() (int, bool) {
+	v, ok := m.Envelope.Header(deliveryCountHeader)
+	if !ok {
+		return 0, false
+	}
+	n, ok := wire.Integer(v)
+	if !ok || n < 0 || n > math.MaxInt32 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// deliveryCountHeader is the header a quorum queue counts deliveries in.
+const deliveryCountHeader = "x-delivery-count"
 
 // newMessage is the Message of delivery d, read from queue.
 func newMessage[T any](payload T, d *driver.Delivery, env Envelope, queue string) Message[T] {
@@ -305,7 +332,9 @@ func (k *consumerCore) work() {
 				break
 			}
 			// A delivery taken up as the consumer began to stop or
-			// pause has not started: put it back rather than run it.
+			// pause has not started: put it back rather than run it,
+			// with a nack (not processed), which RabbitMQ 4.3 and later
+			// do not count toward a quorum queue's delivery limit.
 			if g.draining.Load() || k.isStopping() || !k.brk.admit() {
 				_ = d.Nack(true)
 				continue

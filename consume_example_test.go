@@ -37,7 +37,7 @@ func ExampleConsume_retry() {
 		acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)),
 		acemq.WithTopology(acemq.NewTopology().
 			Exchange("orders", acemq.ExchangeTopic).
-			Queue("orders.new", acemq.WithDeadLettering()).
+			Queue("orders.new", acemq.WithDeadLettering(true)).
 			Bind("orders", "orders.new", "order.*")))
 	if err != nil {
 		log.Fatal(err)
@@ -80,7 +80,7 @@ func ExampleExponentialRetry() {
 // the same policy declares for itself.
 func ExampleWithRetry() {
 	policy := acemq.ExponentialRetry(6, 10*time.Second, 5*time.Minute)
-	plan, err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(), acemq.WithRetry(policy)).Plan()
+	plan, err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)).Plan()
 	if err != nil {
 		log.Fatal(err)
 	}

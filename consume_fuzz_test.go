@@ -36,7 +36,7 @@ func FuzzEngineSettlesAnything(f *testing.F) {
 	defer memory.Reset(name)
 	defer conn.Close(ctx)
 	const q = "fuzz"
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		f.Fatal(err)
 	}
 	settled := make(chan acemq.Settlement, 16)

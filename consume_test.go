@@ -37,6 +37,7 @@ var enginePaths = []struct {
 	{"InProgress", testInProgress},
 	{"MissingRung", testMissingRung},
 	{"MissingDeadLetterQueue", testMissingDeadLetterQueue},
+	{"PutBackCountsTowardDeliveryLimit", testPutBackCountsTowardDeliveryLimit},
 	{"DrainFinishesRunningHandlers", testDrainFinishes},
 	{"DrainTimesOut", testDrainTimesOut},
 	{"Concurrency", testConcurrency},
@@ -477,6 +478,54 @@ func testMissingDeadLetterQueue(t *testing.T, b backend) {
 		t.Errorf("deliveries %+v then %+v", first, second)
 	}
 	checkSettlement(t, r.next(), acemq.DecisionAccept, acemq.OutcomeAcked, "")
+}
+
+// testPutBackCountsTowardDeliveryLimit: a delivery the engine puts back
+// because its set-aside copy could not be published goes back as failed
+// (basic.reject), so a quorum queue's delivery limit ends the loop on every
+// broker version: on RabbitMQ 4.3 (and memory://) a nack would not count,
+// and the message would come back for ever.
+func testPutBackCountsTowardDeliveryLimit(t *testing.T, b backend) {
+	r := newRig(t, b)
+	ctx := context.Background()
+	q, catch := r.q+".limited", r.q+".catch"
+	r.mu.Lock()
+	r.cleanup = append(r.cleanup, q, catch)
+	r.mu.Unlock()
+	tr := brokertest.Driver(r.conn)
+	if _, err := tr.DeclareQueue(ctx, driver.Queue{Name: catch, Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 2
+	if _, err := tr.DeclareQueue(ctx, driver.Queue{Name: q, Durable: true, Args: driver.Table{
+		"x-queue-type": "quorum", "x-delivery-limit": int32(limit),
+		"x-dead-letter-exchange": "", "x-dead-letter-routing-key": catch,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	// No declarations: {q}.dlq does not exist, so every set-aside fails.
+	c, err := acemq.Consume(ctx, r.conn, q, func(_ context.Context, m acemq.Message[order]) acemq.Ack {
+		calls.Add(1)
+		return acemq.Reject(errors.New("bad order"))
+	}, acemq.WithDeclarations(false), acemq.WithPrefetch(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	r.publishRaw(driver.Message{RoutingKey: q, MessageID: "o-limit", ContentType: "application/json", Body: []byte(`{"id":"o-limit"}`)})
+	d := brokertest.Get(t, r.conn, catch)
+	if d.MessageID != "o-limit" || d.Headers["x-first-death-reason"] != "delivery_limit" {
+		t.Errorf("dead letter %q, reason %#v; want o-limit, delivery_limit", d.MessageID, d.Headers["x-first-death-reason"])
+	}
+	if n := calls.Load(); n != limit+1 {
+		t.Errorf("the handler ran %d times; want %d (the limit, plus one)", n, limit+1)
+	}
+	for range limit + 1 {
+		if s := r.next(); s.Outcome != acemq.OutcomeRequeued || s.SetAsideFailed != acemq.DeadLetterQueue(q) {
+			t.Errorf("settlement %+v; want requeued with the set-aside failed", s)
+		}
+	}
 }
 
 func testDrainFinishes(t *testing.T, b backend) {

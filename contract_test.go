@@ -648,9 +648,9 @@ func TestContractQueueTypeDefaults(t *testing.T) {
 		decl       acemq.Declaration
 	}{
 		{"sourceQueue", d.SourceQueue, plan("a")},
-		{"sourceQueueWithDeadLetter", d.SourceQueueWithDeadLetter, plan("a", acemq.WithDeadLettering())},
+		{"sourceQueueWithDeadLetter", d.SourceQueueWithDeadLetter, plan("a", acemq.WithDeadLettering(true))},
 		{"explicitClassicQueue", d.ExplicitClassicQueue, plan("a", acemq.WithQueueType(acemq.QueueClassic))},
-		{"explicitClassicQueueWithDeadLetter", d.ExplicitClassicQueueWithDeadLetter, plan("a", acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering())},
+		{"explicitClassicQueueWithDeadLetter", d.ExplicitClassicQueueWithDeadLetter, plan("a", acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))},
 		{"deadLetterQueue", d.DeadLetterQueue, consumerQueue(t, "a.dlq")},
 		{"parkedQueue", d.ParkedQueue, consumerQueue(t, "a.parked")},
 		{"retryRung", d.RetryRung, consumerQueue(t, "a.retry.30s")},

@@ -2,7 +2,9 @@ package acemq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -30,6 +32,10 @@ type Declaration struct {
 	Exchange driver.Exchange
 	Queue    driver.Queue
 	Binding  driver.Binding
+
+	// defaultDeadLetter: the queue's dead-letter arguments are the quorum
+	// default, not asked for (Topology.Apply tolerates their absence).
+	defaultDeadLetter bool
 }
 
 // QueueType is a RabbitMQ queue type, chosen with WithQueueType.
@@ -231,10 +237,10 @@ func consumerDeclarations(q string, p RetryPolicy) []Declaration {
 	return append(out, bindingDecl(RetryExchange, q, q))
 }
 
-// resolveQueue applies the queue-type rules of docs/wire.md §5.3 and the
-// dead-letter arguments to q: the one place where a queue's type is
-// decided. typ is the type asked for with WithQueueType ("" for none).
-func resolveQueue(q driver.Queue, typ QueueType, deadLetter bool) (driver.Queue, error) {
+// resolveQueue applies the queue-type rules of docs/wire.md §5.3 to q: the
+// one place where a queue's type is decided. typ is the type asked for
+// with WithQueueType ("" for none).
+func resolveQueue(q driver.Queue, typ QueueType) (driver.Queue, error) {
 	args := maps.Clone(q.Args)
 	if args == nil {
 		args = driver.Table{}
@@ -279,17 +285,68 @@ func resolveQueue(q driver.Queue, typ QueueType, deadLetter bool) (driver.Queue,
 		args[argQueueType] = string(typ)
 	}
 
-	if deadLetter {
-		for _, a := range []string{argDeadLetterExchange, argDeadLetterRoutingKey} {
-			if _, ok := args[a]; ok {
-				return q, fmt.Errorf("the queue %q already sets %s; WithDeadLettering would overrule it: drop the argument or the option", name, a)
-			}
-		}
-		args[argDeadLetterExchange] = DeadLetterExchange
-		args[argDeadLetterRoutingKey] = DeadLetterQueue(name)
-	}
 	q.Args = args
 	return q, nil
+}
+
+// deadLetterDefault reports whether q, whose type resolveQueue has decided,
+// gets the dead-letter half, and whether that is the quorum default rather
+// than WithDeadLettering(true): a quorum queue has it unless
+// WithDeadLettering(false) is given or its arguments name a dead-letter
+// exchange of their own.
+func deadLetterDefault(q driver.Queue, s declareSpec) (on, defaulted bool) {
+	if s.deadLetterSet {
+		return s.deadLetter, false
+	}
+	if queueType(q.Args) != string(QueueQuorum) {
+		return false, false
+	}
+	for _, a := range []string{argDeadLetterExchange, argDeadLetterRoutingKey} {
+		if _, ok := q.Args[a]; ok {
+			return false, false
+		}
+	}
+	return true, true
+}
+
+// withDeadLetterArgs adds the dead-letter arguments to q, refusing a queue
+// that sets either itself.
+func withDeadLetterArgs(q driver.Queue) (driver.Queue, error) {
+	for _, a := range []string{argDeadLetterExchange, argDeadLetterRoutingKey} {
+		if _, ok := q.Args[a]; ok {
+			return q, fmt.Errorf("the queue %q already sets %s; WithDeadLettering would overrule it: drop the argument or the option", q.Name, a)
+		}
+	}
+	q.Args[argDeadLetterExchange] = DeadLetterExchange
+	q.Args[argDeadLetterRoutingKey] = DeadLetterQueue(q.Name)
+	return q, nil
+}
+
+// deadLetterMismatch reports whether err is the broker refusing a
+// declaration because the queue exists without (or with other)
+// dead-letter arguments.
+func deadLetterMismatch(err error) bool {
+	var pe *driver.PreconditionError
+	if !errors.As(err, &pe) || pe.Kind != "queue" {
+		return false
+	}
+	return strings.Contains(pe.Detail, "'"+argDeadLetterExchange+"'") || strings.Contains(pe.Detail, "'"+argDeadLetterRoutingKey+"'")
+}
+
+// declareWithoutDeadLetter declares d's queue without the default
+// dead-letter arguments, for a queue that exists without them, and warns
+// that it has nowhere to dead-letter to.
+func declareWithoutDeadLetter(ctx context.Context, c *Conn, d Declaration) error {
+	q := d.Queue
+	q.Args = maps.Clone(q.Args)
+	delete(q.Args, argDeadLetterExchange)
+	delete(q.Args, argDeadLetterRoutingKey)
+	if _, err := c.t.DeclareQueue(ctx, q); err != nil {
+		return err
+	}
+	c.log.Warn("acemq: the quorum queue exists without a dead-letter exchange: a message over its delivery limit (20 on RabbitMQ 4) is dropped, not moved to its .dlq; see docs/upgrading.md",
+		slog.String("queue", q.Name), slog.String("dead_letter_queue", DeadLetterQueue(q.Name)))
+	return nil
 }
 
 // normalizeArgs copies args with every value in the form a header value

@@ -174,7 +174,7 @@ func newRig(t *testing.T, b backend) *rig {
 		}
 	})
 	t.Cleanup(remove)
-	if err := acemq.NewTopology().Queue(r.q, acemq.WithDeadLettering()).Apply(context.Background(), conn); err != nil {
+	if err := acemq.NewTopology().Queue(r.q, acemq.WithDeadLettering(true)).Apply(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -27,7 +27,7 @@ func wireConn(t *testing.T, url string) (*acemq.Conn, string) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	q := "acemq-envelope-test-" + hex.EncodeToString(b[:])
-	if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(ctx, driver.Queue{Name: q, Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = brokertest.Driver(c).DeleteQueue(context.Background(), q) })

@@ -244,7 +244,7 @@ func Example() {
 
 	topo := acemq.NewTopology().
 		Exchange("shop", acemq.ExchangeTopic).
-		Queue("shop.orders", acemq.WithDeadLettering()).
+		Queue("shop.orders", acemq.WithDeadLettering(true)).
 		Bind("shop", "shop.orders", "order.*")
 	if err := topo.Apply(ctx, conn); err != nil {
 		log.Fatal(err)
@@ -331,7 +331,7 @@ func ExampleConn_Browse() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	orders := acemq.NewPublisher[exampleOrder](conn, "")

@@ -18,7 +18,7 @@ func TestInitialGroupSizeArgument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := plan[0].Queue.Args
+	args := queueIn(t, plan, "orders").Args
 	if args["x-quorum-initial-group-size"] != int64(3) || args["x-queue-type"] != "quorum" {
 		t.Fatalf("arguments %#v, want a quorum queue of 3", args)
 	}
@@ -76,4 +76,16 @@ func TestInitialGroupSizeDeclares(t *testing.T) {
 		}
 		t.Logf("the broker refuses size 0: %s", pe.Detail)
 	})
+}
+
+// queueIn returns the declaration of the queue name in plan.
+func queueIn(t *testing.T, plan acemq.Plan, name string) driver.Queue {
+	t.Helper()
+	for _, d := range plan {
+		if d.Kind == acemq.QueueDeclaration && d.Queue.Name == name {
+			return d.Queue
+		}
+	}
+	t.Fatalf("no queue %q in the plan:\n%s", name, plan)
+	return driver.Queue{}
 }

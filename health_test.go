@@ -132,7 +132,7 @@ func TestTelemetryRefusedPublish(t *testing.T) {
 func TestTelemetryPublishedWithoutConfirms(t *testing.T) {
 	x := newTel(t)
 	c, _ := fakeConnect(t, append(x.options(), acemq.WithConfirms(false))...)
-	if _, err := brokertest.Driver(c).DeclareQueue(context.Background(), driver.Queue{Name: "q"}); err != nil {
+	if _, err := brokertest.Driver(c).DeclareQueue(context.Background(), driver.Queue{Name: "q", Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](c, "").Send(context.Background(), "q", "x"); err != nil {

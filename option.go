@@ -545,16 +545,17 @@ func WithLogger(l *slog.Logger) ConnOption {
 
 // declareSpec collects the options of one exchange, queue or binding.
 type declareSpec struct {
-	transient  bool
-	autoDelete bool
-	exclusive  bool
-	internal   bool
-	args       map[string]any
-	argsErr    error
-	qtype      QueueType
-	deadLetter bool
-	retry      RetryPolicy
-	retrySet   bool
+	transient     bool
+	autoDelete    bool
+	exclusive     bool
+	internal      bool
+	args          map[string]any
+	argsErr       error
+	qtype         QueueType
+	deadLetter    bool
+	deadLetterSet bool // WithDeadLettering was given (else quorum queues get it)
+	retry         RetryPolicy
+	retrySet      bool
 	// Stream retention and single active consumer (declare.go, queueLimits).
 	maxAge       time.Duration
 	maxBytes     int64
@@ -618,15 +619,23 @@ func WithQueueType(t QueueType) DeclareOption {
 	return declareOption(func(s *declareSpec) { s.qtype = t })
 }
 
-// WithDeadLettering gives a queue the family's dead-letter half: it adds
-// x-dead-letter-exchange=acemq.dlx and x-dead-letter-routing-key={q}.dlq to
-// the queue, and declares acemq.dlx, {q}.dlq and {q}.parked with their
+// WithDeadLettering(true) gives a queue the family's dead-letter half: it
+// adds x-dead-letter-exchange=acemq.dlx and x-dead-letter-routing-key={q}.dlq
+// to the queue, and declares acemq.dlx, {q}.dlq and {q}.parked with their
 // bindings. The broker then dead-letters what the library never sees (TTL
-// expiry, length overflow, rejections by other consumers) into {q}.dlq. A
-// queue whose arguments already set either dead-letter argument is
-// refused, not overruled. It applies to queues only.
-func WithDeadLettering() DeclareOption {
-	return declareOption(func(s *declareSpec) { s.deadLetter = true })
+// expiry, length overflow, rejections by other consumers, a quorum queue's
+// delivery limit) into {q}.dlq. A queue whose arguments already set either
+// dead-letter argument is refused, not overruled. It applies to queues only.
+//
+// Quorum queues (durable queues, by default) have it unless
+// WithDeadLettering(false) is given: RabbitMQ 4 gives every quorum queue a
+// delivery limit of 20 and drops a message over it when the queue has
+// nowhere to dead-letter to. A quorum queue whose WithArguments set a
+// dead-letter exchange of their own keeps it and gets no default. Other
+// queues have no dead-letter half unless WithDeadLettering(true) is given.
+// See docs/upgrading.md for a queue declared without it before.
+func WithDeadLettering(on bool) DeclareOption {
+	return declareOption(func(s *declareSpec) { s.deadLetter, s.deadLetterSet = on, true })
 }
 
 // WithMaxAge keeps a stream's messages for about d (x-max-age), written

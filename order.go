@@ -88,8 +88,9 @@ func (k *consumerCore) processInOrder(d *driver.Delivery, g *generation) {
 		}
 		next := q[0]
 		if next.g.draining.Load() || k.isStopping() {
-			// Not started: they go back to the queue, as every delivery not
-			// started when the consumer stops or pauses does.
+			// Not started: they go back to the queue with a nack (not
+			// processed), as every delivery not started when the consumer
+			// stops or pauses does.
 			delete(o.waiting, key)
 			o.mu.Unlock()
 			for _, w := range q {

@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // Per-message priority and expiry on both brokers.
@@ -46,10 +48,52 @@ func TestPriorityAndExpiry(t *testing.T) {
 				t.Errorf("delivered %v, want top, mid, low, none", got)
 			}
 		})
+		// A quorum queue (the default) takes no x-max-priority on any
+		// version; RabbitMQ 4 orders it by priority all the same: 4.0
+		// in two classes (above 4 is high, delivered ahead of normal,
+		// 2 to 1 when both wait), 4.3 strictly highest first. 3.x and
+		// memory:// deliver a quorum queue first in, first out.
+		t.Run("QuorumQueuePriority", func(t *testing.T) {
+			q := testenv.Unique(t, "acemq-qprio")
+			brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+			if err := acemq.NewTopology().Queue(q).Apply(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			p := acemq.NewPublisher[string](c, "")
+			for _, s := range []struct {
+				body string
+				prio uint8
+			}{{"n1", 0}, {"n2", 1}, {"n3", 4}, {"hi", 7}} {
+				if _, err := p.Send(ctx, q, s.body, acemq.WithPriority(s.prio)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for range 4 {
+				d := brokertest.Get(t, c, q)
+				got = append(got, string(d.Body))
+			}
+			major, minor := 0, 0
+			if !strings.HasPrefix(url, "memory:") {
+				major, minor = rabbitVersion(t, url)
+			}
+			want := `"n1" "n2" "n3" "hi"`
+			switch {
+			case major > 4 || major == 4 && minor >= 3:
+				// Strictly by priority; a message sent without one
+				// (n1: WithPriority(0) sends none) counts as 4.
+				want = `"hi" "n1" "n3" "n2"`
+			case major == 4:
+				want = `"hi" "n1" "n2" "n3"`
+			}
+			if g := strings.Join(got, " "); g != want {
+				t.Errorf("RabbitMQ %d.%d: a quorum queue delivered %s, want %s", major, minor, g, want)
+			}
+		})
 		t.Run("ExpiredIsDeadLettered", func(t *testing.T) {
 			q := testenv.Unique(t, "acemq-exp")
 			brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering())
+			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
 			if err := topo.Apply(ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -101,8 +145,24 @@ func TestMaxPriorityDeclaration(t *testing.T) {
 			t.Errorf("%s: WithMaxPriority accepted, want a mistake reported", name)
 		}
 	}
-	// A transient queue is classic without asking.
-	if err := acemq.NewTopology().Queue("jobs", acemq.WithDurable(false), acemq.WithMaxPriority(3)).Validate(); err != nil {
+	// A transient (exclusive) queue is classic without asking.
+	if err := acemq.NewTopology().Queue("jobs", acemq.WithDurable(false), acemq.WithExclusive(), acemq.WithMaxPriority(3)).Validate(); err != nil {
 		t.Errorf("a transient priority queue: %v", err)
 	}
+}
+
+// rabbitVersion is the major and minor version the RabbitMQ node at url
+// reports in its connection.start server properties.
+func rabbitVersion(t *testing.T, url string) (major, minor int) {
+	t.Helper()
+	c, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v, _ := c.Properties["version"].(string)
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		t.Fatalf("the broker's version %q: %v", v, err)
+	}
+	return major, minor
 }

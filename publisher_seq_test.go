@@ -227,7 +227,7 @@ func TestSendSeqOnACoreOnlyDriver(t *testing.T) {
 		if _, ok := dc.(driver.EachPublisher); ok {
 			t.Fatal("the core-only driver implements driver.EachPublisher")
 		}
-		_, err := dc.DeclareQueue(context.Background(), driver.Queue{Name: "q"})
+		_, err := dc.DeclareQueue(context.Background(), driver.Queue{Name: "q", Durable: true})
 		return err
 	}); err != nil {
 		t.Fatal(err)

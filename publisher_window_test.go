@@ -132,7 +132,7 @@ func TestSendAllOnACoreOnlyDriver(t *testing.T) {
 		if _, ok := dc.(driver.BatchPublisher); ok {
 			t.Fatal("the core-only driver implements driver.BatchPublisher")
 		}
-		_, err := dc.DeclareQueue(context.Background(), driver.Queue{Name: "q"})
+		_, err := dc.DeclareQueue(context.Background(), driver.Queue{Name: "q", Durable: true})
 		return err
 	}); err != nil {
 		t.Fatal(err)

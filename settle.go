@@ -400,15 +400,19 @@ func (k *consumerCore) settleAck(d *driver.Delivery, s *Settlement, target strin
 	}
 }
 
-// requeue puts the delivery back on its queue unchanged (nack with
-// requeue) after a republish failed with err.
+// requeue puts the delivery back on its queue unchanged after a republish
+// failed with err. It is a reject with requeue, not a nack: the delivery
+// was processed and its settlement failed, so a quorum queue counts it
+// toward its delivery limit on every broker version, and a copy that can
+// never be published (one too big for a frame, say) ends in the queue's
+// dead-letter target instead of coming back for ever (docs/reliability.md).
 func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement, err error) {
 	s.Outcome = OutcomeRequeued
 	s.SettleErr = err
 	if s.Where != "" {
 		s.Where = WhereRequeued
 	}
-	if nerr := d.Nack(true); nerr != nil {
+	if nerr := d.Reject(true); nerr != nil {
 		s.SettleErr = errors.Join(err, nerr)
 	}
 }

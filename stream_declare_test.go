@@ -43,8 +43,8 @@ func TestStreamDeclaration(t *testing.T) {
 		t.Errorf("a plain stream declares %v", plan[0].Queue.Args)
 	}
 	plan, _ = acemq.NewTopology().Queue("work", acemq.WithSingleActiveConsumer()).Plan()
-	if plan[0].Queue.Args["x-single-active-consumer"] != true || plan[0].Queue.Args["x-queue-type"] != "quorum" {
-		t.Errorf("single active consumer: %v", plan[0].Queue.Args)
+	if args := queueIn(t, plan, "work").Args; args["x-single-active-consumer"] != true || args["x-queue-type"] != "quorum" {
+		t.Errorf("single active consumer: %v", args)
 	}
 	for name, topo := range map[string]*acemq.Topology{
 		"max age on a quorum queue":  acemq.NewTopology().Queue("q", acemq.WithMaxAge(time.Hour)),
@@ -52,7 +52,7 @@ func TestStreamDeclaration(t *testing.T) {
 		"sub-second max age":         acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithMaxAge(time.Millisecond)),
 		"negative size":              acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithMaxLengthBytes(-1)),
 		"single active on a stream":  acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithSingleActiveConsumer()),
-		"dead-lettering on a stream": acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithDeadLettering()),
+		"dead-lettering on a stream": acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithDeadLettering(true)),
 		"retry on a stream":          acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithRetry(acemq.NoRetry())),
 		"exclusive stream":           acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithExclusive()),
 		"max age twice":              acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueStream), acemq.WithMaxAge(time.Hour), acemq.WithArguments(map[string]any{"x-max-age": "2h"})),

@@ -25,7 +25,7 @@ const (
 //
 //	topo := acemq.NewTopology().
 //		Exchange("orders", acemq.ExchangeTopic).
-//		Queue("orders.new", acemq.WithDeadLettering()).
+//		Queue("orders.new", acemq.WithDeadLettering(true)).
 //		Bind("orders", "orders.new", "order.*")
 //
 // Defaults follow the family's contract (docs/wire.md §5): exchanges and
@@ -71,7 +71,7 @@ func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology 
 		return t
 	}
 	if t.misplaced(s, "the exchange "+strconv.Quote(name), "WithExclusive", s.exclusive, "WithQueueType", s.qtype != "",
-		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
+		"WithDeadLettering", s.deadLetterSet, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
 		"WithMaxLengthBytes", s.maxBytes != 0, "WithMaxSegmentSizeBytes", s.segmentBytes != 0,
 		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
@@ -93,6 +93,12 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 	if t.misplaced(s, "the queue "+strconv.Quote(name), "WithInternal", s.internal) {
 		return t
 	}
+	if s.transient && !s.exclusive {
+		// RabbitMQ 4 deprecates them (transient_nonexcl_queues) and a
+		// broker that denies the feature closes the connection for one.
+		t.fail(fmt.Errorf("the queue %q would be transient and not exclusive, which RabbitMQ 4 deprecates and refuses where the deprecated feature is denied (541 INTERNAL_ERROR, transient_nonexcl_queues): add WithExclusive, or drop WithDurable(false) (with WithAutoDelete, a durable queue still goes with its last consumer)", name))
+		return t
+	}
 	if s.retrySet {
 		if s.retry.err != nil {
 			t.fail(fmt.Errorf("the queue %q: %w", name, s.retry.err))
@@ -109,7 +115,14 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 		t.fail(err)
 		return t
 	}
-	q, err := resolveQueue(driver.Queue{Name: name, Durable: !s.transient, Exclusive: s.exclusive, AutoDelete: s.autoDelete, Args: args}, s.qtype, s.deadLetter)
+	q, err := resolveQueue(driver.Queue{Name: name, Durable: !s.transient, Exclusive: s.exclusive, AutoDelete: s.autoDelete, Args: args}, s.qtype)
+	defaulted := false
+	if err == nil {
+		s.deadLetter, defaulted = deadLetterDefault(q, s)
+		if s.deadLetter {
+			q, err = withDeadLetterArgs(q)
+		}
+	}
 	if err == nil {
 		err = priorityNeedsClassic(q, s)
 	}
@@ -138,7 +151,7 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 	if len(rungs) > 0 {
 		t.add(exchangeDecl(RetryExchange, driver.Direct))
 	}
-	t.add(Declaration{Kind: QueueDeclaration, Queue: q})
+	t.add(Declaration{Kind: QueueDeclaration, Queue: q, defaultDeadLetter: defaulted})
 	if s.deadLetter {
 		t.add(classicQueueDecl(DeadLetterQueue(name), nil))
 		t.add(classicQueueDecl(ParkedQueue(name), nil))
@@ -171,7 +184,7 @@ func (t *Topology) Bind(exchange, queue, routingKey string, opts ...DeclareOptio
 	}
 	if t.misplaced(s, fmt.Sprintf("the binding of %q to %q", queue, exchange), "WithDurable", s.transient, "WithAutoDelete", s.autoDelete,
 		"WithExclusive", s.exclusive, "WithInternal", s.internal, "WithQueueType", s.qtype != "",
-		"WithDeadLettering", s.deadLetter, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
+		"WithDeadLettering", s.deadLetterSet, "WithRetry", s.retrySet, "WithMaxPriority", s.maxPrioSet, "WithMaxAge", s.maxAge != 0,
 		"WithMaxLengthBytes", s.maxBytes != 0, "WithMaxSegmentSizeBytes", s.segmentBytes != 0,
 		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
@@ -265,14 +278,22 @@ func (t *Topology) Plan() (Plan, error) {
 // order. Declaring is idempotent: what exists with the same settings is left
 // alone. Something that exists with different settings fails with an error
 // wrapping *driver.PreconditionError; Apply stops at the first failure (what
-// was declared before it stays declared).
+// was declared before it stays declared). The one difference it tolerates
+// is a quorum queue that exists without the dead-letter arguments it would
+// have by default (declared before quorum queues had them): Apply declares
+// it as it is, without them, and logs a warning, since a message over its
+// delivery limit is then dropped (docs/upgrading.md).
 func (t *Topology) Apply(ctx context.Context, c *Conn) error {
 	p, err := t.Plan()
 	if err != nil {
 		return err
 	}
 	for _, d := range p {
-		if err := d.apply(ctx, c.t); err != nil {
+		err := d.apply(ctx, c.t)
+		if err != nil && d.defaultDeadLetter && deadLetterMismatch(err) {
+			err = declareWithoutDeadLetter(ctx, c, d)
+		}
+		if err != nil {
 			return fmt.Errorf("acemq: topology: declaring %s: %w", d, err)
 		}
 	}

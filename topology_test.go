@@ -20,7 +20,7 @@ import (
 func fixtureApplicationTopology() *acemq.Topology {
 	return acemq.NewTopology().
 		Exchange("orders", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering()).
+		Queue("orders.new", acemq.WithDeadLettering(true)).
 		Bind("orders", "orders.new", "order.*")
 }
 
@@ -231,7 +231,7 @@ func TestContractTopologyDeclaredByBuilder(t *testing.T) {
 	policy, _ := parsePolicy(t, ft.Policy)
 	plan, err = acemq.NewTopology().
 		Exchange("orders", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering(), acemq.WithRetry(policy)).
+		Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)).
 		Bind("orders", "orders.new", "order.*").
 		Plan()
 	if err != nil {
@@ -306,15 +306,17 @@ func TestTopologyQueueTypes(t *testing.T) {
 		{"explicit quorum", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum)}, "quorum", true, ""},
 		{"exclusive is classic", []acemq.DeclareOption{acemq.WithExclusive()}, "", true, ""},
 		{"auto-delete is classic", []acemq.DeclareOption{acemq.WithAutoDelete()}, "", true, ""},
-		{"transient is classic", []acemq.DeclareOption{acemq.WithDurable(false)}, "", false, ""},
+		{"transient and exclusive is classic", []acemq.DeclareOption{acemq.WithDurable(false), acemq.WithExclusive()}, "", false, ""},
+		{"transient and not exclusive refused", []acemq.DeclareOption{acemq.WithDurable(false)}, "", false, "transient_nonexcl_queues"},
+		{"transient auto-delete and not exclusive refused", []acemq.DeclareOption{acemq.WithDurable(false), acemq.WithAutoDelete()}, "", false, "transient_nonexcl_queues"},
 		{"quorum and exclusive refused", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()}, "", false, "exclusive"},
 		{"quorum and auto-delete refused", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum), acemq.WithAutoDelete()}, "", false, "auto-delete"},
 		{"quorum argument and exclusive refused", []acemq.DeclareOption{acemq.WithExclusive(), acemq.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "exclusive"},
 		{"classic argument is written as none", []acemq.DeclareOption{acemq.WithArguments(driver.Table{"x-queue-type": "classic"})}, "", true, ""},
 		{"explicit argument wins over the default", []acemq.DeclareOption{acemq.WithArguments(driver.Table{"x-queue-type": "stream"})}, "stream", true, ""},
 		{"options and arguments disagree", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic), acemq.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "arguments"},
-		{"dead-lettering refuses a caller's x-dead-letter-exchange", []acemq.DeclareOption{acemq.WithDeadLettering(), acemq.WithArguments(driver.Table{"x-dead-letter-exchange": "mine"})}, "", false, "x-dead-letter-exchange"},
-		{"dead-lettering refuses a caller's x-dead-letter-routing-key", []acemq.DeclareOption{acemq.WithDeadLettering(), acemq.WithArguments(driver.Table{"x-dead-letter-routing-key": "mine"})}, "", false, "x-dead-letter-routing-key"},
+		{"dead-lettering refuses a caller's x-dead-letter-exchange", []acemq.DeclareOption{acemq.WithDeadLettering(true), acemq.WithArguments(driver.Table{"x-dead-letter-exchange": "mine"})}, "", false, "x-dead-letter-exchange"},
+		{"dead-lettering refuses a caller's x-dead-letter-routing-key", []acemq.DeclareOption{acemq.WithDeadLettering(true), acemq.WithArguments(driver.Table{"x-dead-letter-routing-key": "mine"})}, "", false, "x-dead-letter-routing-key"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			q, err := queueOf(t, c.opts...)
@@ -346,7 +348,7 @@ func TestTopologyValidate(t *testing.T) {
 	}{
 		{"conflicting queue", acemq.NewTopology().Queue("a").Queue("a", acemq.WithQueueType(acemq.QueueClassic)), "declared twice with different settings"},
 		{"conflicting exchange", acemq.NewTopology().Exchange("e", acemq.ExchangeTopic).Exchange("e", acemq.ExchangeDirect), "declared twice"},
-		{"managed exchange redeclared differently", acemq.NewTopology().Exchange("acemq.dlx", acemq.ExchangeTopic).Queue("a", acemq.WithDeadLettering()), "acemq.dlx"},
+		{"managed exchange redeclared differently", acemq.NewTopology().Exchange("acemq.dlx", acemq.ExchangeTopic).Queue("a", acemq.WithDeadLettering(true)), "acemq.dlx"},
 		{"amq. exchange", acemq.NewTopology().Exchange("amq.mine", acemq.ExchangeDirect), "amq."},
 		{"unnamed exchange", acemq.NewTopology().Exchange("", acemq.ExchangeDirect), "needs a name"},
 		{"unknown kind", acemq.NewTopology().Exchange("e", "round-robin"), "unknown kind"},
@@ -372,7 +374,7 @@ func TestTopologyValidate(t *testing.T) {
 	}
 	// Identical repeats merge; a queue declared by two dead-lettered
 	// queues' halves shares acemq.dlx once.
-	topo := acemq.NewTopology().Queue("a", acemq.WithDeadLettering()).Queue("b", acemq.WithDeadLettering()).Queue("a", acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue("a", acemq.WithDeadLettering(true)).Queue("b", acemq.WithDeadLettering(true)).Queue("a", acemq.WithDeadLettering(true))
 	if err := topo.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +425,7 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			ex, q := "acemq-test-topo-"+sfx, "acemq-test-topo-"+sfx+".q"
 			topo := acemq.NewTopology().
 				Exchange(ex, acemq.ExchangeTopic).
-				Queue(q, acemq.WithDeadLettering(), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))).
+				Queue(q, acemq.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))).
 				Bind(ex, q, "order.*")
 			t.Cleanup(func() {
 				for _, n := range []string{q, q + ".dlq", q + ".parked", q + ".retry.1s"} {
@@ -524,7 +526,7 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 func ExampleTopology() {
 	topo := acemq.NewTopology().
 		Exchange("orders", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering()).
+		Queue("orders.new", acemq.WithDeadLettering(true)).
 		Bind("orders", "orders.new", "order.*")
 	plan, err := topo.Plan()
 	if err != nil {

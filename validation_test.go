@@ -107,7 +107,7 @@ func TestNonsensicalOptionsAreRefused(t *testing.T) {
 		says string
 	}{
 		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithExclusive()), `the exchange "x": WithExclusive does not apply to it`},
-		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithDeadLettering()), "WithDeadLettering does not apply"},
+		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithDeadLettering(true)), "WithDeadLettering does not apply"},
 		{acemq.NewTopology().Queue("q", acemq.WithInternal()), `the queue "q": WithInternal does not apply to it`},
 		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithQueueType(acemq.QueueQuorum)), "WithQueueType does not apply"},
 		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithDurable(false)), "WithDurable does not apply"},
@@ -120,14 +120,14 @@ func TestNonsensicalOptionsAreRefused(t *testing.T) {
 	// Arguments apply to all three.
 	ok := acemq.NewTopology().
 		Exchange("x", acemq.ExchangeHeaders, acemq.WithArguments(map[string]any{"alternate-exchange": "y"}), acemq.WithDurable(false), acemq.WithAutoDelete()).
-		Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": 1000}), acemq.WithDurable(false)).
+		Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": 1000}), acemq.WithDurable(false), acemq.WithExclusive()).
 		Bind("x", "q", "", acemq.WithArguments(map[string]any{"x-match": "all"}))
 	plan, err := ok.Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := plan.String(); !strings.Contains(got, "exchange x (headers, transient, auto-delete) alternate-exchange=y") ||
-		!strings.Contains(got, "queue q (classic, transient) x-message-ttl=1000") || !strings.Contains(got, `binding x -> q on "" x-match=all`) {
+		!strings.Contains(got, "queue q (classic, transient, exclusive) x-message-ttl=1000") || !strings.Contains(got, `binding x -> q on "" x-match=all`) {
 		t.Errorf("plan:\n%s", got)
 	}
 }
@@ -144,7 +144,7 @@ func TestArgumentValuesAreChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args := plan[0].Queue.Args; args["x-message-ttl"] != uint32(500) || args["x-max-length"] != int64(10) {
+	if args := queueIn(t, plan, "q").Args; args["x-message-ttl"] != uint32(500) || args["x-max-length"] != int64(10) {
 		t.Errorf("arguments %#v", args)
 	}
 }

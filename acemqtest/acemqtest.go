@@ -8,7 +8,7 @@
 //
 //	func TestShipping(t *testing.T) {
 //		conn := acemqtest.Connect(t, acemqtest.URL(t))
-//		acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering()))
+//		acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
 //		settled := acemqtest.Record(t, conn)
 //		consumer, err := acemq.Consume(ctx, conn, "orders.new", ship)
 //		…

@@ -56,7 +56,7 @@ func TestWaitIdle(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			conn := acemqtest.Connect(t, acemqtest.URL(t))
-			acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(), acemq.WithRetry(policy)))
+			acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
 			settled := acemqtest.Record(t, conn)
 			var calls atomic.Int32
 			consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -100,7 +100,7 @@ func TestWaitIdle(t *testing.T) {
 func TestRecorderAndPeek(t *testing.T) {
 	ctx := context.Background()
 	conn := acemqtest.Connect(t, acemqtest.URL(t))
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering()))
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
 	settled := acemqtest.Record(t, conn)
 	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		if m.Payload.ID == "bad" {
@@ -136,7 +136,7 @@ func TestOnRabbitMQ(t *testing.T) {
 	ctx := context.Background()
 	conn := acemqtest.Connect(t, testenv.AMQPURL(t))
 	q := testenv.Unique(t, "acemqtest")
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue(q, acemq.WithDeadLettering()))
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)))
 	settled := acemqtest.Record(t, conn)
 	consumer, err := acemq.Consume(ctx, conn, q, func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		return acemq.Park(errors.New("look at it"))

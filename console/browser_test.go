@@ -124,8 +124,8 @@ func neighbours(t *testing.T, conn *acemq.Conn) *acemq.Topology {
 	t.Helper()
 	ctx := context.Background()
 	topo := acemq.NewTopology().
-		Queue("payments.in", acemq.WithDeadLettering(), acemq.WithRetry(acemq.FixedRetry(3, 5*time.Second).WaitInBrokerFrom(time.Second))).
-		Queue("shipping.out", acemq.WithDeadLettering())
+		Queue("payments.in", acemq.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(3, 5*time.Second).WaitInBrokerFrom(time.Second))).
+		Queue("shipping.out", acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}

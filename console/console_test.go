@@ -503,7 +503,7 @@ func TestEvents(t *testing.T) {
 func TestBodies(t *testing.T) {
 	conn := brokertest.Connect(t, brokertest.MemoryURL(t))
 	q := "big"
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering()).Apply(context.Background(), conn); err != nil {
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
 	store := claimcheck.NewMemoryStore()

@@ -21,7 +21,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	con, err := console.New(conn, console.WithQueues("orders.new"))

@@ -56,7 +56,7 @@ func deadLetters(t *testing.T, url string, nQty, nSKU int) *fixture {
 	if !strings.HasPrefix(url, "memory://") {
 		q = testenv.Unique(t, "console") + ".orders.new"
 	}
-	topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}

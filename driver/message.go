@@ -78,13 +78,28 @@ func (d *Delivery) Ack() error {
 	return d.Acknowledger.Ack(d.DeliveryTag)
 }
 
-// Nack rejects the delivery, putting it back on its queue when requeue is
-// true and dead-lettering or dropping it (as the queue says) otherwise.
+// Nack settles the delivery as not processed: the consumer did not run
+// it (it was returned at a shutdown, a pause, or by a browser). It goes
+// back on its queue when requeue is true and is dead-lettered or dropped
+// (as the queue says) otherwise. See Acknowledger for what each costs
+// against a quorum queue's delivery limit.
 func (d *Delivery) Nack(requeue bool) error {
 	if d.Acknowledger == nil {
 		return ErrNotSettleable
 	}
 	return d.Acknowledger.Nack(d.DeliveryTag, requeue)
+}
+
+// Reject settles the delivery as failed: it was processed and the
+// processing failed. It goes back on its queue when requeue is true and
+// is dead-lettered or dropped (as the queue says) otherwise. See
+// Acknowledger for what each costs against a quorum queue's delivery
+// limit.
+func (d *Delivery) Reject(requeue bool) error {
+	if d.Acknowledger == nil {
+		return ErrNotSettleable
+	}
+	return d.Acknowledger.Reject(d.DeliveryTag, requeue)
 }
 
 // CanSettle reports whether the delivery can still be settled: false when
@@ -111,9 +126,22 @@ type SettleChecker interface {
 // Acknowledger settles deliveries by tag. A delivery whose channel has gone
 // cannot be settled any more: the methods return an error wrapping
 // ErrChannelClosed and the broker redelivers the message.
+//
+// Nack and Reject differ in intent, and a broker that counts failed
+// deliveries against a limit (a RabbitMQ quorum queue's delivery limit)
+// must be told which one it is given. Reject says that processing failed:
+// a requeued rejection counts toward the limit on every broker. Nack says
+// that the delivery was not processed: on RabbitMQ 4.3 and later a
+// requeued nack does not count (it still did on 4.0 to 4.2 and 3.x, where
+// every return counted). The RabbitMQ driver sends basic.reject and
+// basic.nack; a driver whose broker draws no such line sends the same for
+// both.
 type Acknowledger interface {
 	Ack(tag uint64) error
+	// Nack returns the delivery as not processed.
 	Nack(tag uint64, requeue bool) error
+	// Reject returns the delivery as failed.
+	Reject(tag uint64, requeue bool) error
 }
 
 // ConsumeSpec describes a subscription.

@@ -165,9 +165,9 @@ func TestQueueRedeclareArguments(t *testing.T) {
 	}
 	// Nested tables and arrays compare by value.
 	args := driver.Table{"x-custom": driver.Table{"a": []any{int32(1), "b"}}}
-	mustQueue(t, c, driver.Queue{Name: "n", Args: args})
-	mustQueue(t, c, driver.Queue{Name: "n", Args: driver.Table{"x-custom": driver.Table{"a": []any{int64(1), "b"}}}})
-	if _, err := c.DeclareQueue(ctx, driver.Queue{Name: "n", Args: driver.Table{"x-custom": driver.Table{"a": []any{int64(2), "b"}}}}); !errors.As(err, &pe) {
+	mustQueue(t, c, driver.Queue{Name: "n", Args: args, Durable: true})
+	mustQueue(t, c, driver.Queue{Name: "n", Durable: true, Args: driver.Table{"x-custom": driver.Table{"a": []any{int64(1), "b"}}}})
+	if _, err := c.DeclareQueue(ctx, driver.Queue{Name: "n", Durable: true, Args: driver.Table{"x-custom": driver.Table{"a": []any{int64(2), "b"}}}}); !errors.As(err, &pe) {
 		t.Fatalf("nested difference: %v", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestQueueDeclareValidation(t *testing.T) {
 			t.Errorf("declare %+v succeeded", q)
 		}
 	}
-	if _, err := c.DeclareQueue(ctx, driver.Queue{Name: "amq.q"}); !errors.As(err, &ae) || ae.Code != 403 {
+	if _, err := c.DeclareQueue(ctx, driver.Queue{Name: "amq.q", Durable: true}); !errors.As(err, &ae) || ae.Code != 403 {
 		t.Errorf("amq. queue = %v", err)
 	}
 	info := mustQueue(t, c, driver.Queue{Durable: true, Args: driver.Table{"x-queue-type": "quorum"}})
@@ -218,8 +218,8 @@ func TestQueueDeclareValidation(t *testing.T) {
 
 func TestDefaultExchangeAndDirect(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q1"})
-	mustQueue(t, c, driver.Queue{Name: "q2"})
+	mustQueue(t, c, driver.Queue{Name: "q1", Durable: true})
+	mustQueue(t, c, driver.Queue{Name: "q2", Durable: true})
 	mustExchange(t, c, "d", driver.Direct)
 	mustBind(t, c, "d", "q1", "k")
 	mustBind(t, c, "d", "q2", "k")
@@ -309,7 +309,7 @@ func TestTopicMatching(t *testing.T) {
 func TestTopicFanoutHeadersExchanges(t *testing.T) {
 	c := fresh(t)
 	for _, q := range []string{"star", "hash", "fan1", "fan2", "hall", "hany"} {
-		mustQueue(t, c, driver.Queue{Name: q})
+		mustQueue(t, c, driver.Queue{Name: q, Durable: true})
 	}
 	mustExchange(t, c, "t", driver.Topic)
 	mustBind(t, c, "t", "star", "order.*")
@@ -403,7 +403,7 @@ func TestPublishErrors(t *testing.T) {
 
 func TestPublishCopiesBodyAndHeaders(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	body := []byte("hello")
 	inner := driver.Table{"k": "v"}
 	arr := []any{driver.Table{"x": int32(1)}, []byte("b")}
@@ -442,7 +442,7 @@ func TestPublishCopiesBodyAndHeaders(t *testing.T) {
 
 func TestPropertiesRoundTrip(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	mustPublish(t, c, driver.Message{
 		RoutingKey: "q", Transient: true, ContentType: "application/json", MessageID: "id",
 		CorrelationID: "corr", ReplyTo: "r", Body: []byte("{}"),
@@ -461,7 +461,7 @@ func TestConsumeRoundRobinAndOrder(t *testing.T) {
 	url := newURL(t)
 	c := dial(t, url)
 	c2 := dial(t, url)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	s1 := mustConsume(t, c, driver.ConsumeSpec{Queue: "q", Tag: "one"})
 	s2 := mustConsume(t, c2, driver.ConsumeSpec{Queue: "q"})
 	if !strings.HasPrefix(s2.Tag(), "amq.ctag-") {
@@ -492,7 +492,7 @@ func TestConsumeRoundRobinAndOrder(t *testing.T) {
 
 func TestPrefetch(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	for i := range 5 {
 		mustPublish(t, c, driver.Message{RoutingKey: "q", Body: fmt.Appendf(nil, "%d", i)})
 	}
@@ -524,7 +524,7 @@ func TestPrefetch(t *testing.T) {
 
 func TestNackRequeueRedelivers(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("a")})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("b")})
 	s := mustConsume(t, c, driver.ConsumeSpec{Queue: "q", Prefetch: 1})
@@ -557,10 +557,10 @@ func TestNackRequeueRedelivers(t *testing.T) {
 func TestDeadLetterOnReject(t *testing.T) {
 	c := fresh(t)
 	mustExchange(t, c, "dlx", driver.Direct)
-	mustQueue(t, c, driver.Queue{Name: "q.dlq"})
+	mustQueue(t, c, driver.Queue{Name: "q.dlq", Durable: true})
 	mustBind(t, c, "dlx", "q.dlq", "q.dlq")
-	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "q.dlq"}})
-	mustQueue(t, c, driver.Queue{Name: "keep", Args: driver.Table{"x-dead-letter-exchange": "dlx"}})
+	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "q.dlq"}, Durable: true})
+	mustQueue(t, c, driver.Queue{Name: "keep", Args: driver.Table{"x-dead-letter-exchange": "dlx"}, Durable: true})
 	mustBind(t, c, "dlx", "q.dlq", "keep") // original routing key is used without x-dead-letter-routing-key
 	mustExchange(t, c, "app", driver.Direct)
 	mustBind(t, c, "app", "q", "k")
@@ -640,8 +640,8 @@ func TestQueueTTLExpiresWithoutConsumer(t *testing.T) {
 
 func TestPerMessageExpiration(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "dead"})
-	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}})
+	mustQueue(t, c, driver.Queue{Name: "dead", Durable: true})
+	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}, Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Expiration: "50", Body: []byte("short")})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("forever")})
 	testenv.Eventually(t, "expiry", func() bool { return messages(t, c, "dead") == 1 })
@@ -656,7 +656,7 @@ func TestPerMessageExpiration(t *testing.T) {
 
 	// Expiry is from the head: a short-lived message behind a long-lived one
 	// waits until it reaches the head.
-	mustQueue(t, c, driver.Queue{Name: "h", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}})
+	mustQueue(t, c, driver.Queue{Name: "h", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}, Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "h", Body: []byte("first")})
 	mustPublish(t, c, driver.Message{RoutingKey: "h", Expiration: "1", Body: []byte("second")})
 	time.Sleep(20 * time.Millisecond)
@@ -673,7 +673,7 @@ func TestPerMessageExpiration(t *testing.T) {
 	}
 
 	// Expiration "0" reaches a waiting consumer, and expires otherwise.
-	mustQueue(t, c, driver.Queue{Name: "z"})
+	mustQueue(t, c, driver.Queue{Name: "z", Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "z", Expiration: "0"})
 	if n := messages(t, c, "z"); n != 0 {
 		t.Errorf("zero-TTL message with no consumer kept: %d", n)
@@ -687,7 +687,7 @@ func TestPerMessageExpiration(t *testing.T) {
 
 func TestShorterOfQueueAndMessageTTL(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-message-ttl": int32(60000)}})
+	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-message-ttl": int32(60000)}, Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Expiration: "10"})
 	testenv.Eventually(t, "expiry", func() bool { return messages(t, c, "q") == 0 })
 }
@@ -696,7 +696,7 @@ func TestDeadLetterCycleIsDropped(t *testing.T) {
 	c := fresh(t)
 	// Expired messages that would come straight back to their own queue are
 	// dropped, as RabbitMQ does.
-	mustQueue(t, c, driver.Queue{Name: "loop", Args: driver.Table{"x-message-ttl": int32(10), "x-dead-letter-exchange": ""}})
+	mustQueue(t, c, driver.Queue{Name: "loop", Args: driver.Table{"x-message-ttl": int32(10), "x-dead-letter-exchange": ""}, Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "loop"})
 	testenv.Eventually(t, "the cycle to be broken", func() bool { return messages(t, c, "loop") == 0 })
 	time.Sleep(30 * time.Millisecond)
@@ -707,7 +707,7 @@ func TestDeadLetterCycleIsDropped(t *testing.T) {
 
 func TestGet(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	if _, ok, err := c.Get(ctx, "q"); ok || err != nil {
 		t.Fatalf("get empty = %v, %v", ok, err)
 	}
@@ -735,7 +735,7 @@ func TestGet(t *testing.T) {
 	// Unsettled gets go back when the connection closes.
 	url := newURL(t)
 	c1 := dial(t, url)
-	mustQueue(t, c1, driver.Queue{Name: "g"})
+	mustQueue(t, c1, driver.Queue{Name: "g", Durable: true})
 	mustPublish(t, c1, driver.Message{RoutingKey: "g"})
 	d = mustGet(t, c1, "g")
 	_ = c1.Close()
@@ -784,7 +784,7 @@ func TestExclusiveQueue(t *testing.T) {
 
 func TestAutoDeleteQueue(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "ad", AutoDelete: true})
+	mustQueue(t, c, driver.Queue{Name: "ad", AutoDelete: true, Durable: true})
 	mustExchange(t, c, "x", driver.Fanout)
 	mustBind(t, c, "x", "ad", "")
 	// Not deleted before it has had a consumer.
@@ -813,7 +813,7 @@ func TestDeleteQueue(t *testing.T) {
 	if n, err := c.DeleteQueue(ctx, "missing"); n != 0 || err != nil {
 		t.Errorf("delete missing = %d, %v", n, err)
 	}
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	mustExchange(t, c, "x", driver.Direct)
 	mustBind(t, c, "x", "q", "k")
 	mustPublish(t, c, driver.Message{Exchange: "x", RoutingKey: "k"})
@@ -828,7 +828,7 @@ func TestDeleteQueue(t *testing.T) {
 	if err := d.Ack(); err != nil {
 		t.Errorf("ack after queue deletion = %v", err)
 	}
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	var re *driver.ReturnError
 	if err := c.Publish(ctx, driver.Message{Exchange: "x", RoutingKey: "k", Mandatory: true}); !errors.As(err, &re) {
 		t.Errorf("binding survived queue deletion: %v", err)
@@ -840,7 +840,7 @@ func TestAutoDeleteExchange(t *testing.T) {
 	if err := c.DeclareExchange(ctx, driver.Exchange{Name: "ax", Kind: driver.Direct, AutoDelete: true}); err != nil {
 		t.Fatal(err)
 	}
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	mustBind(t, c, "ax", "q", "k")
 	if err := c.Unbind(ctx, driver.Binding{Exchange: "ax", Queue: "q", RoutingKey: "k"}); err != nil {
 		t.Fatal(err)
@@ -852,7 +852,7 @@ func TestAutoDeleteExchange(t *testing.T) {
 
 func TestCancelSemantics(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	for range 3 {
 		mustPublish(t, c, driver.Message{RoutingKey: "q"})
 	}
@@ -888,7 +888,7 @@ func TestCancelSemantics(t *testing.T) {
 func TestCloseRequeuesUnsettled(t *testing.T) {
 	url := newURL(t)
 	c := dial(t, url)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	for i := range 3 {
 		mustPublish(t, c, driver.Message{RoutingKey: "q", Body: fmt.Appendf(nil, "%d", i)})
 	}
@@ -932,7 +932,7 @@ func TestCloseRequeuesUnsettled(t *testing.T) {
 
 func TestClosedConn(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -944,7 +944,7 @@ func TestClosedConn(t *testing.T) {
 		"declare": c.DeclareExchange(ctx, driver.Exchange{Name: "x", Kind: driver.Direct}),
 		"ping":    c.Ping(ctx),
 	}
-	_, checks["declare queue"] = c.DeclareQueue(ctx, driver.Queue{Name: "q"})
+	_, checks["declare queue"] = c.DeclareQueue(ctx, driver.Queue{Name: "q", Durable: true})
 	_, checks["consume"] = c.Consume(ctx, driver.ConsumeSpec{Queue: "q"})
 	_, _, checks["get"] = c.Get(ctx, "q")
 	for op, err := range checks {
@@ -978,7 +978,7 @@ func TestCapabilitiesAndPing(t *testing.T) {
 
 func TestExclusiveConsumer(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	mustConsume(t, c, driver.ConsumeSpec{Queue: "q", Exclusive: true})
 	var ae *driver.AccessError
 	if _, err := c.Consume(ctx, driver.ConsumeSpec{Queue: "q"}); !errors.As(err, &ae) || ae.Code != 403 {
@@ -1032,8 +1032,8 @@ func TestExpiryWithNoConnectionOpen(t *testing.T) {
 
 func TestGetRejectDeadLetters(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "dead"})
-	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}})
+	mustQueue(t, c, driver.Queue{Name: "dead", Durable: true})
+	mustQueue(t, c, driver.Queue{Name: "q", Args: driver.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}, Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Expiration: "60000"})
 	d := mustGet(t, c, "q")
 	if err := d.Nack(false); err != nil {
@@ -1059,7 +1059,7 @@ func TestGetRejectDeadLetters(t *testing.T) {
 
 func TestServerCancelOnQueueDeleteHandsUpAssigned(t *testing.T) {
 	c := fresh(t)
-	mustQueue(t, c, driver.Queue{Name: "q"})
+	mustQueue(t, c, driver.Queue{Name: "q", Durable: true})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("a")})
 	mustPublish(t, c, driver.Message{RoutingKey: "q", Body: []byte("b")})
 	s := mustConsume(t, c, driver.ConsumeSpec{Queue: "q"})
@@ -1084,9 +1084,9 @@ func TestChurn(t *testing.T) {
 	url := newURL(t)
 	admin := dial(t, url)
 	mustExchange(t, admin, "dlx", driver.Fanout)
-	mustQueue(t, admin, driver.Queue{Name: "dlq"})
+	mustQueue(t, admin, driver.Queue{Name: "dlq", Durable: true})
 	mustBind(t, admin, "dlx", "dlq", "")
-	mustQueue(t, admin, driver.Queue{Name: "work", Args: driver.Table{"x-dead-letter-exchange": "dlx", "x-message-ttl": int32(20)}})
+	mustQueue(t, admin, driver.Queue{Name: "work", Args: driver.Table{"x-dead-letter-exchange": "dlx", "x-message-ttl": int32(20)}, Durable: true})
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for p := range 4 {

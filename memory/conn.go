@@ -252,12 +252,20 @@ type getAcker struct{ c *conn }
 // Ack acknowledges a fetched delivery.
 func (a getAcker) Ack(tag uint64) error { return a.c.settleGet(tag, settleAck) }
 
-// Nack rejects a fetched delivery.
+// Nack returns a fetched delivery as not processed.
 func (a getAcker) Nack(tag uint64, requeue bool) error {
 	if requeue {
 		return a.c.settleGet(tag, settleRequeue)
 	}
-	return a.c.settleGet(tag, settleReject)
+	return a.c.settleGet(tag, settleDiscard)
+}
+
+// Reject returns a fetched delivery as failed.
+func (a getAcker) Reject(tag uint64, requeue bool) error {
+	if requeue {
+		return a.c.settleGet(tag, settleRejectRequeue)
+	}
+	return a.c.settleGet(tag, settleRejectDiscard)
 }
 
 func (c *conn) settleGet(tag uint64, how settleKind) error {

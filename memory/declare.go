@@ -128,6 +128,14 @@ func (c *conn) DeclareQueue(ctx context.Context, q driver.Queue) (driver.QueueIn
 		b.dispatch(ex)
 		return ex.info(), nil
 	}
+	if !q.Durable && !q.Exclusive {
+		// RabbitMQ 4's deprecated feature transient_nonexcl_queues, as a
+		// broker that denies it answers (it closes the connection).
+		return driver.QueueInfo{}, &driver.AccessError{Code: 541, Text: fmt.Sprintf(
+			"INTERNAL_ERROR - Feature `transient_nonexcl_queues` is deprecated. "+
+				"Declaring the transient non-exclusive queue '%s' in vhost '/' is refused: "+
+				"make it durable or exclusive", name)}
+	}
 	nq := parsed
 	nq.name = name
 	nq.durable, nq.exclusive, nq.autoDelete = q.Durable, q.Exclusive, q.AutoDelete
@@ -169,6 +177,9 @@ func parseQueueArgs(name string, q driver.Queue) (*queue, error) {
 	case "classic":
 	case "quorum":
 		if err := durableOnly(name, q); err != nil {
+			return nil, err
+		}
+		if err := parseDeliveryLimit(nq, q.Args, invalid); err != nil {
 			return nil, err
 		}
 	case "stream":

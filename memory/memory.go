@@ -22,6 +22,10 @@
 //     same as absent) or "quorum" (which must be durable, non-exclusive and
 //     non-auto-delete) or "stream" (an append-only log read from an offset;
 //     see stream.go for what is implemented).
+//   - A transient queue must be exclusive: declaring a transient
+//     non-exclusive queue fails with a *driver.AccessError of code 541
+//     naming transient_nonexcl_queues, as RabbitMQ 4 answers where that
+//     deprecated feature is denied (4.3 still permits it by default).
 //   - Redeclaring with different settings fails with a
 //     *driver.PreconditionError whose Detail is RabbitMQ's text, for
 //     example "inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/':
@@ -35,11 +39,21 @@
 //   - Queue arguments implemented: x-message-ttl, x-dead-letter-exchange,
 //     x-dead-letter-routing-key, x-queue-type, x-max-priority (highest
 //     priority first), x-single-active-consumer (one consumer receives, the
-//     others stand by and take over in order) and, on streams, x-max-age,
-//     x-max-length-bytes and x-stream-max-segment-size-bytes. Arguments
-//     RabbitMQ knows but this broker does not implement (x-max-length,
-//     x-expires, x-overflow, x-delivery-limit, …) are refused rather than
-//     silently ignored.
+//     others stand by and take over in order), on quorum queues
+//     x-delivery-limit, and, on streams, x-max-age, x-max-length-bytes and
+//     x-stream-max-segment-size-bytes. Arguments RabbitMQ knows but this
+//     broker does not implement (x-max-length, x-expires, x-overflow, …)
+//     are refused rather than silently ignored.
+//   - Quorum queues' delivery limit, as the newest RabbitMQ the library is
+//     proven on (4.3) counts it: 20 unless x-delivery-limit says otherwise
+//     (negative: none); a requeued reject (driver.Acknowledger.Reject) and
+//     every delivery unsettled when its subscription or connection closes
+//     count, a requeued nack does not; a message returned once more than
+//     the limit is dead-lettered with the reason delivery_limit, or
+//     dropped when the queue has no dead-letter exchange. Redeliveries
+//     from a quorum queue carry x-delivery-count and x-acquired-count as
+//     RabbitMQ 4.3 writes them. RabbitMQ 3.x and 4.0 to 4.2 count every
+//     return, nacks included; 3.x has no default limit.
 //   - Publishing: mandatory messages that route nowhere fail with
 //     *driver.ReturnError (312 NO_ROUTE); a missing exchange fails with an
 //     error wrapping driver.ErrNotFound; the publish returns once the

@@ -27,6 +27,9 @@ type queue struct {
 
 	maxPriority uint8 // x-max-priority; 0: not a priority queue
 
+	quorum        bool  // x-queue-type quorum
+	deliveryLimit int64 // a quorum queue's delivery limit; -1: none (limit.go)
+
 	msgs        []*message // ready messages, in delivery order (see before)
 	consumers   []*sub
 	rr          int // next consumer, round-robin
@@ -57,6 +60,9 @@ type message struct {
 	redelivered   bool
 	priority      uint8
 
+	failed   int64 // returns as failed, on a quorum queue (limit.go)
+	acquired int64 // every return, on a quorum queue
+
 	msgTTL    time.Duration // parsed expiration
 	hasMsgTTL bool
 	expiresAt time.Time // zero: never
@@ -85,7 +91,7 @@ func (m *message) delivery() driver.Delivery {
 		ReplyTo:       m.replyTo,
 		Persistent:    m.persistent,
 		Redelivered:   m.redelivered,
-		Headers:       cloneTable(m.headers),
+		Headers:       m.countHeaders(cloneTable(m.headers)),
 		Body:          bytes.Clone(m.body),
 		Priority:      m.priority,
 	}
@@ -96,6 +102,7 @@ func (m *message) delivery() driver.Delivery {
 func (m *message) forQueue() *message {
 	c := *m
 	c.redelivered = false
+	c.failed, c.acquired = 0, 0
 	c.expiresAt = time.Time{}
 	c.zeroTTL, c.fresh = false, false
 	return &c

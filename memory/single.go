@@ -21,6 +21,8 @@ func implementedArg(qtype, a string) bool {
 	switch a {
 	case "x-single-active-consumer":
 		return qtype != "stream"
+	case "x-delivery-limit":
+		return qtype == "quorum"
 	case "x-max-age", "x-max-length-bytes", "x-stream-max-segment-size-bytes":
 		return qtype == "stream"
 	}

@@ -172,12 +172,13 @@ func (b *broker) closeSub(s *sub) {
 }
 
 // requeueAll puts unsettled deliveries back on their queues in tag order and
-// lets the queues deliver them again.
+// lets the queues deliver them again. Their channel closed with them
+// unsettled: each counts as a failed delivery (limit.go).
 func (b *broker) requeueAll(set map[uint64]*unacked) {
 	touched := map[*queue]bool{}
 	for _, tag := range slices.Sorted(maps.Keys(set)) {
 		u := set[tag]
-		b.requeue(u.q, u.m)
+		b.giveBack(u.q, u.m, returnFailed)
 		touched[u.q] = true
 	}
 	for q := range touched {
@@ -188,12 +189,20 @@ func (b *broker) requeueAll(set map[uint64]*unacked) {
 // Ack acknowledges a delivery of this subscription.
 func (s *sub) Ack(tag uint64) error { return s.settle(tag, settleAck) }
 
-// Nack rejects a delivery of this subscription.
+// Nack returns a delivery of this subscription as not processed.
 func (s *sub) Nack(tag uint64, requeue bool) error {
 	if requeue {
 		return s.settle(tag, settleRequeue)
 	}
-	return s.settle(tag, settleReject)
+	return s.settle(tag, settleDiscard)
+}
+
+// Reject returns a delivery of this subscription as failed.
+func (s *sub) Reject(tag uint64, requeue bool) error {
+	if requeue {
+		return s.settle(tag, settleRejectRequeue)
+	}
+	return s.settle(tag, settleRejectDiscard)
 }
 
 func (s *sub) settle(tag uint64, how settleKind) error {
@@ -221,9 +230,11 @@ func (s *sub) settle(tag uint64, how settleKind) error {
 type settleKind int
 
 const (
-	settleAck settleKind = iota
-	settleRequeue
-	settleReject
+	settleAck           settleKind = iota
+	settleRequeue                  // basic.nack, requeue
+	settleDiscard                  // basic.nack, no requeue
+	settleRejectRequeue            // basic.reject, requeue
+	settleRejectDiscard            // basic.reject, no requeue
 )
 
 func (k settleKind) String() string {
@@ -232,8 +243,12 @@ func (k settleKind) String() string {
 		return "ack"
 	case settleRequeue:
 		return "nack (requeue)"
-	default:
+	case settleDiscard:
 		return "nack"
+	case settleRejectRequeue:
+		return "reject (requeue)"
+	default:
+		return "reject"
 	}
 }
 
@@ -246,8 +261,10 @@ func unknownTag(how settleKind, tag uint64) error {
 func (b *broker) settle(u *unacked, how settleKind) {
 	switch how {
 	case settleRequeue:
-		b.requeue(u.q, u.m)
-	case settleReject:
+		b.giveBack(u.q, u.m, returnNotProcessed)
+	case settleRejectRequeue:
+		b.giveBack(u.q, u.m, returnFailed)
+	case settleDiscard, settleRejectDiscard:
 		if !u.q.deleted {
 			b.deadLetter(u.q, u.m, "rejected")
 		}

@@ -12,8 +12,8 @@ import (
 // acker settles the deliveries of one amqp091 channel of session s. A
 // delivery can be settled only while its channel is open on a live
 // connection. Once the channel is closed, the connection is closed or the
-// supervisor has marked the session lost, CanSettle answers false and Ack
-// and Nack fail with an error wrapping driver.ErrChannelClosed without
+// supervisor has marked the session lost, CanSettle answers false and Ack,
+// Nack and Reject fail with an error wrapping driver.ErrChannelClosed without
 // sending anything: the broker redelivers the message.
 //
 // The connection and session checks are what make the guarantee hold that
@@ -23,7 +23,7 @@ import (
 // connection's channels closed only afterwards, one by one, so the
 // channel's flag alone may still say open when EventLost is emitted.
 //
-// The checks are atomic loads: CanSettle, Ack and Nack run per message.
+// The checks are atomic loads: CanSettle, Ack, Nack and Reject run per message.
 type acker struct {
 	s  *session
 	ch *amqp.Channel
@@ -59,12 +59,26 @@ func (a *acker) Ack(tag uint64) error {
 // EventLost reports the loss of the session.
 func (a *acker) CanSettle(uint64) bool { return a.gone() == nil }
 
-// Nack rejects the delivery with the tag.
+// Nack returns the delivery with the tag as not processed: basic.nack,
+// which RabbitMQ 4.3 and later do not count toward a quorum queue's
+// delivery limit.
 func (a *acker) Nack(tag uint64, requeue bool) error {
 	if err := a.gone(); err != nil {
 		return settleError(tag, err)
 	}
 	if err := a.ch.Nack(tag, false, requeue); err != nil {
+		return settleError(tag, err)
+	}
+	return nil
+}
+
+// Reject returns the delivery with the tag as failed: basic.reject, which
+// every RabbitMQ version counts toward a quorum queue's delivery limit.
+func (a *acker) Reject(tag uint64, requeue bool) error {
+	if err := a.gone(); err != nil {
+		return settleError(tag, err)
+	}
+	if err := a.ch.Reject(tag, requeue); err != nil {
 		return settleError(tag, err)
 	}
 	return nil

@@ -55,7 +55,9 @@ func (o timeoutOption) applyCall(c *callConfig)           { c.timeout = time.Dur
 func WithTimeout(d time.Duration) Option { return timeoutOption(d) }
 
 // WithReplyQueue makes the requester answer on a named queue instead of a
-// generated one: an ordinary durable quorum queue that survives restarts.
+// generated one: an ordinary durable quorum queue that survives restarts,
+// declared without a dead-letter half (WithDeadLettering(false): every
+// reply is accepted, none is set aside).
 // That is a decision, not a convenience: a named reply queue that outlives
 // its requester collects answers nobody is waiting for.
 func WithReplyQueue(name string) RequesterOption {

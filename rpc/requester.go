@@ -112,8 +112,11 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 	r.tel = newTelemetry(r.plumb, exchange, routingKey)
 	// A named reply queue is an ordinary durable queue (quorum); a
 	// generated one is transient, exclusive and auto-deleting, which the
-	// topology makes classic (docs/wire.md §5.3, §5.5).
-	topo := acemq.NewTopology().Queue(cfg.replyQueue)
+	// topology makes classic (docs/wire.md §5.3, §5.5). A named one has no
+	// dead-letter half: the reply consumer accepts every reply, so nothing
+	// on it is set aside or returned as failed, and its siblings declare
+	// it as a plain quorum queue.
+	topo := acemq.NewTopology().Queue(cfg.replyQueue, acemq.WithDeadLettering(false))
 	if cfg.replyQueue == "" {
 		r.generated = true
 		r.replyQueue = ReplyQueuePrefix + uuid.NewString()

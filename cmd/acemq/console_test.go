@@ -260,7 +260,7 @@ func TestConsoleKeyring(t *testing.T) {
 	var id string
 	seed := func(conn *acemq.Conn) {
 		ctx := context.Background()
-		if err := acemq.NewTopology().Queue("invoices", acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+		if err := acemq.NewTopology().Queue("invoices", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 			t.Fatal(err)
 		}
 		pub := acemq.NewPublisher[map[string]any](conn, "", acemq.WithCodec(encrypted.Must(acemq.JSON, ring)))

@@ -308,7 +308,7 @@ func (d *demo) setupOrders(ctx context.Context) (ordersNames, error) {
 	}
 	topo := acemq.NewTopology().
 		Exchange(n.exchange, acemq.ExchangeTopic).
-		Queue(n.queue, acemq.WithDeadLettering(), acemq.WithRetry(n.policy)).
+		Queue(n.queue, acemq.WithDeadLettering(true), acemq.WithRetry(n.policy)).
 		Bind(n.exchange, n.queue, "order.*")
 	if err := d.apply(ctx, topo); err != nil {
 		return n, err

@@ -47,7 +47,7 @@ func TestPublishTTLDeadLetters(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.ttl." + suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
-	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering()).Apply(t.Context(), conn); err != nil {
+	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true)).Apply(t.Context(), conn); err != nil {
 		t.Fatal(err)
 	}
 	id := strings.TrimSpace(runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", q, "--ttl", "50ms", "--priority", "3", `{"n":1}`).wantCode(t, 0).stdout)

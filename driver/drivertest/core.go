@@ -14,7 +14,8 @@
 // quorum-queue rules), routing through the direct, topic and fanout
 // exchanges and the default exchange, NO_ROUTE returns, message properties
 // and header types, publisher confirms under concurrency, nack with requeue
-// and the redelivered flag, dead-lettering on reject and on TTL with
+// and the redelivered flag, reject with requeue, a quorum queue's delivery
+// limit counting requeued rejects, dead-lettering on reject and on TTL with
 // x-death, the retry rung shape, per-message expiration (acted on at the head of
 // the queue), priority queues, prefetch, exclusive
 // and auto-delete queues, Cancel and Close semantics, closing the
@@ -78,6 +79,8 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"ConcurrentConfirms", testConcurrentConfirms},
 		{"NackRequeueRedelivers", testNackRequeue},
 		{"DeadLetterOnReject", testDeadLetterReject},
+		{"RejectRequeueRedelivers", testRejectRequeue},
+		{"DeliveryLimit", testDeliveryLimit},
 		{"TTLDeadLetter", testTTLDeadLetter},
 		{"RetryRung", testRetryRung},
 		{"PerMessageExpiration", testPerMessageExpiration},

@@ -7,7 +7,8 @@ import (
 	"github.com/acemq/acemq/driver"
 )
 
-// Settling and dead-lettering: nack with requeue, dead letters on reject
+// Settling and dead-lettering: nack and reject with requeue, a quorum
+// queue's delivery limit, dead letters on reject
 // and on TTL with their x-death headers, the retry rung, per-message
 // expiration.
 
@@ -170,4 +171,68 @@ func (e *env) waitExpired(c driver.Conn, q string, ttl time.Duration, since time
 		return
 	}
 	time.Sleep(time.Until(since.Add(ttl + quiet)))
+}
+
+func testRejectRequeue(e *env) {
+	t := e.t
+	q := e.simpleQueue("reject-requeue")
+	e.publish(e.admin, driver.Message{RoutingKey: q, Body: []byte("again")})
+	s := e.consume(e.conn(), driver.ConsumeSpec{Queue: q, Prefetch: 1})
+	d := e.recv(s)
+	if err := d.Reject(true); err != nil {
+		t.Fatalf("reject with requeue: %v", err)
+	}
+	d = e.recv(s)
+	if string(d.Body) != "again" || !d.Redelivered {
+		t.Fatalf("after a requeued reject got %q redelivered=%v, want %q redelivered", d.Body, d.Redelivered, "again")
+	}
+	// Without requeue, on a queue with no dead-letter exchange, the
+	// message is gone.
+	if err := d.Reject(false); err != nil {
+		t.Fatalf("reject without requeue: %v", err)
+	}
+	e.noRecv(s, "the rejected message must not come back")
+	e.eventuallyMessages(e.admin, q, 0)
+}
+
+// testDeliveryLimit: a requeued reject counts toward a quorum queue's
+// delivery limit on every broker (a requeued nack does only on some, so it
+// is not asserted here): a message rejected once more than the limit is
+// dead-lettered with the reason delivery_limit.
+func testDeliveryLimit(e *env) {
+	if !e.caps.QuorumQueues || !e.caps.DeadLettering {
+		e.t.Log("not run: the driver does not report quorum queues and dead-lettering")
+		return
+	}
+	t := e.t
+	dlx, dlq := e.dlxSetup("limit")
+	src := e.name("limit-src")
+	const limit = 2
+	e.queue(e.admin, driver.Queue{Name: src, Durable: true, Args: driver.Table{
+		"x-queue-type": "quorum", "x-delivery-limit": int32(limit),
+		"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "limit",
+	}})
+	e.publish(e.admin, driver.Message{RoutingKey: src, MessageID: "poison", Body: []byte("fails")})
+	s := e.consume(e.conn(), driver.ConsumeSpec{Queue: src, Prefetch: 1})
+	for i := range limit + 1 {
+		d := e.recv(s)
+		if string(d.Body) != "fails" || d.Redelivered != (i > 0) {
+			t.Fatalf("delivery %d: %q redelivered=%v", i+1, d.Body, d.Redelivered)
+		}
+		if i > 0 {
+			if n, ok := asInt(d.Headers["x-delivery-count"]); !ok || n != int64(i) {
+				t.Errorf("delivery %d: x-delivery-count %#v, want %d", i+1, d.Headers["x-delivery-count"], i)
+			}
+		}
+		if err := d.Reject(true); err != nil {
+			t.Fatalf("reject %d with requeue: %v", i+1, err)
+		}
+	}
+	d := e.get(e.admin, dlq)
+	defer func() { _ = d.Ack() }()
+	if d.MessageID != "poison" || d.Headers["x-first-death-reason"] != "delivery_limit" || d.Headers["x-first-death-queue"] != src {
+		t.Errorf("dead letter %q: x-first-death-reason %#v, x-first-death-queue %#v; want delivery_limit from %q",
+			d.MessageID, d.Headers["x-first-death-reason"], d.Headers["x-first-death-queue"], src)
+	}
+	e.noRecv(s, "the dead-lettered message must not come back")
 }

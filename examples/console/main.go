@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(addr stri
 	}
 	defer conn.Close(context.Background())
 
-	topo := acemq.NewTopology().Queue("invoices.in", acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue("invoices.in", acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, conn.Close(context.Background())) }()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue(queue, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func TestHandleOnTheBroker(t *testing.T) {
 	conn := acemqtest.Connect(t, acemqtest.URL(t))
 	acemqtest.Declare(t, conn, acemq.NewTopology().
 		Exchange("shop", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering()).
+		Queue("orders.new", acemq.WithDeadLettering(true)).
 		Bind("shop", "orders.new", "order.placed").
 		Queue("orders.priced").
 		Bind("shop", "orders.priced", PricedKey))

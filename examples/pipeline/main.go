@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // README:begin
 var topology = acemq.NewTopology().
 	Exchange("orders", acemq.ExchangeTopic).
-	Queue("orders.new", acemq.WithDeadLettering()). // with its dead-letter half: orders.new.dlq, orders.new.parked
+	Queue("orders.new", acemq.WithDeadLettering(true)). // with its dead-letter half: orders.new.dlq, orders.new.parked
 	Bind("orders", "orders.new", "order.*")
 
 func quickstart(ctx context.Context, url string, out io.Writer) (err error) {

@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 	// The application declares the request queue; Serve declares only its
 	// dead-letter half.
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

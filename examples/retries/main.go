@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	// in the consumer.
 	policy := acemq.ExponentialRetry(4, d, 4*d).WaitInBrokerFrom(2 * d)
 	fmt.Fprintf(stdout, "policy %s, waits %v\n", policy, policy.Schedule())
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(), acemq.WithRetry(policy))
+	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true), acemq.WithRetry(policy))
 
 	conn, err := acemq.Connect(ctx, *url)
 	if err != nil {

@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		defer cancel()
 		err = errors.Join(err, conn.Close(cctx))
 	}()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue(queue, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

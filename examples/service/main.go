@@ -51,7 +51,7 @@ type Order struct {
 func topology() *acemq.Topology {
 	return acemq.NewTopology().
 		Exchange("shop", acemq.ExchangeTopic).
-		Queue("orders", acemq.WithDeadLettering()).
+		Queue("orders", acemq.WithDeadLettering(true)).
 		Bind("shop", "orders", "order.*")
 }
 

@@ -74,8 +74,9 @@ func (s *nullSub) Close() error                       { return s.Cancel(context.
 
 type nullAcker struct{}
 
-func (nullAcker) Ack(uint64) error        { return nil }
-func (nullAcker) Nack(uint64, bool) error { return nil }
+func (nullAcker) Ack(uint64) error          { return nil }
+func (nullAcker) Nack(uint64, bool) error   { return nil }
+func (nullAcker) Reject(uint64, bool) error { return nil }
 
 func init() { driver.Register("perfnull", nullDriver{}) }
 

@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,7 +41,7 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 		}
 	}))
 	const limit = 2
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true),
 		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	defer cancel()
 	c := connect(t, url, "acemq-reliability-oversized")
 	const limit = 3
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(),
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true),
 		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -169,4 +170,125 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	newFigures("oversized-copy-amqp").add("sent", 2).add("confirmed", 2).add("delivered", 1).
 		add("dead_lettered_by_broker", inDLQ).add("lost", 2-1-inDLQ).add("duplicated", 0).
 		add("requeued", requeued.Load()).add("delivery_limit", limit).add("time", time.Since(start)).log(t)
+}
+
+// TestCrashLoopNeverLosesTheMessage: a service that crashes on one message
+// — its connection goes while the handler holds the delivery, every time —
+// on a queue declared with the topology's defaults (a quorum queue, with
+// the dead-letter half the topology gives quorum queues). RabbitMQ 4 counts
+// each crash toward the queue's delivery limit (20 by default) and, after
+// it, dead-letters the message into {q}.dlq with the reason delivery_limit
+// rather than dropping it; RabbitMQ 3.x has no default limit and keeps
+// redelivering it. Either way the message is never lost. The figures say
+// how many deliveries it took.
+func TestCrashLoopNeverLosesTheMessage(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	major, minor := rabbitVersion(t, url)
+	start := time.Now()
+	q := uniqueName("crashloop")
+	dlq := acemq.DeadLetterQueue(q)
+	deleteQueuesAtCleanup(t, url, q, dlq, acemq.ParkedQueue(q))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := connect(t, url, "acemq-reliability-crashloop-admin")
+	if err := acemq.NewTopology().Queue(q).Apply(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acemq.NewPublisher[payload](admin, "").Send(ctx, q, payload{Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const crashes = 25 // more than RabbitMQ 4's default limit of 20
+	deliveries, lastCount := 0, int64(-1)
+	for range crashes {
+		// The broker returns a crashed consumer's delivery a little after
+		// its connection goes: wait until the message is back on q or
+		// has been dead-lettered.
+		poll(t, "the message back on "+q+" or in "+dlq, 30*time.Second, func() bool {
+			return depth(t, ctx, admin, q)+depth(t, ctx, admin, dlq) == 1
+		})
+		if depth(t, ctx, admin, q) == 0 {
+			break // dead-lettered
+		}
+		got := make(chan acemq.Message[payload], 1)
+		release := make(chan struct{})
+		c, err := acemq.Connect(ctx, url, acemq.WithName("acemq-reliability-crashloop"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = acemq.Consume(ctx, c, q, func(_ context.Context, m acemq.Message[payload]) acemq.Ack {
+			got <- m
+			<-release // the service "hangs" until it crashes
+			return acemq.Accept()
+		}, acemq.WithPrefetch(1), acemq.WithDrainTimeout(10*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-got:
+			deliveries++
+			if n, ok := m.DeliveryCount(); ok {
+				lastCount = int64(n)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("delivery %d did not come within 30 s", deliveries+1)
+		}
+		// The crash: the connection goes with the delivery unsettled (the
+		// drain runs out at once; Close reports the stranded delivery).
+		_ = c.Close(ctx)
+		close(release)
+	}
+	// The last crash's return, too, comes a little after the connection
+	// goes.
+	pollFor(10*time.Second, func() bool { return depth(t, ctx, admin, q)+depth(t, ctx, admin, dlq) == 1 })
+	inQueue, inDLQ := depth(t, ctx, admin, q), depth(t, ctx, admin, dlq)
+	// The handler saw the broker's count on every redelivery: the failed
+	// deliveries before it (crashes count on every version).
+	if lastCount != int64(deliveries-1) {
+		t.Errorf("the last delivery's DeliveryCount is %d, want %d", lastCount, deliveries-1)
+	}
+	if inQueue+inDLQ != 1 {
+		t.Fatalf("after %d crashes the message is on %s %d time(s) and on %s %d time(s): lost or duplicated", deliveries, q, inQueue, dlq, inDLQ)
+	}
+	if major >= 4 {
+		if inDLQ != 1 || deliveries != 21 {
+			t.Errorf("RabbitMQ %d.%d: %d deliveries, in %s: %d; want it dead-lettered after 21 (the default limit of 20, plus one)", major, minor, deliveries, dlq, inDLQ)
+		}
+		d := brokertest.Get(t, admin, dlq)
+		if d.Headers["x-first-death-reason"] != "delivery_limit" {
+			t.Errorf("x-first-death-reason %#v, want delivery_limit", d.Headers["x-first-death-reason"])
+		}
+	} else if inQueue != 1 || deliveries != crashes {
+		t.Errorf("RabbitMQ %d.%d: %d deliveries, still on %s: %d; want it kept (no default limit)", major, minor, deliveries, q, inQueue)
+	}
+	newFigures("crash-loop-amqp").add("broker", fmt.Sprintf("%d.%d", major, minor)).add("sent", 1).
+		add("deliveries", deliveries).add("last_delivery_count", lastCount).add("dead_lettered_by_broker", inDLQ).
+		add("still_queued", inQueue).add("lost", 1-inQueue-inDLQ).add("time", time.Since(start)).log(t)
+}
+
+// depth is the number of ready messages on q.
+func depth(t *testing.T, ctx context.Context, c *acemq.Conn, q string) int {
+	t.Helper()
+	var n int
+	poll(t, "inspecting "+q, 10*time.Second, func() bool {
+		info, err := brokertest.Driver(c).InspectQueue(ctx, q)
+		n = info.Messages
+		return err == nil
+	})
+	return n
+}
+
+// rabbitVersion is the major and minor version the RabbitMQ node at url
+// reports in its connection.start server properties.
+func rabbitVersion(t *testing.T, url string) (major, minor int) {
+	t.Helper()
+	c, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v, _ := c.Properties["version"].(string)
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		t.Fatalf("the broker's version %q: %v", v, err)
+	}
+	return major, minor
 }
