@@ -25,7 +25,7 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 		other := acemq.FixedRetry(2, 10*time.Millisecond)
 
 		q := testenv.Unique(t, "acemq-policy")
-		topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(), acemq.WithRetry(declared))
+		topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true), acemq.WithRetry(declared))
 		t.Cleanup(func() { _ = topo.Delete(context.Background(), conn) })
 		if err := topo.Apply(ctx, conn); err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 
 		// WithTopology: refused before anything is declared.
 		q2 := testenv.Unique(t, "acemq-policy2")
-		topo2 := acemq.NewTopology().Queue(q2, acemq.WithDeadLettering(), acemq.WithRetry(declared))
+		topo2 := acemq.NewTopology().Queue(q2, acemq.WithDeadLettering(true), acemq.WithRetry(declared))
 		t.Cleanup(func() { _ = topo2.Delete(context.Background(), conn) })
 		if _, err := acemq.Consume(ctx, conn, q2, h, acemq.WithTopology(topo2), acemq.WithRetry(other)); !errors.Is(err, acemq.ErrRetryPolicyMismatch) {
 			t.Errorf("WithTopology with another policy: %v, want ErrRetryPolicyMismatch", err)

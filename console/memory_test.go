@@ -50,7 +50,7 @@ func bigDeadLetters(t *testing.T, url string, n, size int) (*acemq.Conn, string)
 	if !strings.HasPrefix(url, "memory://") {
 		q = testenv.Unique(t, "console") + ".big"
 	}
-	topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering())
+	topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestPeekBudget(t *testing.T) {
 	ctx := context.Background()
 	conn := brokertest.Connect(t, url)
 	q := "long.reasons"
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	dlq := acemq.DeadLetterQueue(q)

@@ -108,7 +108,7 @@ func TestConsoleKeyringEmptyPlaintext(t *testing.T) {
 	var ids []string
 	seed := func(conn *acemq.Conn) {
 		ctx := context.Background()
-		if err := acemq.NewTopology().Queue("receipts", acemq.WithDeadLettering()).Apply(ctx, conn); err != nil {
+		if err := acemq.NewTopology().Queue("receipts", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 			t.Fatal(err)
 		}
 		for _, lib := range []string{"java", "python", "ruby"} {
