@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,9 +24,7 @@ func faults(t *testing.T) {
 	t.Helper()
 	testenv.AMQPURL(t)
 	testenv.Faults(t)
-	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		t.Skip("rabbitmqctl is not available")
-	}
+	testenv.RequireCtl(t)
 }
 
 func TestFaultResourceAlarm(t *testing.T) {
