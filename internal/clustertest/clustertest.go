@@ -269,6 +269,9 @@ func awaitClustered(n Node, nodes []Node, timeout time.Duration) bool {
 	return true
 }
 
+// Clustered reports whether n sees every node of nodes running.
+func Clustered(n Node, nodes []Node) bool { return clustered(n, nodes) }
+
 func clustered(n Node, nodes []Node) bool {
 	out, err := n.Ctl("eval", `io:format("~p", [rabbit_nodes:all_running()]).`)
 	if err != nil {
