@@ -51,7 +51,8 @@ func Faults(t testing.TB) {
 
 // ClusterURLs returns the AMQP URLs of the test cluster's nodes
 // (scripts/cluster up: rabbit2@localhost, rabbit3@localhost and
-// rabbit4@localhost on 127.0.0.1:5690, 5700 and 5710), from the
+// rabbit4@localhost on 127.0.0.1:5690, 5700 and 5710; scripts/cluster -v 4.3
+// up: rabbit5@localhost to rabbit7@localhost on 5720, 5730 and 5740), from the
 // comma-separated ACEMQ_TEST_CLUSTER_URLS. Cluster tests stop, kill and cut
 // off those nodes, never the machine's own broker, but they load the
 // machine: they run only with ACEMQ_TEST_CLUSTER=1 (CI's cluster step),
