@@ -2,10 +2,8 @@ package acemq_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/testenv"
@@ -42,18 +40,17 @@ func TestFaultLoggerRecovery(t *testing.T) {
 	}
 }
 
-// closeConnectionNamed closes, with rabbitmqctl, the broker connections
-// whose connection_name is name.
+// closeConnectionNamed closes, with the rabbitmqctl of the broker under
+// test, the broker connections whose connection_name is name.
 func closeConnectionNamed(t *testing.T, name string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_connections", "-q", "--no-table-headers", "pid", "client_properties").CombinedOutput()
+	testenv.RequireCtl(t)
+	out, err := testenv.Ctl("list_connections", "-q", "--no-table-headers", "pid", "client_properties")
 	if err != nil {
-		t.Fatalf("rabbitmqctl list_connections: %v\n%s", err, out)
+		t.Fatalf("%v", err)
 	}
 	closed := 0
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		pid, props, ok := strings.Cut(line, "\t")
 		if !ok || !strings.Contains(props, `"`+name+`"`) {
 			continue

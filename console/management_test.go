@@ -3,7 +3,6 @@ package console_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
@@ -80,10 +79,7 @@ func TestManagementList(t *testing.T) {
 // which .ci/run enables).
 func TestManagementRabbitMQ(t *testing.T) {
 	url := testenv.AMQPURL(t)
-	mgmt := os.Getenv("ACEMQ_TEST_MANAGEMENT_URL")
-	if mgmt == "" {
-		mgmt = "http://guest:guest@127.0.0.1:15672/"
-	}
+	mgmt := testenv.ManagementURL(t)
 	resp, err := http.Get(strings.Replace(mgmt, "guest:guest@", "", 1) + "api/overview")
 	if err != nil {
 		if testenv.InCI() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,9 +24,7 @@ func faults(t *testing.T) {
 	t.Helper()
 	testenv.AMQPURL(t)
 	testenv.Faults(t)
-	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		t.Skip("rabbitmqctl is not available")
-	}
+	testenv.RequireCtl(t)
 }
 
 func TestFaultResourceAlarm(t *testing.T) {
@@ -70,8 +67,11 @@ func TestFaultResourceAlarm(t *testing.T) {
 	if !errors.Is(err, driver.ErrBlocked) || !strings.Contains(err.Error(), reason) || reason == "" {
 		t.Fatalf("publish while blocked: %v (reason %q)", err, reason)
 	}
-	if d := time.Since(start); d > 200*time.Millisecond {
-		t.Fatalf("publish while blocked took %v", d)
+	// Refused before sending, not after waiting for a confirm that cannot
+	// come (the confirm timeout, 10 s): the bound is far from both, so
+	// that a loaded machine's scheduling does not decide the outcome.
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("publish while blocked took %v: it waited instead of failing at once", d)
 	}
 	t.Logf("blocked publish: %v", err)
 	if err := c.Ping(ctx); err != nil {

@@ -1,13 +1,12 @@
 package rabbitmq
 
 import (
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/testenv"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -93,21 +92,18 @@ func TestConfigDefaultsAndChecks(t *testing.T) {
 }
 
 func TestConnectionName(t *testing.T) {
-	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		t.Skip("rabbitmqctl is not available")
-	}
+	testenv.AMQPURL(t)
+	testenv.RequireCtl(t)
 	name := uniqueName("name")
 	c := openTest(t, func(cfg *driver.Config) { cfg.Name = name })
 	if err := c.Ping(ctxFor(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_connections", "client_properties").CombinedOutput()
+	out, err := testenv.Ctl("list_connections", "client_properties")
 	if err != nil {
-		t.Skipf("rabbitmqctl list_connections: %v", err)
+		t.Fatalf("%v", err)
 	}
-	if !strings.Contains(string(out), name) || !strings.Contains(string(out), Product) {
+	if !strings.Contains(out, name) || !strings.Contains(out, Product) {
 		t.Fatalf("connection %q (product %q) not listed:\n%s", name, Product, out)
 	}
 }

@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,13 +64,14 @@ func TestFaultControlConsumerConnectionKilled(t *testing.T) {
 // client's connection_name), and no other.
 func closeConnection(t *testing.T, name string) {
 	t.Helper()
-	out, err := exec.Command("rabbitmqctl", "list_connections", "pid", "client_properties").CombinedOutput()
+	testenv.RequireCtl(t)
+	out, err := testenv.Ctl("list_connections", "pid", "client_properties")
 	if err != nil {
-		t.Fatalf("rabbitmqctl list_connections: %v\n%s", err, out)
+		t.Fatalf("%v", err)
 	}
 	pid := regexp.MustCompile(`^<[^>]+>`)
 	closed := 0
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, `"`+name+`"`) {
 			if p := pid.FindString(line); p != "" && testenv.Rabbitmqctl(t, "close_connection", p, "schedule fault test") {
 				closed++

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func TestClusterBench(t *testing.T) {
 	}
 	text := runCLI(t, "", "bench", "--url", list, "--messages", "200", "--size", "64").wantCode(t, 0).stdout
 	first := strings.SplitN(text, "\n", 2)[0]
-	if !strings.Contains(first, "/ (of amqp://guest:xxxxx@127.0.0.1:5690/,") {
+	if !strings.Contains(first, fmt.Sprintf("/ (of amqp://guest:xxxxx@127.0.0.1:%d/,", nodes[0].Port)) {
 		t.Errorf("the text report does not name the node: %q", first)
 	}
 	t.Logf("bench on the cluster: %s", first)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +14,7 @@ import (
 // the recovery and still report every copy confirmed.
 func TestFaultPublishCountThroughRecovery(t *testing.T) {
 	testenv.Faults(t)
-	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		t.Skip("rabbitmqctl is not available")
-	}
+	testenv.RequireCtl(t)
 	conn, url := brokerConn(t)
 	q := testQueue(t, conn, "fault-count")
 	const n = 50000
@@ -28,11 +25,8 @@ func TestFaultPublishCountThroughRecovery(t *testing.T) {
 		info, err := conn.Inspect(ctx, q)
 		return err == nil && info.Messages > 1000
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", "close_all_connections", "acemq cli fault test").CombinedOutput()
-	cancel()
-	if err != nil {
-		t.Fatalf("rabbitmqctl close_all_connections: %v\n%s", err, out)
+	if _, err := testenv.Ctl("close_all_connections", "acemq cli fault test"); err != nil {
+		t.Fatalf("%v", err)
 	}
 	select {
 	case <-pub.done:

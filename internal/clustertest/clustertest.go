@@ -1,12 +1,15 @@
 // Package clustertest is what the cluster tests share: the three nodes of
-// scripts/cluster (rabbit2@localhost, rabbit3@localhost and
-// rabbit4@localhost on 127.0.0.1:5690, 5700 and 5710), reached by name, and
+// scripts/cluster (on the machine's RabbitMQ, rabbit2@localhost,
+// rabbit3@localhost and rabbit4@localhost on 127.0.0.1:5690, 5700 and 5710;
+// on RabbitMQ 4.3, rabbit5@localhost to rabbit7@localhost on 5720, 5730 and
+// 5740), reached by name through scripts/cluster's ctl and queues (each
+// node's own CLI), and
 // the faults the tests inject into them: a clean stop, kill -9 of a node's
 // Erlang VM, a network partition and a black-holed AMQP port (iptables
 // rules on the loopback interface, always removed at cleanup).
 //
 // It never touches the machine's own broker (rabbit@localhost on 5672):
-// every rabbitmqctl call names a cluster node with -n, and every iptables
+// every rabbitmqctl call names a cluster node, and every iptables
 // rule names a cluster node's ports or addresses. It imports only the
 // standard library and internal/testenv.
 package clustertest
@@ -29,7 +32,7 @@ import (
 
 // Node is one node of the test cluster.
 type Node struct {
-	N    int    // 2, 3 or 4
+	N    int    // 2, 3 or 4 (the machine's RabbitMQ); 5, 6 or 7 (4.3)
 	Name string // rabbitN@localhost
 	URL  string // its AMQP URL, from ACEMQ_TEST_CLUSTER_URLS
 	Port int    // its AMQP port: 5670 + 10 N
@@ -55,8 +58,8 @@ func Nodes(t testing.TB) []Node {
 			t.Fatalf("ACEMQ_TEST_CLUSTER_URLS: %v", err)
 		}
 		port, err := strconv.Atoi(u.Port())
-		if err != nil || (port-5670)%10 != 0 || port < 5690 || port > 5710 {
-			t.Fatalf("ACEMQ_TEST_CLUSTER_URLS: %s is not a node of scripts/cluster (ports 5690, 5700, 5710)", u.Host)
+		if err != nil || (port-5670)%10 != 0 || port < 5690 || port > 5740 {
+			t.Fatalf("ACEMQ_TEST_CLUSTER_URLS: %s is not a node of scripts/cluster (ports 5690 to 5740)", u.Host)
 		}
 		n := (port - 5670) / 10
 		nodes = append(nodes, Node{N: n, Name: fmt.Sprintf("rabbit%d@localhost", n), URL: raw, Port: port})
@@ -88,10 +91,18 @@ func NodeAt(nodes []Node, endpoint string) (Node, bool) {
 	return Node{}, false
 }
 
-// Ctl runs rabbitmqctl -n NODE args, within 90 s, and returns its output.
+// Ctl runs rabbitmqctl -q -n NODE args with the node's own CLI
+// (scripts/cluster ctl), within 90 s, and returns its output.
 func (n Node) Ctl(args ...string) (string, error) {
-	return run(90*time.Second, "rabbitmqctl", append([]string{"-q", "-n", n.Name}, args...)...)
+	return n.cli(90*time.Second, "ctl", args...)
 }
+
+// cli runs scripts/cluster's ctl or queues for the node.
+func (n Node) cli(timeout time.Duration, tool string, args ...string) (string, error) {
+	return run(timeout, script(), append([]string{tool, strconv.Itoa(n.N)}, args...)...)
+}
+
+func script() string { return filepath.Join(testenv.Root(), "scripts", "cluster") }
 
 func run(timeout time.Duration, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -142,13 +153,13 @@ func (n Node) Kill() error {
 // Restart starts a killed node's VM again (scripts/cluster start N) and
 // waits until it takes AMQP connections; it rejoins the cluster.
 func (n Node) Restart() error {
-	_, err := run(4*time.Minute, filepath.Join(testenv.Root(), "scripts", "cluster"), "start", strconv.Itoa(n.N))
+	_, err := run(4*time.Minute, script(), "start", strconv.Itoa(n.N))
 	return err
 }
 
 // Running reports whether the node's RabbitMQ application runs.
 func (n Node) Running() bool {
-	out, err := run(20*time.Second, "rabbitmqctl", "-q", "-n", n.Name, "eval", "rabbit:is_running().")
+	out, err := n.cli(30*time.Second, "ctl", "eval", "rabbit:is_running().")
 	return err == nil && strings.Contains(out, "true")
 }
 
@@ -178,7 +189,7 @@ func (n Node) awaitAMQP(timeout time.Duration) error {
 // check_if_node_is_quorum_critical): a rolling restart waits until it is
 // not before stopping the next node.
 func (n Node) QuorumCritical() bool {
-	_, err := run(60*time.Second, "rabbitmq-queues", "-q", "-n", n.Name, "check_if_node_is_quorum_critical")
+	_, err := n.cli(60*time.Second, "queues", "check_if_node_is_quorum_critical")
 	return err != nil
 }
 
@@ -257,6 +268,9 @@ func awaitClustered(n Node, nodes []Node, timeout time.Duration) bool {
 	}
 	return true
 }
+
+// Clustered reports whether n sees every node of nodes running.
+func Clustered(n Node, nodes []Node) bool { return clustered(n, nodes) }
 
 func clustered(n Node, nodes []Node) bool {
 	out, err := n.Ctl("eval", `io:format("~p", [rabbit_nodes:all_running()]).`)

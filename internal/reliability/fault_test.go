@@ -88,12 +88,18 @@ func TestFaultBrokerRestarted(t *testing.T) {
 }
 
 // TestFaultResourceAlarm: a memory alarm is raised while the producers send.
-// Publishing is refused at once while it lasts, the producer connection's
-// health says up with the broker's reason, and once the alarm clears
-// everything resumes with nothing lost.
+// Publishing is refused at once while it lasts (a publish made while the
+// connection is blocked fails with ErrBlocked, never sent unconfirmed), the
+// producer connection's health says up with the broker's reason, and once
+// the alarm clears the connection is unblocked and everything resumes with
+// nothing lost.
 func TestFaultResourceAlarm(t *testing.T) {
 	url := faults(t)
 	n, minSend := loadSize()
+	var (
+		run              *loadRun
+		confirmedAtClear int64 = -1
+	)
 	runLoad(t, url, loadConfig{
 		scenario:  "resource-alarm",
 		messages:  n,
@@ -101,6 +107,7 @@ func TestFaultResourceAlarm(t *testing.T) {
 		producers: 8,
 		drain:     90 * time.Second,
 		fault: func(ctx context.Context, r *loadRun) {
+			run = r
 			for r.confirmedN.Load() < int64(n/3) {
 				if !sleepCtx(ctx, 50*time.Millisecond) {
 					r.t.Errorf("the producers finished before a third of the messages were confirmed")
@@ -121,7 +128,8 @@ func TestFaultResourceAlarm(t *testing.T) {
 				if !pollFor(60*time.Second, func() bool { b, _ := r.prod.Blocked(); return !b }) {
 					r.t.Errorf("the producer's connection was still blocked 60 s after the alarm cleared")
 				}
-				r.note("unblocked")
+				confirmedAtClear = r.confirmedN.Load()
+				r.note("unblocked; %d confirmed", confirmedAtClear)
 			}()
 			// RabbitMQ 3.10 tells a connection it is blocked only once the
 			// connection publishes during the alarm; the producers keep
@@ -134,6 +142,14 @@ func TestFaultResourceAlarm(t *testing.T) {
 			checkBlocked(r, reason)
 		},
 	})
+	// Publishing resumed once the alarm cleared: confirms came after it
+	// (the run itself checked that every confirmed message was processed).
+	switch {
+	case run == nil || confirmedAtClear < 0:
+		t.Errorf("the alarm was not raised and cleared")
+	case confirmedAtClear < int64(n) && run.confirmedN.Load() <= confirmedAtClear:
+		t.Errorf("no publish was confirmed after the alarm cleared (%d confirmed before)", confirmedAtClear)
+	}
 }
 
 // checkBlocked checks, while the alarm lasts, that a publish is refused
@@ -161,11 +177,13 @@ func checkBlocked(r *loadRun, reason string) {
 	if b, _ := r.cons.Blocked(); b {
 		t.Errorf("the consumer's connection was blocked though it never published")
 	}
-	// Hold the alarm a while, the producers refused and retrying.
+	// Hold the alarm a while. How many producer publishes are refused
+	// meanwhile is the scheduler's business (the producers may all be
+	// waiting for the confirms of what they sent before the alarm); that
+	// each one made while the connection is blocked is refused is checked
+	// in send, and the drain checks that nothing confirmed was lost.
 	sleepCtx(context.Background(), 3*time.Second)
-	if r.refused.Load() == 0 {
-		t.Errorf("no producer publish was refused during the alarm")
-	}
+	r.note("producer publishes refused so far: %d", r.refused.Load())
 	if h := r.cons.Health(context.Background()); h.Status != acemq.HealthUp {
 		t.Errorf("consumer health during the alarm: %+v, want up", h)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -105,26 +104,20 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// rabbitmqctl runs rabbitmqctl with a bounded time and returns its output.
-func rabbitmqctl(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("rabbitmqctl %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
+// rabbitmqctl runs rabbitmqctl against the broker under test
+// (testenv.Ctl) with a bounded time and returns its output.
+func rabbitmqctl(args ...string) (string, error) { return testenv.Ctl(args...) }
 
-// faults skips unless fault tests were asked for and rabbitmqctl can be run,
+// faults skips unless fault tests were asked for; it fails the test when
+// no command controls the broker under test (testenv.CtlCommand),
 // and registers the broker's restoration, which runs even when the test
 // fails. Call it first in every TestFault… test.
 func faults(t *testing.T) string {
 	t.Helper()
 	testenv.Faults(t)
 	url := testenv.AMQPURL(t)
-	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		t.Fatalf("a fault test needs rabbitmqctl on PATH: %v", err)
+	if _, err := testenv.CtlCommand(); err != nil {
+		t.Fatalf("a fault test controls the broker under test: %v", err)
 	}
 	t.Cleanup(func() { restoreBroker(t, url) })
 	return url

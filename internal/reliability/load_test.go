@@ -74,7 +74,7 @@ type loadRun struct {
 
 	publishes   atomic.Int64 // publish calls
 	republished atomic.Int64 // publishes of a message after a failed one
-	refused     atomic.Int64 // publishes refused at once: the connection was blocked
+	refused     atomic.Int64 // publishes refused at once: the connection was blocked (how many depends on timing)
 	confirmedN  atomic.Int64
 	handled     atomic.Int64 // handler calls
 	redelivered atomic.Int64 // handler calls with the redelivered flag
@@ -321,9 +321,18 @@ func (r *loadRun) send(ctx context.Context, pub *acemq.Publisher[payload], seq i
 	attempts := 0
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		blockedBefore, _ := r.prod.Blocked()
 		_, err := pub.Send(pctx, r.queue, payload{Seq: seq}, acemq.WithEnvelope(env))
+		blockedAfter, _ := r.prod.Blocked()
 		cancel()
 		r.publishes.Add(1)
+		if blockedBefore && blockedAfter && !errors.Is(err, acemq.ErrBlocked) {
+			// The connection was blocked for the whole call (a run has
+			// one alarm at most: blocked, then unblocked once): the
+			// publish must have been refused before sending, whatever
+			// the scheduler allowed meanwhile.
+			r.t.Errorf("publish of message %d while the connection was blocked: %v, want an error wrapping ErrBlocked", seq, err)
+		}
 		if err == nil {
 			r.mu.Lock()
 			r.confirmed[seq] = true

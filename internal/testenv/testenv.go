@@ -2,18 +2,18 @@
 // with the project's rules: a test that needs a broker skips when
 // ACEMQ_TEST_AMQP_URL is unset, except in CI (CI set), where it fails; a
 // contract test skips when the shared contract folder is absent, except in CI. It
-// also names things after the test (Name, Unique) and polls (Eventually).
+// also names things after the test (Name, Unique), polls (Eventually), and
+// controls the broker under test (Ctl, ManagementURL, BrokerVersion; see
+// broker.go).
 //
 // It imports only the standard library, so every package's tests can use
 // it; helpers that need package acemq live in internal/brokertest.
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -51,7 +51,8 @@ func Faults(t testing.TB) {
 
 // ClusterURLs returns the AMQP URLs of the test cluster's nodes
 // (scripts/cluster up: rabbit2@localhost, rabbit3@localhost and
-// rabbit4@localhost on 127.0.0.1:5690, 5700 and 5710), from the
+// rabbit4@localhost on 127.0.0.1:5690, 5700 and 5710; scripts/cluster -v 4.3
+// up: rabbit5@localhost to rabbit7@localhost on 5720, 5730 and 5740), from the
 // comma-separated ACEMQ_TEST_CLUSTER_URLS. Cluster tests stop, kill and cut
 // off those nodes, never the machine's own broker, but they load the
 // machine: they run only with ACEMQ_TEST_CLUSTER=1 (CI's cluster step),
@@ -74,16 +75,14 @@ func ClusterURLs(t testing.TB) []string {
 	return urls
 }
 
-// Rabbitmqctl runs rabbitmqctl with args (within a minute) and reports
-// whether it succeeded. A failure is reported with t.Errorf, which is safe
-// from any goroutine; a caller that cannot go on calls t.FailNow.
+// Rabbitmqctl runs rabbitmqctl with args against the broker under test
+// (Ctl), within 90 s, and reports whether it succeeded. A failure is
+// reported with t.Errorf, which is safe from any goroutine; a caller that
+// cannot go on calls t.FailNow.
 func Rabbitmqctl(t testing.TB, args ...string) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
-	if err != nil {
-		t.Errorf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	if _, err := Ctl(args...); err != nil {
+		t.Errorf("%v", err)
 		return false
 	}
 	return true
@@ -197,22 +196,20 @@ func dsn(t testing.TB, env, what string) string {
 // prefix and eight random hex digits, fit for an SQL identifier.
 func Table(prefix string) string { return fmt.Sprintf("%s_%08x", prefix, rand.Uint32()) }
 
-// CloseConnection closes, with rabbitmqctl, the broker connections named
-// name (their connection_name client property) and no other, and reports
-// how many it closed. It is for TestFault tests, which kill only the
-// connections they opened.
+// CloseConnection closes, with rabbitmqctl (Ctl), the connections to the
+// broker under test named name (their connection_name client property)
+// and no other, and reports how many it closed. It is for TestFault tests,
+// which kill only the connections they opened.
 func CloseConnection(t testing.TB, name string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_connections", "-q", "--no-table-headers", "pid", "client_properties").CombinedOutput()
+	out, err := Ctl("list_connections", "-q", "--no-table-headers", "pid", "client_properties")
 	if err != nil {
-		t.Errorf("rabbitmqctl list_connections: %v\n%s", err, out)
+		t.Errorf("%v", err)
 		return 0
 	}
 	closed := 0
 	want := `{"connection_name",` + strconv.Quote(name) + `}`
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		pid, props, ok := strings.Cut(line, "\t")
 		if !ok || !strings.Contains(props, want) {
 			continue
