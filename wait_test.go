@@ -305,3 +305,41 @@ func TestWaitForBrokerRabbitMQClusterNotAllPermanent(t *testing.T) {
 		t.Errorf("events %+v, want one retrying", es)
 	}
 }
+
+// TestWaitForBrokerRabbitMQCluster: with a list of two nodes, neither up,
+// the wait dials both each attempt and connects to the one that comes up.
+func TestWaitForBrokerRabbitMQCluster(t *testing.T) {
+	shortWaits(t)
+	base, err := url.Parse(testenv.AMQPURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := base.Host
+	if base.Port() == "" {
+		backend = net.JoinHostPort(base.Hostname(), "5672")
+	}
+	dead, late := *base, *base
+	dead.Host, late.Host = testenv.FreeAddr(t), testenv.FreeAddr(t)
+	var fw testenv.Forwarder
+	defer fw.Close()
+	var once sync.Once
+	var rec events
+	conn, err := acemq.Connect(t.Context(), dead.String()+","+late.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+		rec.add(e)
+		once.Do(func() { fw.Start(t, late.Host, backend) })
+	}))
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if ep := conn.Endpoint(); !strings.Contains(ep, late.Host) {
+		t.Errorf("connected to %q, want the node that came up (%s)", ep, late.Host)
+	}
+	es := rec.all()
+	if first := es[0]; first.Kind != driver.EventRetrying || !strings.Contains(first.Err.Error(), dead.Host) || !strings.Contains(first.Err.Error(), late.Host) {
+		t.Errorf("the first retry's error %v does not name both nodes", first.Err)
+	}
+	if last := es[len(es)-1]; last.Kind != driver.EventRecovered || !strings.Contains(last.Endpoint, late.Host) {
+		t.Errorf("the last event %+v is not recovered on %s", last, late.Host)
+	}
+}
