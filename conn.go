@@ -105,6 +105,9 @@ func init() {
 // password, say) are kept. The list is the same as giving the first URL
 // and the others with WithFallbackURLs (which add after them); see
 // docs/connecting.md for the order in which the RabbitMQ driver dials them.
+//
+// By default a first connection that fails fails Connect; with
+// WithWaitForBroker, Connect keeps dialling, with backoff, within ctx.
 func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error) {
 	if strings.TrimSpace(url) == "" {
 		return nil, errors.New("acemq: Connect needs a broker URL, for example memory://demo (one process's own broker) or amqp://guest:guest@localhost:5672/")
@@ -148,7 +151,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	c.obs = newObserver(cfg.tel)
 	cfg.drv.URLs = append([]string{url}, fallback...)
 	cfg.drv.OnEvent = c.dispatchEvent
-	t, err := d.Open(ctx, cfg.drv)
+	t, err := c.openWaiting(ctx, d, cfg.drv, cfg.wait)
 	if err != nil {
 		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, unprefixed{driver.Redact(err)})
 	}

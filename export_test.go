@@ -115,3 +115,14 @@ func copyHeaders(h map[string]any) map[string]any {
 	}
 	return out
 }
+
+// SetWaitBackoff shortens WithWaitForBroker's backoff for a test and
+// returns a function that restores it.
+func SetWaitBackoff(base, cap time.Duration) (restore func()) {
+	b, c := waitBackoffBase, waitBackoffCap
+	waitBackoffBase, waitBackoffCap = base, cap
+	return func() { waitBackoffBase, waitBackoffCap = b, c }
+}
+
+// WaitBackoff is the wait before retry n of WithWaitForBroker.
+func WaitBackoff(n int) time.Duration { return waitBackoff(n) }

@@ -64,6 +64,7 @@ type connConfig struct {
 	tel      telemetryConfig
 	fallback []string
 	errs     []error
+	wait     bool
 
 	// The pipeline (pipeline.go, logging.go).
 	publishIcpt []PublishInterceptor
@@ -184,6 +185,25 @@ func WithEndpointTimeout(d time.Duration) ConnOption {
 		}
 		c.drv.EndpointTimeout = d
 	})
+}
+
+// WithWaitForBroker makes Connect keep dialling, with backoff, until the
+// broker answers or ctx ends, instead of failing at the first attempt: for
+// a service that may start before its broker. Each failed attempt is
+// reported to the WithConnEvents functions as a retrying event (Attempt,
+// Delay, Err) and logged through WithLogger's logger; a connection made
+// after one or more retries is reported as recovered. The waits start at
+// about 1 s and double up to 30 s, each with ±20 % jitter; every attempt
+// dials every URL once, as the first does. An error no retry can fix —
+// credentials or a virtual host the broker refuses, a certificate that
+// does not verify, a URL the driver cannot use (errors.Is(err,
+// driver.ErrPermanent)) — ends the wait at once. When ctx ends first,
+// Connect's error wraps ctx.Err() and the last attempt's error. Bound the
+// wait with ctx (context.WithTimeout): without a deadline Connect waits as
+// long as the broker stays away. Without this option Connect fails at the
+// first attempt that fails.
+func WithWaitForBroker() ConnOption {
+	return connOption(func(c *connConfig) { c.wait = true })
 }
 
 // WithConnEvents registers a function called for every connection state

@@ -94,8 +94,8 @@ type Capabilities struct {
 // Everything else a broker may offer is an optional interface that a Conn
 // implements as well, found by type assertion (as database/sql/driver
 // does): [Inspector], [Deleter], [Getter], [BatchPublisher],
-// [EachPublisher], [Pinger], [BlockReporter], [CapabilityReporter] and
-// [Unbinder]; and, on the values
+// [EachPublisher], [Pinger], [BlockReporter], [CapabilityReporter],
+// [Unbinder], [Purger], [Lister] and [EndpointReporter]; and, on the values
 // a Conn returns, [Receiver] (a Subscription) and [SettleChecker] (an
 // Acknowledger). Package acemq works without them, with less: without an
 // Inspector a queue cannot be inspected or browsed, without a Pinger the
@@ -209,6 +209,35 @@ type CapabilityReporter interface {
 // Unbinder is implemented by a Conn that can remove a binding.
 type Unbinder interface {
 	Unbind(ctx context.Context, b Binding) error
+}
+
+// Lister is implemented by a Conn that can list what its broker holds:
+// the memory broker does. (AMQP 0-9-1 has no way to list; RabbitMQ lists
+// through its management API, which is not part of the driver.)
+type Lister interface {
+	// ListQueues returns the broker's queues, sorted by name: each one's
+	// declaration (Exclusive is true of an exclusive queue of any
+	// connection) and its ready messages and consumers.
+	ListQueues(ctx context.Context) ([]QueueListing, error)
+	// ListExchanges returns the broker's named exchanges, sorted by name,
+	// the predeclared amq.* ones included; not the nameless default one.
+	ListExchanges(ctx context.Context) ([]Exchange, error)
+}
+
+// QueueListing is a queue as a Lister reports it.
+type QueueListing struct {
+	Queue
+	Messages  int // ready messages (a stream: the messages it holds)
+	Consumers int
+}
+
+// Purger is implemented by a Conn that can purge a queue.
+type Purger interface {
+	// PurgeQueue removes a queue's ready messages and returns how many it
+	// removed. Messages delivered and not yet settled stay; if they are
+	// put back they are on the queue again. A missing queue fails with an
+	// error wrapping ErrNotFound; a stream cannot be purged.
+	PurgeQueue(ctx context.Context, name string) (int, error)
 }
 
 // EndpointReporter is implemented by a Conn that can say which of its

@@ -67,3 +67,26 @@ type AccessError struct {
 func (e *AccessError) Error() string {
 	return fmt.Sprintf("the broker refused access: %d %s", e.Code, e.Text)
 }
+
+// ErrPermanent is matched (with errors.Is) by an error of Driver.Open that
+// no retry can fix: credentials or a virtual host the broker refuses, a URL
+// or configuration the driver cannot use, a certificate that does not
+// verify. Package acemq's WithWaitForBroker stops at such an error instead
+// of dialling again. Drivers mark these errors with Permanent.
+var ErrPermanent = errors.New("retrying cannot fix this")
+
+// Permanent marks err as one that retrying cannot fix: errors.Is(e,
+// ErrPermanent) is true of the result, whose text is err's and which
+// unwraps to err. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string        { return e.err.Error() }
+func (e permanentError) Unwrap() error        { return e.err }
+func (e permanentError) Is(target error) bool { return target == ErrPermanent }

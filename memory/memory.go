@@ -104,7 +104,7 @@ func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) 
 	}
 	name, err := brokerName(cfg.URLs[0])
 	if err != nil {
-		return nil, err
+		return nil, driver.Permanent(err)
 	}
 	return getBroker(name).connect(), nil
 }

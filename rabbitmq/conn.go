@@ -52,8 +52,11 @@ type Driver struct{}
 // in turn, and returns the connection. Zero values in cfg mean the
 // documented defaults. The first connection is made within ctx; if every
 // URL fails, Open returns an error (with passwords removed) and does not
-// retry. Once open, a lost connection is recovered in the background until
-// Close. Applications reach it through acemq.Connect.
+// retry. An error that retrying cannot fix (a refused login or virtual
+// host, a certificate that does not verify, a URL it cannot use, on every
+// URL) is marked with driver.Permanent, so that acemq.WithWaitForBroker
+// stops at it. Once open, a lost connection is recovered in the background
+// until Close. Applications reach it through acemq.Connect.
 func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
 	c, err := open(ctx, cfg)
 	if err != nil {
@@ -64,7 +67,7 @@ func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) 
 
 func open(ctx context.Context, cfg driver.Config) (*conn, error) {
 	if err := checkConfig(&cfg); err != nil {
-		return nil, err
+		return nil, driver.Permanent(err)
 	}
 	c := &conn{
 		cfg:     cfg,

@@ -71,9 +71,12 @@ func (s *session) close() error {
 // dialAny makes one round of dials over the endpoints (see endpoints) and
 // returns the first connection made and its endpoint's index. Each dial is
 // bounded by endpointTimeout and ctx; when every endpoint fails, the error
-// names each URL (without its password) and what went wrong.
+// names each URL (without its password) and what went wrong, and is marked
+// driver.Permanent when every endpoint failed in a way no retry can fix
+// (see permanentDial).
 func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, int, error) {
 	var errs []error
+	permanent := true
 	timeout := c.endpointTimeout()
 	for _, i := range c.eps.round() {
 		raw := c.cfg.URLs[i]
@@ -82,15 +85,20 @@ func (c *conn) dialAny(ctx context.Context) (*amqp.Connection, int, error) {
 		if err == nil {
 			return ac, i, nil
 		}
+		permanent = permanent && permanentDial(err)
 		errs = append(errs, fmt.Errorf("%s: %w", driver.RedactURL(raw), err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if len(errs) == 1 {
-		return nil, -1, errs[0]
+	err := errs[0]
+	if len(errs) > 1 {
+		err = errors.Join(errs...)
 	}
-	return nil, -1, errors.Join(errs...)
+	if permanent {
+		err = driver.Permanent(err)
+	}
+	return nil, -1, err
 }
 
 // dial makes one connection attempt to rawURL within timeout and ctx.

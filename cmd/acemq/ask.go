@@ -42,6 +42,7 @@ routing key); 1 anything else.`,
 		},
 	}
 	addBrokerFlags(cmd, sharedURLDefault)
+	addWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.exchange, "exchange", "", `exchange to send the request to ("" is the default exchange)`)
 	fl.StringVar(&f.routingKey, "routing-key", "", "routing key (on the default exchange, the responder's queue)")

@@ -136,6 +136,7 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
 		},
 	}
 	addBrokerFlags(cmd, sharedURLDefault)
+	addWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.IntVar(&f.messages, "messages", 10000, "messages to publish and consume")
 	fl.IntVar(&f.size, "size", 1024, fmt.Sprintf("body size in bytes (at least %d)", perf.StampSize))

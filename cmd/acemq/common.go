@@ -38,6 +38,12 @@ func addBrokerFlags(cmd *cobra.Command, urlDefault string) {
 	fl.Bool("tls-allow-development", false, "accept a broker presenting a development certificate (from acemq certs); never in production")
 }
 
+// addWaitFlag gives a command that connects through openSession
+// --wait-for-broker.
+func addWaitFlag(cmd *cobra.Command) {
+	cmd.Flags().Duration("wait-for-broker", 0, "keep trying to connect, with backoff, for up to this long when the broker is not there yet (0: one attempt, bounded by 15s); a refused login or certificate ends it at once")
+}
+
 // sharedURLDefault is what --url defaults to on the commands that need a
 // broker other commands can see.
 const sharedURLDefault = "$ACEMQ_URL, else " + defaultAMQPURL
@@ -131,14 +137,36 @@ func (s *session) requireQueue(ctx context.Context, queue, advice string) (acemq
 // connect opens a connection to url, named after the command so that the
 // broker's management UI says who is connected. builtin says url is the
 // built-in default, which nobody chose.
+//
+// With --wait-for-broker D (the commands that have it), the connection is
+// tried again, with backoff, for up to D in all, each failed attempt
+// reported on standard error; without it, one attempt within
+// connectTimeout.
 func connect(cmd *cobra.Command, url string, builtin bool, opts ...acemq.ConnOption) (*acemq.Conn, error) {
-	ctx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
+	bound := connectTimeout
+	var waitOpts []acemq.ConnOption
+	if fl := cmd.Flags().Lookup("wait-for-broker"); fl != nil {
+		wait, _ := cmd.Flags().GetDuration("wait-for-broker")
+		if wait < 0 {
+			return nil, withCode(exitFailure, fmt.Errorf("--wait-for-broker must not be negative, not %s", wait))
+		}
+		if wait > 0 {
+			bound = wait
+			errOut := cmd.ErrOrStderr()
+			waitOpts = []acemq.ConnOption{acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+				if e.Kind == driver.EventRetrying {
+					fmt.Fprintf(errOut, "acemq: waiting for the broker (attempt %d failed, next in %s): %s\n", e.Attempt, e.Delay.Round(100*time.Millisecond), strings.TrimPrefix(driver.Redact(e.Err).Error(), "acemq: "))
+				}
+			})}
+		}
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), bound)
 	defer cancel()
 	tlsOpts, err := tlsOptions(cmd)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(append([]acemq.ConnOption{acemq.WithName("acemq " + cmd.Name())}, tlsOpts...), opts...)
+	opts = append(append(append([]acemq.ConnOption{acemq.WithName("acemq " + cmd.Name())}, tlsOpts...), waitOpts...), opts...)
 	conn, err := acemq.Connect(ctx, url, opts...)
 	if err != nil {
 		return nil, connectError(url, builtin, err)

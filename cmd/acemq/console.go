@@ -88,6 +88,7 @@ page says which key id would open them.`,
 		},
 	}
 	addBrokerFlags(cmd, sharedURLDefault)
+	addWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", defaultConsoleListen, "address to serve the console on; off loopback it needs a token")
 	fl.StringVar(&f.token, "token", "", "the token every request must carry (made up when --listen is off loopback and none is given)")

@@ -87,6 +87,7 @@ stream has no "empty") or at --timeout.`,
 		},
 	}
 	addBrokerFlags(cmd, sharedURLDefault)
+	addWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "queue to read")
 	fl.IntVar(&f.count, "count", 0, "read this many messages (0: until the queue is empty)")

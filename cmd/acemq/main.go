@@ -1,11 +1,12 @@
 // Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
 // and reads messages, asks and answers requests, replays dead letters,
 // serves the operator console, measures a broker, encodes and decodes
-// envelopes, writes development certificates, and looks into a
-// transactional outbox's table (outbox).
+// envelopes, writes development certificates, looks into a transactional
+// outbox's table (outbox), and lists, declares and deletes queues,
+// exchanges and bindings (queue, exchange, bind, unbind).
 //
 // The commands that connect to a broker (demo, publish, consume, ask, serve,
-// replay, console, bench) take --url (default $ACEMQ_URL, else
+// replay, console, bench, queue, exchange, bind, unbind) take --url (default $ACEMQ_URL, else
 // amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo)
 // and the TLS flags; every command takes --help. Exit codes:
 //
@@ -96,7 +97,8 @@ func newRootCmd() *cobra.Command {
 		Short: "The AceMQ operator's tool",
 		Long: `acemq runs the AceMQ demo, publishes and reads messages, asks and answers
 requests, replays dead letters, serves the operator console, measures a
-broker, encodes and decodes envelopes and writes development certificates.
+broker, encodes and decodes envelopes, writes development certificates, and
+lists, declares and deletes queues, exchanges and bindings.
 
 Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 3 timed out, 4 unroutable.`,
@@ -119,6 +121,10 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		newCertsCmd(),
 		newOutboxCmd(),
 		newPartitionCmd(),
+		newQueueCmd(),
+		newExchangeCmd(),
+		newBindCmd(),
+		newUnbindCmd(),
 	)
 	return root
 }

@@ -92,6 +92,7 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 		},
 	}
 	addBrokerFlags(cmd, sharedURLDefault)
+	addWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.exchange, "exchange", "", `exchange to publish to ("" is the default exchange, which routes by queue name)`)
 	fl.StringVar(&f.routingKey, "routing-key", "", "routing key")

@@ -81,6 +81,7 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
 		},
 	}
 	addBrokerFlags(cmd, sharedURLDefault)
+	addWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "the queue to move messages out of (Q.dlq or Q.parked)")
 	fl.StringVar(&f.toExchange, "to-exchange", "", "publish to this exchange instead of Q (with --to-routing-key)")

@@ -89,6 +89,7 @@ it prints how many messages it handled ({"handled": N} with --json).`,
 		},
 	}
 	addBrokerFlags(cmd, sharedURLDefault)
+	addWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "queue to answer requests on")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "requests handled at once")

@@ -110,6 +110,8 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"Capabilities", optional(testCapabilities)},
 		{"Unbind", optional(testUnbind)},
 		{"Endpoint", optional(testEndpoint)},
+		{"Purge", optional(testPurge)},
+		{"List", optional(testList)},
 		{"Receive", testReceive}, // driver.Receiver is on the subscription
 	}
 	for _, tc := range tests {

@@ -502,3 +502,72 @@ func testReceive(e *env) {
 		t.Fatalf("Receive still blocked %v after Close", waitFor)
 	}
 }
+
+// testPurge checks a driver.Purger: it removes the ready messages and says
+// how many; the queue stays and takes new ones; a missing queue is
+// ErrNotFound.
+func testPurge(e *env, p driver.Purger) {
+	t := e.t
+	q := e.simpleQueue("purge")
+	for range 3 {
+		e.publish(e.admin, driver.Message{RoutingKey: q, Body: []byte("x")})
+	}
+	n, err := p.PurgeQueue(e.ctx, q)
+	if err != nil || n != 3 {
+		t.Fatalf("PurgeQueue = %d, %v; want 3, nil", n, err)
+	}
+	e.expectEmpty(e.admin, q)
+	if n, err := p.PurgeQueue(e.ctx, q); err != nil || n != 0 {
+		t.Errorf("PurgeQueue of an empty queue = %d, %v; want 0, nil", n, err)
+	}
+	if _, err := p.PurgeQueue(e.ctx, e.name("purge-missing")); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("PurgeQueue of a missing queue = %v, want ErrNotFound", err)
+	}
+}
+
+// testList checks a driver.Lister: a declared queue is listed, sorted, with
+// its declaration and ready messages; a declared exchange with its kind.
+func testList(e *env, l driver.Lister) {
+	t := e.t
+	q := e.simpleQueue("list")
+	ex := e.exchange("list", driver.Topic)
+	e.publish(e.admin, driver.Message{RoutingKey: q, Body: []byte("x")})
+	qs, err := l.ListQueues(e.ctx)
+	if err != nil {
+		t.Fatalf("ListQueues: %v", err)
+	}
+	found := false
+	for i, have := range qs {
+		if i > 0 && qs[i-1].Name >= have.Name {
+			t.Errorf("ListQueues is not sorted by name: %q before %q", qs[i-1].Name, have.Name)
+		}
+		if have.Name == q {
+			found = true
+			if !have.Durable || have.Messages != 1 || have.Consumers != 0 {
+				t.Errorf("ListQueues lists %s as %+v, want durable, 1 message, no consumers", q, have)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("ListQueues does not list %s", q)
+	}
+	xs, err := l.ListExchanges(e.ctx)
+	if err != nil {
+		t.Fatalf("ListExchanges: %v", err)
+	}
+	found = false
+	for _, have := range xs {
+		if have.Name == "" {
+			t.Error("ListExchanges lists the default exchange")
+		}
+		if have.Name == ex {
+			found = true
+			if have.Kind != driver.Topic || !have.Durable {
+				t.Errorf("ListExchanges lists %s as %+v, want a durable topic exchange", ex, have)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("ListExchanges does not list %s", ex)
+	}
+}
