@@ -48,6 +48,19 @@ type recordRow struct {
 	AcemqPerMsg float64 `json:"acemq_instructions_per_message"`
 	// RatioRange is the lowest and highest ratio of the repeats recorded.
 	RatioRange [2]float64 `json:"ratio_range"`
+	// Lo and Hi, when set, are this row's message counts instead of the
+	// record's (a request/reply call costs several times a publish, so
+	// fewer calls give as many instructions to compare).
+	Lo int `json:"lo,omitempty"`
+	Hi int `json:"hi,omitempty"`
+}
+
+// counts are the message counts of row r: its own, or the default ones.
+func (r recordRow) counts(lo, hi int) (int, int) {
+	if r.Lo > 0 && r.Hi > r.Lo {
+		return r.Lo, r.Hi
+	}
+	return lo, hi
 }
 
 // verdict kinds.
@@ -190,6 +203,7 @@ func guardMain(args []string) int {
 	}
 	start := time.Now()
 	measured := map[string]float64{}
+	counts := map[string][2]int{} // the rows' own counts, kept on -update
 	var ms []measurement
 	err = withCounter(cfg, func(c *counter) error {
 		for _, r := range rec.Rows {
@@ -198,14 +212,16 @@ func guardMain(args []string) int {
 				fmt.Fprintf(os.Stderr, "perfcompare guard: the record's row %s is not a row perfcompare counts\n", r.Row)
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "counting %s (%d → %d messages, %d repeats)\n", row.Name, cfg.nlo, cfg.nhi, cfg.repeats)
-			m, err := c.measure(context.Background(), row, cfg.nlo, cfg.nhi, cfg.repeats, false)
+			lo, hi := r.counts(cfg.nlo, cfg.nhi)
+			fmt.Fprintf(os.Stderr, "counting %s (%d → %d messages, %d repeats)\n", row.Name, lo, hi, cfg.repeats)
+			m, err := c.measure(context.Background(), row, lo, hi, cfg.repeats, false)
 			if err != nil {
 				// A row that could not be measured is reported MISSING.
 				fmt.Fprintln(os.Stderr, "perfcompare guard:", err)
 				continue
 			}
 			ms = append(ms, m)
+			counts[row.Name] = [2]int{r.Lo, r.Hi}
 			measured[row.Name] = median(m.ratios(subject))
 		}
 		return nil
@@ -214,12 +230,15 @@ func guardMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "perfcompare guard:", err)
 		return 2
 	}
-	fmt.Printf("instruction guard: marginal %d → %d messages, %d repeats, tolerance %.1f %%, %s; callgrind outputs in %s\n",
+	fmt.Printf("instruction guard: marginal %d → %d messages (unless a row says otherwise), %d repeats, tolerance %.1f %%, %s; callgrind outputs in %s\n",
 		cfg.nlo, cfg.nhi, cfg.repeats, 100*rec.Tolerance, time.Since(start).Round(time.Second), cfg.out)
 	printCountTable(os.Stdout, ms, false)
 	if *update {
 		rec.Lo, rec.Hi, rec.Repeats = cfg.nlo, cfg.nhi, cfg.repeats
 		rec.Rows = recordRows(ms)
+		for i := range rec.Rows {
+			rec.Rows[i].Lo, rec.Rows[i].Hi = counts[rec.Rows[i].Row][0], counts[rec.Rows[i].Row][1]
+		}
 		if err := writeJSON(*recordFile, rec); err != nil {
 			fmt.Fprintln(os.Stderr, "perfcompare guard:", err)
 			return 2
