@@ -1,9 +1,13 @@
 package perf
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -111,30 +115,122 @@ func Declare(tb testing.TB, url string, kind QueueKind) string {
 //
 // The work runs under the pprof label perf=setup, so that a CPU profile of
 // a consume benchmark can leave it out: go tool pprof -tagignore perf=setup.
+//
+// When the environment names a filler (FillerEnv), the filling is done
+// there, by another process (ServeFiller, which `perfcompare count` runs),
+// so that a consuming side run under callgrind counts only its own work.
 func Fill(tb testing.TB, url, queue string, n int) {
 	tb.Helper()
-	pprof.Do(context.Background(), pprof.Labels("perf", "setup"), func(context.Context) { fillUnlabelled(tb, url, queue, n) })
+	if addr := os.Getenv(FillerEnv); addr != "" {
+		if err := fillRemote(addr, url, queue, n); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	pprof.Do(context.Background(), pprof.Labels("perf", "setup"), func(context.Context) {
+		if err := fillQueue(url, queue, n); err != nil {
+			tb.Fatal(err)
+		}
+	})
 }
 
-func fillUnlabelled(tb testing.TB, url, queue string, n int) {
-	c, err := acemq.Connect(CtxFor(tb, 30*time.Second), url)
+// fillQueue is Fill's work, in this process.
+func fillQueue(url, queue string, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := acemq.Connect(ctx, url)
 	if err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	defer c.Close(context.Background())
 	p := acemq.NewPublisher[Order](c, "")
 	batch := make([]acemq.Outgoing[Order], 0, Window)
 	order := NewOrder()
-	ctx := CtxFor(tb, 10*time.Minute)
 	for sent := 0; sent < n; {
 		batch = batch[:0]
 		for i := 0; i < Window && sent+i < n; i++ {
 			batch = append(batch, acemq.Outgoing[Order]{RoutingKey: queue, Payload: order, Envelope: NewFullEnvelope()})
 		}
 		if _, err := p.SendAll(ctx, batch); err != nil {
-			tb.Fatalf("filling %s: %v", queue, err)
+			return fmt.Errorf("filling %s: %w", queue, err)
 		}
 		sent += len(batch)
+	}
+	return nil
+}
+
+// CountEnv is the environment variable that puts the benchmarks in
+// counting mode (ACEMQ_PERF_COUNT=1), the mode `perfcompare count` runs
+// them in under callgrind: StartMeter does not wait for the broker to go
+// quiet (the wait's polling would be counted, and the broker's pace does
+// not change a count).
+const CountEnv = "ACEMQ_PERF_COUNT"
+
+// Counting reports whether the benchmarks run in counting mode (CountEnv).
+func Counting() bool { return os.Getenv(CountEnv) == "1" }
+
+// FillerEnv is the environment variable naming the Unix socket of a filler
+// (ServeFiller) that Fill asks to fill its queues. A benchmark run under
+// callgrind cannot fill in a child process of its own: the child's exit
+// signal (SIGCHLD) stops callgrind 3.19.
+const FillerEnv = "ACEMQ_PERF_FILLER"
+
+// fillRemote asks the filler at addr to fill queue with n messages and
+// waits for it to finish.
+func fillRemote(addr, url, queue string, n int) error {
+	conn, err := net.Dial("unix", addr)
+	if err != nil {
+		return fmt.Errorf("asking the filler to fill %s: %w", queue, err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "%s\t%s\t%d\n", url, queue, n); err != nil {
+		return fmt.Errorf("asking the filler to fill %s: %w", queue, err)
+	}
+	reply, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("asking the filler to fill %s: %w", queue, err)
+	}
+	if reply = strings.TrimSpace(reply); reply != "ok" {
+		return fmt.Errorf("the filler could not fill %s: %s", queue, reply)
+	}
+	return nil
+}
+
+// ServeFiller fills queues for the benchmarks of other processes (Fill,
+// with FillerEnv naming ln's address), one request per connection: a line
+// of the broker's URL, the queue and the message count, separated by tabs,
+// answered with "ok" or the error once the queue is filled. It returns
+// when ln is closed.
+func ServeFiller(ln net.Listener) error {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		go func() {
+			defer conn.Close()
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			if err != nil {
+				return
+			}
+			f := strings.Split(strings.TrimSpace(line), "\t")
+			if len(f) != 3 {
+				fmt.Fprintln(conn, "error: a fill request is url, queue and count, separated by tabs")
+				return
+			}
+			n, err := strconv.Atoi(f[2])
+			if err == nil {
+				err = fillQueue(f[0], f[1], n)
+			}
+			if err != nil {
+				fmt.Fprintln(conn, "error:", err)
+				return
+			}
+			fmt.Fprintln(conn, "ok")
+		}()
 	}
 }
 
@@ -217,9 +313,11 @@ type Meter struct {
 
 // StartMeter waits for the local broker to go quiet (quiesce), then starts
 // measuring. The wait falls inside the benchmark's own timer (ns/op), not
-// in what the Meter reports.
+// in what the Meter reports. In counting mode (Counting) it does not wait.
 func StartMeter() Meter {
-	quiesce()
+	if !Counting() {
+		quiesce()
+	}
 	return Meter{start: time.Now(), cpu: CPUClock(), broker: BrokerClock()}
 }
 

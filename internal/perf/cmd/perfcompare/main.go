@@ -16,6 +16,16 @@
 // Usage:
 //
 //	perfcompare run-1.txt run-2.txt ...
+//	perfcompare count -bin perf.test [-peers-bin peers.test] [-lo 2000 -hi 4000 -r 3] [-rows RE]
+//	perfcompare guard -bin perf.test -record internal/perf/testdata/instructions.json [-update]
+//
+// count measures the client's instructions per message with callgrind
+// (valgrind --tool=callgrind), every side in its own process, as the
+// marginal count between two message counts, and prints acemq's against
+// raw's doing the same work, row by row. guard is the quick form CI runs
+// as a regression guard: a few rows at small counts, compared with the
+// ratios recorded in a file; it fails when a row's ratio has risen beyond
+// the file's tolerance.
 package main
 
 import (
@@ -247,6 +257,14 @@ func summarise(runs []run, workload, base string, t target, withTarget bool) (ro
 }
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "count":
+			os.Exit(countMain(os.Args[2:]))
+		case "guard":
+			os.Exit(guardMain(os.Args[2:]))
+		}
+	}
 	markdown := flag.Bool("markdown", false, "print a Markdown table")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: perfcompare [-markdown] run-1.txt run-2.txt ...")
