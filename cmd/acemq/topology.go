@@ -436,7 +436,7 @@ func (f *queueDeclareFlags) options(cmd *cobra.Command) ([]acemq.DeclareOption, 
 		}
 	}
 	if f.deadLetter {
-		opts = append(opts, acemq.WithDeadLettering())
+		opts = append(opts, acemq.WithDeadLettering(true))
 	}
 	if f.retry != "" {
 		p, err := parseRetryPolicy(f.retry)
@@ -537,7 +537,7 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 	}
 	names := []string{q}
 	if f.deadLetters {
-		opts := []acemq.DeclareOption{acemq.WithDeadLettering()}
+		opts := []acemq.DeclareOption{acemq.WithDeadLettering(true)}
 		if f.retry != "" {
 			p, err := parseRetryPolicy(f.retry)
 			if err != nil {

@@ -121,7 +121,7 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 	// declare: the library's plan, declared.
 	var d declared
 	wantJSON(t, &d, "queue", "declare", q, "--url", url, "--dead-lettering", "--retry", "fixed(3, 1m)", "--json")
-	plan, err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(), acemq.WithRetry(policy)).Plan()
+	plan, err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true), acemq.WithRetry(policy)).Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
