@@ -324,7 +324,7 @@ func (b *bench) status(s string) {
 func (b *bench) queue(ctx context.Context, name string) (string, error) {
 	q := "acemq-bench-" + b.sfx + "." + name
 	b.mu.Lock()
-	b.deletions = append(b.deletions, acemq.NewTopology().Queue(q).Queue(acemq.DeadLetterQueue(q)).Queue(acemq.ParkedQueue(q)))
+	b.deletions = append(b.deletions, acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)))
 	b.mu.Unlock()
 	topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueType(b.f.queueType)))
 	if err := topo.Apply(ctx, b.conn); err != nil {

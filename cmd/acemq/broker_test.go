@@ -61,7 +61,11 @@ func deleteAtEnd(t *testing.T, conn *acemq.Conn, names ...string) {
 		defer cancel()
 		topo := acemq.NewTopology()
 		for _, n := range names {
-			topo.Queue(n)
+			// Only the name counts for deleting. Without
+			// WithDeadLettering(false) a quorum queue would bring its own
+			// dead-letter half, and naming q and q.dlq together would be
+			// refused as q.dlq declared twice.
+			topo.Queue(n, acemq.WithDeadLettering(false))
 		}
 		if err := topo.Delete(ctx, conn); err != nil {
 			t.Errorf("deleting %v: %v", names, err)
