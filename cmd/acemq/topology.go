@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,14 +195,17 @@ type lister struct {
 }
 
 // newLister finds the command's source of names. mgmt is the --management
-// flag: "" derives the API's URL from --url (port 15672, --url's
-// credentials).
+// flag: "" takes $ACEMQ_MANAGEMENT_URL, else derives the API's URL from
+// --url (port 15672, --url's credentials).
 func newLister(s *session, mgmt string) (*lister, error) {
 	if isMemory(s.url) {
 		fmt.Fprintf(s.cmd.ErrOrStderr(), "note: %s\n", memoryNote(s.url))
 		return &lister{source: "memory", conn: s.conn}, nil
 	}
 	derived, vhost, ok := managementURL(s.url)
+	if mgmt == "" {
+		mgmt = os.Getenv("ACEMQ_MANAGEMENT_URL")
+	}
 	if mgmt == "" {
 		if !ok {
 			return nil, withCode(exitFailure, errors.New("cannot tell the management API's URL from --url; give --management http://user:pass@host:15672/"))
@@ -357,7 +361,7 @@ few seconds. On memory:// the list is the in-process broker's.`,
 		},
 	}
 	topoCmd(cmd, &f)
-	cmd.Flags().StringVar(&mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: http://HOST:15672/ with --url's credentials)")
+	cmd.Flags().StringVar(&mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: $ACEMQ_MANAGEMENT_URL, else http://HOST:15672/ with --url's credentials)")
 	return cmd
 }
 
@@ -527,7 +531,7 @@ exchanges acemq.dlx and acemq.retry stay: other queues use them.`,
 	fl.BoolVar(&f.force, "force", false, "delete even a queue that holds messages or has consumers")
 	fl.BoolVar(&f.deadLetters, "with-dead-letters", false, "delete Q.dlq, Q.parked and Q's retry rungs too")
 	fl.StringVar(&f.retry, "retry", "", "with --with-dead-letters: the retry policy Q was declared with, naming its rungs")
-	fl.StringVar(&f.mgmt, "management", "", "with --with-dead-letters and no --retry: the management API to find the rungs with (default: http://HOST:15672/ with --url's credentials)")
+	fl.StringVar(&f.mgmt, "management", "", "with --with-dead-letters and no --retry: the management API to find the rungs with (default: $ACEMQ_MANAGEMENT_URL, else http://HOST:15672/ with --url's credentials)")
 	return cmd
 }
 
@@ -752,7 +756,7 @@ is the in-process broker's.`,
 		},
 	}
 	topoCmd(cmd, &f)
-	cmd.Flags().StringVar(&mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: http://HOST:15672/ with --url's credentials)")
+	cmd.Flags().StringVar(&mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: $ACEMQ_MANAGEMENT_URL, else http://HOST:15672/ with --url's credentials)")
 	return cmd
 }
 

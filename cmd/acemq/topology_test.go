@@ -294,6 +294,9 @@ func TestTopologyCommandsRabbitMQ(t *testing.T) {
 		}
 		return err == nil
 	}
+	// The management API of the broker under test, not whichever answers
+	// on HOST:15672 (another version's, on a machine running several).
+	t.Setenv("ACEMQ_MANAGEMENT_URL", testenv.ManagementURL(t))
 	checkTopologyCommands(t, url, q, x, pub, routed)
 
 	var l listedQueues
