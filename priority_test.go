@@ -2,7 +2,6 @@ package acemq_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
-	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // Per-message priority and expiry on both brokers.
@@ -75,7 +73,8 @@ func TestPriorityAndExpiry(t *testing.T) {
 			}
 			major, minor := 0, 0
 			if !strings.HasPrefix(url, "memory:") {
-				major, minor = rabbitVersion(t, url)
+				v := testenv.BrokerVersion(t, url)
+				major, minor = v.Major, v.Minor
 			}
 			want := `"n1" "n2" "n3" "hi"`
 			switch {
@@ -149,20 +148,4 @@ func TestMaxPriorityDeclaration(t *testing.T) {
 	if err := acemq.NewTopology().Queue("jobs", acemq.WithDurable(false), acemq.WithExclusive(), acemq.WithMaxPriority(3)).Validate(); err != nil {
 		t.Errorf("a transient priority queue: %v", err)
 	}
-}
-
-// rabbitVersion is the major and minor version the RabbitMQ node at url
-// reports in its connection.start server properties.
-func rabbitVersion(t *testing.T, url string) (major, minor int) {
-	t.Helper()
-	c, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	v, _ := c.Properties["version"].(string)
-	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
-		t.Fatalf("the broker's version %q: %v", v, err)
-	}
-	return major, minor
 }

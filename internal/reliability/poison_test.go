@@ -183,7 +183,8 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 // how many deliveries it took.
 func TestCrashLoopNeverLosesTheMessage(t *testing.T) {
 	url := testenv.AMQPURL(t)
-	major, minor := rabbitVersion(t, url)
+	v := testenv.BrokerVersion(t, url)
+	major, minor := v.Major, v.Minor
 	start := time.Now()
 	q := uniqueName("crashloop")
 	dlq := acemq.DeadLetterQueue(q)
@@ -275,20 +276,4 @@ func depth(t *testing.T, ctx context.Context, c *acemq.Conn, q string) int {
 		return err == nil
 	})
 	return n
-}
-
-// rabbitVersion is the major and minor version the RabbitMQ node at url
-// reports in its connection.start server properties.
-func rabbitVersion(t *testing.T, url string) (major, minor int) {
-	t.Helper()
-	c, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	v, _ := c.Properties["version"].(string)
-	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
-		t.Fatalf("the broker's version %q: %v", v, err)
-	}
-	return major, minor
 }
