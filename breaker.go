@@ -304,7 +304,10 @@ func (b *breaker) putBack(d *driver.Delivery, ack Ack, decodeErr error, s *Settl
 	}
 	s.Reason = "the circuit breaker is open: " + wire.Describe(s.Err)
 	s.Outcome = OutcomeRequeued
-	if err := d.Reject(true); err != nil {
+	if b.k.stream != nil {
+		// A stream cannot take it back: it stays unsettled, and the reader
+		// reads it again from its position when the breaker resumes it.
+	} else if err := d.Reject(true); err != nil {
 		s.SettleErr = err
 	}
 	s.Err = errors.Join(s.Err, errBreakerOpen)

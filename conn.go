@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/acemq/acemq/driver"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 	_ "github.com/acemq/acemq/memory" // memory:// is built in
 )
@@ -21,12 +21,13 @@ import (
 // is built in; amqp:// and amqps:// need a blank import of
 // github.com/acemq/acemq/rabbitmq. It is safe for concurrent use.
 type Conn struct {
+	handle // found by engine.Of: the packages built on acemq reach eng through it
 	t      driver.Conn
 	url    string
 	name   string
 	origin string
 	obs    *observer
-	plumb  *plumbing.Conn
+	eng    *engine.Conn
 
 	mu       sync.Mutex
 	hooks    map[int]func(Settlement)
@@ -73,26 +74,9 @@ var (
 	ErrUnsupported = errors.ErrUnsupported
 )
 
-func init() {
-	plumbing.SetConnOf(func(v any) *plumbing.Conn {
-		if c, ok := v.(*Conn); ok && c != nil {
-			return c.plumb
-		}
-		return nil
-	})
-	plumbing.SetUndecodableReason(undecodableReason)
-	plumbing.SetConsumerState(func(v any) (plumbing.ConsumerState, bool) {
-		c, ok := v.(*Consumer)
-		if !ok || c == nil {
-			return plumbing.ConsumerState{}, false
-		}
-		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load()}
-		for _, d := range c.core.cfg.retry.brokerRungs() {
-			st.Rungs = append(st.Rungs, RungQueue(c.core.queue, d))
-		}
-		return st, true
-	})
-}
+// handle is embedded in Conn, unexported: engine.Of finds the engine
+// through it, and applications see nothing of it.
+type handle = engine.Handle
 
 // Connect opens a connection to the broker at url ("memory://NAME",
 // "amqp://user:pass@host:5672/vhost", "amqps://…"). The first connection
@@ -156,22 +140,8 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, unprefixed{driver.Redact(err)})
 	}
 	c.t = t
-	c.plumb = &plumbing.Conn{
-		Publish: func(ctx context.Context, m plumbing.Message) error { return c.publish(ctx, m, Envelope{}) },
-		PublishBatch: func(ctx context.Context, ms []plumbing.Message) []error {
-			return c.publishBatch(ctx, ms, nil)
-		},
-		MeterProvider:  c.obs.meterProvider,
-		TracerProvider: c.obs.tracerProvider,
-		Tracing:        c.obs.tracing,
-		Capabilities:   c.capabilities,
-		Settled: func(v any) {
-			if s, ok := v.(Settlement); ok {
-				c.emitSettlement(s)
-			}
-		},
-		Logger: c.log,
-	}
+	c.eng = engine.NewConn(t, connTelemetry{c.obs}, c.log)
+	c.handle = engine.NewHandle(c.eng)
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil
 }
@@ -223,12 +193,7 @@ func (c *Conn) Blocked() (bool, string) {
 	return false, ""
 }
 
-func (c *Conn) capabilities() driver.Capabilities {
-	if r, ok := c.t.(driver.CapabilityReporter); ok {
-		return r.Capabilities()
-	}
-	return driver.Capabilities{}
-}
+func (c *Conn) capabilities() driver.Capabilities { return c.eng.Capabilities() }
 
 // Raw calls f with the driver connection underneath, for tests and tools
 // that need what the portable API does not offer. f must not keep the

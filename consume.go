@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -94,7 +95,13 @@ const (
 )
 
 // Consumer is a running consumer started by Consume.
-type Consumer struct{ core *consumerCore }
+type Consumer struct {
+	consumerHandle // found by engine.ConsumerOf (package acemqtest's WaitIdle)
+	core           *consumerCore
+}
+
+// consumerHandle is embedded in Consumer, unexported, as handle is in Conn.
+type consumerHandle = engine.ConsumerHandle
 
 // Consume starts a consumer of queue: every delivery is read into an
 // envelope, decoded into a T, handed to h, and settled as h decides (see
@@ -158,7 +165,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	}
 	cfg.retry = cfg.retry.orDefault()
 	codec := cfg.codec
-	k := &consumerCore{conn: c, queue: queue, cfg: cfg}
+	var rungs []string
+	for _, d := range cfg.retry.brokerRungs() {
+		rungs = append(rungs, RungQueue(queue, d))
+	}
+	k := &consumerCore{conn: c, queue: queue, cfg: cfg, state: engine.NewConsumer(queue, rungs), stream: engine.StreamOf(ctx)}
 	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
 	k.brk = newBreaker(k, cfg.breaker)
 	k.handle = func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error) {
@@ -171,7 +182,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	if err := k.start(ctx); err != nil {
 		return nil, err
 	}
-	return &Consumer{k}, nil
+	return &Consumer{engine.NewConsumerHandle(k.state), k}, nil
 }
 
 // Queue is the queue the consumer reads.
@@ -235,15 +246,18 @@ type consumerCore struct {
 	intercept []ConsumeInterceptor
 	brk       *breaker
 	flow      flowState
+	// stream, when not nil, makes the consumer a stream reader (package
+	// stream): it settles as a stream allows (settle.go).
+	stream *engine.Stream
 
 	stopping  chan struct{}
 	done      chan struct{}
 	hctx      context.Context
 	hcancel   context.CancelFunc
 	workers   sync.WaitGroup
-	waits     sync.WaitGroup // in-consumer waits (timers)
-	inflight  atomic.Int64   // handlers running
-	unsettled atomic.Int64   // deliveries taken up and not yet settled
+	waits     sync.WaitGroup   // in-consumer waits (timers)
+	inflight  atomic.Int64     // handlers running
+	state     *engine.Consumer // the deliveries taken up and not yet settled
 	running   atomic.Bool
 	abandoned atomic.Bool // the drain ran out: settle nothing more
 	ended     atomic.Bool // the subscription ended without Close (Conn.Health)
@@ -336,7 +350,13 @@ func (k *consumerCore) work() {
 			// with a nack (not processed), which RabbitMQ 4.3 and later
 			// do not count toward a quorum queue's delivery limit.
 			if g.draining.Load() || k.isStopping() || !k.brk.admit() {
-				_ = d.Nack(true)
+				if k.stream == nil {
+					_ = d.Nack(true)
+				} // a stream refuses it: the reader reads it again from its position
+				continue
+			}
+			if k.stream != nil && k.stream.Seen(&d) {
+				_ = d.Ack()
 				continue
 			}
 			g.pending.Add(1)
@@ -351,6 +371,9 @@ func (k *consumerCore) work() {
 			// The subscription ended without Close or Pause. Every
 			// worker gets here; it is recorded and logged once.
 			if k.ended.CompareAndSwap(false, true) {
+				if k.stream != nil {
+					k.stream.Ended()
+				}
 				k.conn.log.Error("acemq: the consumer stopped: its subscription ended without Close (its queue was deleted, or the broker cancelled it)", slog.String("queue", k.queue))
 			}
 			break
@@ -382,8 +405,8 @@ func (k *consumerCore) close(ctx context.Context) error {
 	case <-finished:
 	case <-dctx.Done():
 		k.abandoned.Store(true)
-		k.closeErr = &DrainError{Queue: k.queue, Stranded: int(k.unsettled.Load()), Timeout: time.Since(start).Round(time.Millisecond)}
-		k.conn.log.Warn("acemq: a consumer's drain ran out; its unsettled deliveries go back to the queue", slog.String("queue", k.queue), slog.Int("stranded", int(k.unsettled.Load())))
+		k.closeErr = &DrainError{Queue: k.queue, Stranded: int(k.state.Unsettled()), Timeout: time.Since(start).Round(time.Millisecond)}
+		k.conn.log.Warn("acemq: a consumer's drain ran out; its unsettled deliveries go back to the queue", slog.String("queue", k.queue), slog.Int("stranded", int(k.state.Unsettled())))
 	}
 	// Closing the subscriptions puts whatever is still unsettled back on
 	// the queue (the broker redelivers it) and lets stranded handlers'

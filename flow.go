@@ -274,6 +274,9 @@ func (k *consumerCore) paused() bool {
 
 // spec is the consumer's subscription.
 func (k *consumerCore) spec() driver.ConsumeSpec {
+	if k.stream != nil {
+		return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.stream.Args(), Resume: k.stream.Args}
+	}
 	return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.cfg.args}
 }
 

@@ -126,7 +126,7 @@ func TestPublishStartClearsHeaderSizeWithTraceHeaders(t *testing.T) {
 	if m.HeaderSize == 0 {
 		t.Fatal("no HeaderSize on a fresh envelope's message")
 	}
-	_, done := o.publishStart(context.Background(), &m, Envelope{})
+	_, done := o.publishStart(context.Background(), &m, identity(Envelope{}))
 	done(nil, 0)
 	if _, ok := m.Headers["traceparent"]; !ok {
 		t.Fatal("publishStart wrote no traceparent")

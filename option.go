@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -233,19 +234,22 @@ func WithTracerProvider(tp trace.TracerProvider) ConnOption {
 
 // Options shared by publishers and consumers, consumers and queues.
 
-type codecOption struct{ c Codec }
+type codecOption struct {
+	carrier // carries c to the packages built on acemq that take ConsumeOption values (rpc, route)
+	c       Codec
+}
+
+// carrier is embedded in codecOption, unexported: engine.Carried reads the
+// codec through it.
+type carrier = engine.Carrier
 
 func (o codecOption) applyPublisher(c *publisherConfig) { c.codec = o.c }
 func (o codecOption) applyConsume(c *consumeConfig)     { c.codec = o.c }
 
-// Carried lets the packages built on acemq that take ConsumeOption values
-// (rpc, route) write in the format their consumer reads.
-func (o codecOption) Carried() Codec { return o.c }
-
 // WithCodec chooses the codec: for a publisher, the one it writes with; for
 // a consumer, the one it reads with (a Composite reads several formats).
 // The default is JSON.
-func WithCodec(c Codec) CodecOption { return codecOption{c} }
+func WithCodec(c Codec) CodecOption { return codecOption{engine.Carry(c), c} }
 
 type retryOption struct{ p RetryPolicy }
 

@@ -66,7 +66,7 @@ func (k *consumerCore) orderedReceive(receive func() (driver.Delivery, bool), g 
 		}
 		o.waiting[key] = append(q, queued{d, g})
 		// Taken up: Close, Pause and WaitIdle count it.
-		k.unsettled.Add(1)
+		k.state.AddUnsettled(1)
 		g.pending.Add(1)
 		o.mu.Unlock()
 	}
@@ -95,14 +95,14 @@ func (k *consumerCore) processInOrder(d *driver.Delivery, g *generation) {
 			o.mu.Unlock()
 			for _, w := range q {
 				_ = w.d.Nack(true)
-				k.unsettled.Add(-1)
+				k.state.AddUnsettled(-1)
 				w.g.settled()
 			}
 			return
 		}
 		o.waiting[key] = q[1:]
 		o.mu.Unlock()
-		k.unsettled.Add(-1) // process counts it again
+		k.state.AddUnsettled(-1) // process counts it again
 		d, g = &next.d, next.g
 	}
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"sync"
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/fifo"
 )
 
@@ -34,48 +34,31 @@ func messageBoxed(exchange, routingKey string, env Envelope, contentType string,
 	}
 }
 
-// publish sends m, recording its span and metrics. env is m's envelope when
-// the caller has it (the span reads its identity from it), else the zero
-// Envelope (the identity is read from m's headers).
+// publish sends m through the engine's one publish path. env is m's
+// envelope when the caller has it (the span reads its identity from it),
+// else the zero Envelope (the identity is read from m's headers).
 func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) error {
-	start := time.Now()
-	ctx, done := c.obs.publishStart(ctx, &m, env)
-	err := c.t.Publish(ctx, m)
-	done(err, time.Since(start))
-	return err
+	return c.eng.PublishAs(ctx, m, identity(env))
 }
 
-// publishBatch publishes every message, then awaits every confirm, and
-// returns one error per message (nil for confirmed), in order. envOf, when
-// not nil, gives message j's envelope (for its span), else the identity is
-// read from the headers. A driver without driver.BatchPublisher publishes
-// them at once, one goroutine each.
+// publishBatch publishes every message, then awaits every confirm, through
+// the engine's one publish path, and returns one error per message (nil
+// for confirmed), in order. envOf, when not nil, gives message j's
+// envelope (for its span), else the identity is read from the headers.
 func (c *Conn) publishBatch(ctx context.Context, ms []driver.Message, envOf func(j int) Envelope) []error {
-	dones := make([]func(error, time.Duration), len(ms))
-	for i := range ms {
-		var env Envelope
-		if envOf != nil {
-			env = envOf(i)
-		}
-		_, dones[i] = c.obs.publishStart(ctx, &ms[i], env)
+	if envOf == nil {
+		return c.eng.PublishBatch(ctx, ms)
 	}
-	start := time.Now()
-	var errs []error
-	if b, ok := c.t.(driver.BatchPublisher); ok {
-		errs = b.PublishBatch(ctx, ms)
-	} else {
-		errs = make([]error, len(ms))
-		var wg sync.WaitGroup
-		for i := range ms {
-			wg.Go(func() { errs[i] = c.t.Publish(ctx, ms[i]) })
-		}
-		wg.Wait()
+	return c.eng.PublishBatchAs(ctx, ms, func(j int) engine.Identity { return identity(envOf(j)) })
+}
+
+// identity is the identity a publish span names for env: none when env
+// was not built (the span reads the message's headers).
+func identity(env Envelope) engine.Identity {
+	if !env.built() {
+		return engine.Identity{}
 	}
-	d := time.Since(start)
-	for i, done := range dones {
-		done(errs[i], d)
-	}
-	return errs
+	return engine.Identity{ID: env.ID(), Type: env.Type(), CorrelationID: env.CorrelationID()}
 }
 
 // draft is one message of a sequence publish as its producer made it: the
@@ -130,7 +113,7 @@ func (c *Conn) publishSeq(ctx context.Context, drafts iter.Seq[*draft], result f
 				}
 				continue
 			}
-			_, done := c.obs.publishStart(ctx, &d.m, d.env)
+			_, done := c.obs.publishStart(ctx, &d.m, identity(d.env))
 			waiting.Push(sent{env: d.env, done: done, start: time.Now()})
 			if !yield(&d.m, nil) {
 				return

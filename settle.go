@@ -113,12 +113,14 @@ const (
 	reasonRejected    = "the handler rejected it: "
 	reasonParked      = "the handler parked it: "
 	reasonUndecodable = "could not be decoded: "
+	// reasonStreamRefused has no shared wording.
+	reasonStreamRefused = "a stream cannot retry or put back a message, so it was parked: "
 )
 
 // process runs one delivery of g through interceptors, decode, handler and
 // settlement.
 func (k *consumerCore) process(d *driver.Delivery, g *generation) {
-	k.unsettled.Add(1)
+	k.state.AddUnsettled(1)
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
 	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
@@ -154,7 +156,7 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 	case decodeErr != nil:
 		s.Err = decodeErr
 		var de *DecodeError
-		if errors.As(decodeErr, &de) && de.Retryable {
+		if errors.As(decodeErr, &de) && de.Retryable && k.stream == nil {
 			s.Decision = DecisionRetry
 			if k.retry(d, env, &s) {
 				return
@@ -166,6 +168,9 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 	default:
 		s.Decision = ack.decision
 		s.Err = ack.err
+		if k.stream != nil && k.settleFromStream(d, env, &s, ack) {
+			break
+		}
 		switch ack.decision {
 		case DecisionAccept:
 			if err := d.Ack(); err != nil {
@@ -203,12 +208,15 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 			k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+fmt.Sprintf("unknown decision %d", ack.decision), OutcomeRejected)
 		}
 	}
+	if k.stream != nil && s.Outcome != OutcomeRequeued {
+		k.stream.Settled(d)
+	}
 	k.finish(s)
 }
 
 // finish records a settled delivery.
 func (k *consumerCore) finish(s Settlement) {
-	k.unsettled.Add(-1)
+	k.state.AddUnsettled(-1)
 	if s.gen != nil {
 		s.gen.settled()
 	}
@@ -375,7 +383,12 @@ func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string
 
 func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement, target, reason string, outcome Outcome) {
 	s.Reason = reason
-	err := k.publishCopy(d, env.withReason(cutReason(reason)), target, s)
+	env = env.withReason(cutReason(reason))
+	err := k.publishCopy(d, env, target, s)
+	if k.stream != nil {
+		k.setAsideFromStream(d, env, s, target, outcome, err)
+		return
+	}
 	var ue *driver.ReturnError
 	switch {
 	case err == nil:
@@ -388,6 +401,53 @@ func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement,
 	default:
 		k.requeue(d, s, err)
 	}
+}
+
+// settleFromStream settles the decisions a stream settles its own way and
+// reports whether ack's was one of them: Accept, whose ack only frees the
+// prefetch slot (on a channel that is gone it fails, which changes
+// nothing), and Retry and InProgress, refused since a stream cannot
+// redeliver: the message is parked with a reason saying so.
+func (k *consumerCore) settleFromStream(d *driver.Delivery, env Envelope, s *Settlement, ack Ack) bool {
+	switch ack.decision {
+	case DecisionAccept:
+		_ = d.Ack()
+		s.Outcome = OutcomeAcked
+	case DecisionRetry, DecisionInProgress:
+		if s.Err == nil {
+			s.Err = errors.New(ack.decision.String() + " requested")
+		}
+		k.setAside(d, env, s, ParkedQueue(k.queue), reasonStreamRefused+wire.Describe(s.Err), OutcomeParked)
+	default:
+		return false
+	}
+	return true
+}
+
+// setAsideFromStream finishes a set-aside from a stream whose first copy
+// returned err. A copy that failed is tried again, waiting longer each
+// time, until it is made or the consumer closes: on a stream the original
+// cannot be put back, and moving on would lose it from the set-aside queue.
+// When the consumer closes first, the delivery is left unsettled and the
+// reader's position stays before it.
+func (k *consumerCore) setAsideFromStream(d *driver.Delivery, env Envelope, s *Settlement, target string, outcome Outcome, err error) {
+	wait := 100 * time.Millisecond
+	for err != nil {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-k.stopping:
+			t.Stop()
+			s.Outcome = OutcomeRequeued
+			s.SettleErr = fmt.Errorf("acemq: the reader of %q closed before it could copy offset %v to %s: %w", k.queue, d.Headers[driver.StreamOffsetHeader], target, err)
+			return
+		}
+		wait = min(2*wait, 5*time.Second)
+		err = k.publishCopy(d, env, target, s)
+	}
+	k.settleAck(d, s, target, outcome)
+	// The ack only frees the prefetch slot (see process).
+	s.SettleErr = nil
 }
 
 func (k *consumerCore) settleAck(d *driver.Delivery, s *Settlement, target string, outcome Outcome) {

@@ -11,10 +11,12 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -100,7 +102,7 @@ func noopPublishDone(error, time.Duration) {}
 // publishStart is called before every publish with the message about to go
 // out (its headers may be amended, e.g. with trace context); the returned
 // function is called with the result.
-func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Envelope) (context.Context, func(error, time.Duration)) {
+func (o *observer) publishStart(ctx context.Context, m *driver.Message, id engine.Identity) (context.Context, func(error, time.Duration)) {
 	bg := context.Background()
 	metrics := o.publishTotal.Enabled(bg) || o.publishDuration.Enabled(bg)
 	ex, rk := m.Exchange, m.RoutingKey
@@ -124,14 +126,14 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, env Enve
 	if dest == "" {
 		dest = m.RoutingKey
 	}
-	id, typ, corr := publishIdentity(m, env)
+	mid, typ, corr := publishIdentity(m, id)
 	ctx, span := o.tracer.Start(ctx, dest+" publish",
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(
 			attribute.String(attrSystem, messagingSystem),
 			attribute.String(attrDestination, dest),
 			attribute.String(attrOperation, "publish"),
-			attribute.String(attrMessageID, id),
+			attribute.String(attrMessageID, mid),
 			attribute.String(attrConversationID, corr),
 			attribute.String(attrRoutingKey, m.RoutingKey),
 			attribute.String(attrMessageType, typ),
@@ -179,20 +181,31 @@ func publishOutcome(err error, confirmed bool) string {
 }
 
 // publishIdentity reads the message id, type and correlation for a publish
-// span: from env when it was built, else from the headers written for it.
-// The type is read from the headers, where an empty type has been
-// defaulted to the routing key.
-func publishIdentity(m *driver.Message, env Envelope) (id, typ, corr string) {
-	typ, _ = m.Headers[wire.HeaderType].(string)
-	if env.built() {
+// span: from id when the caller had the envelope, else from the headers
+// written for it. The type is read from the headers, where an empty type
+// has been defaulted to the routing key.
+func publishIdentity(m *driver.Message, id engine.Identity) (string, string, string) {
+	typ, _ := m.Headers[wire.HeaderType].(string)
+	if id != (engine.Identity{}) {
 		if typ == "" {
-			typ = env.Type()
+			typ = id.Type
 		}
-		return env.ID(), typ, env.CorrelationID()
+		return id.ID, typ, id.CorrelationID
 	}
-	corr, _ = m.Headers[wire.HeaderCorrelation].(string)
+	corr, _ := m.Headers[wire.HeaderCorrelation].(string)
 	return m.MessageID, typ, corr
 }
+
+// connTelemetry is the observer as the engine records publishes through
+// it.
+type connTelemetry struct{ o *observer }
+
+func (t connTelemetry) PublishStart(ctx context.Context, m *driver.Message, id engine.Identity) (context.Context, func(error, time.Duration)) {
+	return t.o.publishStart(ctx, m, id)
+}
+func (t connTelemetry) Tracing() bool                        { return t.o.tracing() }
+func (t connTelemetry) MeterProvider() metric.MeterProvider  { return t.o.meterProvider() }
+func (t connTelemetry) TracerProvider() trace.TracerProvider { return t.o.tracerProvider() }
 
 // processStart is called when a delivery is taken up, before decoding; the
 // returned context is the handler's, and end is called with the

@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/memory"
 )
 
@@ -144,14 +144,14 @@ func busyWith(conn *acemq.Conn, consumers []*acemq.Consumer) string {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	for _, c := range consumers {
-		st, ok := plumbing.ConsumerStateOf(c)
-		if !ok {
+		st := engine.ConsumerOf(c)
+		if st == nil {
 			return "a consumer is nil"
 		}
-		if st.Unsettled > 0 {
-			return fmt.Sprintf("the consumer of %q holds %d unsettled deliveries", st.Queue, st.Unsettled)
+		if n := st.Unsettled(); n > 0 {
+			return fmt.Sprintf("the consumer of %q holds %d unsettled deliveries", st.Queue(), n)
 		}
-		for _, q := range append([]string{st.Queue}, st.Rungs...) {
+		for _, q := range append([]string{st.Queue()}, st.Rungs()...) {
 			info, err := conn.Inspect(ctx, q)
 			switch {
 			case errors.Is(err, acemq.ErrNotFound):

@@ -45,7 +45,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/hostguard"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -254,7 +254,7 @@ func (a *Endpoints) Info() Info {
 	var caps driver.Capabilities
 	watched := len(a.conns) > 0
 	if watched {
-		caps = plumbing.ConnOf(a.conns[0]).Capabilities()
+		caps = engine.Of(a.conns[0]).Capabilities()
 	}
 	a.mu.Unlock()
 	return Info{

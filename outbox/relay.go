@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -22,7 +23,7 @@ import (
 // many) may run on one store: no record is handed to two at once.
 type Relay struct {
 	conn  *acemq.Conn
-	plumb *plumbing.Conn
+	plumb *engine.Conn
 	store Store
 	cfg   relayConfig
 	tel   *relayTelemetry
@@ -42,7 +43,7 @@ func NewRelay(conn *acemq.Conn, store Store, opts ...RelayOption) *Relay {
 	if n, ok := store.(Notifier); ok && r.cfg.notifier == nil && !r.cfg.noNotifier {
 		r.cfg.notifier = n
 	}
-	r.plumb = plumbing.ConnOf(conn)
+	r.plumb = engine.Of(conn)
 	switch {
 	case r.plumb == nil:
 		r.err = errors.New("outbox: NewRelay was given a nil connection")
@@ -146,10 +147,10 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 // publish sends one batch, pipelined, and says what became of each record.
 func (r *Relay) publish(ctx context.Context, recs []Record) []Result {
 	ctx, span := r.tel.start(ctx, len(recs))
-	ms := make([]plumbing.Message, len(recs))
+	ms := make([]driver.Message, len(recs))
 	origin := r.conn.Origin()
 	for i, rec := range recs {
-		ms[i] = plumbing.Message{
+		ms[i] = driver.Message{
 			Exchange:      rec.Exchange,
 			RoutingKey:    rec.RoutingKey,
 			Mandatory:     rec.Mandatory,

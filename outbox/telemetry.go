@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	acemqtel "github.com/acemq/acemq/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -20,7 +20,7 @@ import (
 // parents of the batch's publish spans, with an outbox.publish_failed
 // event per failed record and an outbox.retired event per retired one.
 type relayTelemetry struct {
-	plumb   *plumbing.Conn
+	plumb   *engine.Conn
 	tracer  trace.Tracer
 	total   metric.Int64Counter
 	lag     metric.Float64Histogram
@@ -44,7 +44,7 @@ const (
 // noSpan stands for the span of a pass made without tracing.
 var noSpan = trace.SpanFromContext(context.Background())
 
-func newRelayTelemetry(p *plumbing.Conn) *relayTelemetry {
+func newRelayTelemetry(p *engine.Conn) *relayTelemetry {
 	t := &relayTelemetry{plumb: p, tracer: p.TracerProvider().Tracer(acemqtel.Scope)}
 	meter := p.MeterProvider().Meter(acemqtel.Scope)
 	var err error

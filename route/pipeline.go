@@ -8,7 +8,8 @@ import (
 	"slices"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/google/uuid"
 )
 
@@ -25,7 +26,7 @@ func ValidStepName(name string) bool { return stepName.MatchString(name) }
 // the step's name. A Pipeline is safe for concurrent use.
 type Pipeline struct {
 	conn  *acemq.Conn
-	plumb *plumbing.Conn
+	plumb *engine.Conn
 	name  string
 	steps []string
 	codec acemq.Codec
@@ -62,7 +63,7 @@ func NewPipeline(conn *acemq.Conn, name string, steps []string, opts ...Pipeline
 	if cfg.codec == nil {
 		return nil, fmt.Errorf("route: the pipeline %q was given WithCodec(nil): pass the codec its messages are written in", name)
 	}
-	p := &Pipeline{conn: conn, plumb: plumbing.ConnOf(conn), name: name, steps: slices.Clone(steps), codec: cfg.codec}
+	p := &Pipeline{conn: conn, plumb: engine.Of(conn), name: name, steps: slices.Clone(steps), codec: cfg.codec}
 	p.rec = newRecorder(p.plumb)
 	return p, nil
 }
@@ -164,7 +165,7 @@ func StartSlip(ctx context.Context, conn *acemq.Conn, slip Slip, payload any, op
 	if err != nil {
 		return acemq.Envelope{}, err
 	}
-	err = publish(ctx, plumbing.ConnOf(conn), first.Exchange, first.RoutingKey, env, cfg.codec.ContentType(), body)
+	err = publish(ctx, engine.Of(conn), first.Exchange, first.RoutingKey, env, cfg.codec.ContentType(), body)
 	if err != nil {
 		return env, fmt.Errorf("route: starting a slip run at exchange %q, routing key %q: %w", first.Exchange, first.RoutingKey, err)
 	}
@@ -187,8 +188,8 @@ func freshEnvelope(env acemq.Envelope, origin string, set func(*acemq.Fields)) (
 // publish sends a message the library makes for itself (a run's first
 // message, a hop): confirmed and mandatory, through the connection's
 // publish path.
-func publish(ctx context.Context, p *plumbing.Conn, exchange, routingKey string, env acemq.Envelope, contentType string, body []byte) error {
-	return p.Publish(ctx, plumbing.Message{
+func publish(ctx context.Context, p *engine.Conn, exchange, routingKey string, env acemq.Envelope, contentType string, body []byte) error {
+	return p.Publish(ctx, driver.Message{
 		Exchange:      exchange,
 		RoutingKey:    routingKey,
 		Mandatory:     true,

@@ -11,7 +11,7 @@ import (
 	acemqtel "github.com/acemq/acemq/internal/telemetry"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
@@ -83,7 +83,7 @@ func Step[In, Out any](ctx context.Context, p *Pipeline, step string, h Handler[
 		return nil, err
 	}
 	s := &server[In, Out]{conn: p.conn, plumb: p.plumb, queue: p.Queue(step), pipeline: p, step: step, h: h, rec: p.rec,
-		codec: plumbing.Carried(opts, p.codec)}
+		codec: engine.Carried(opts, p.codec)}
 	all := append([]acemq.ConsumeOption{acemq.WithCodec(p.codec)}, opts...)
 	return acemq.Consume(ctx, p.conn, s.queue, s.handle, all...)
 }
@@ -98,14 +98,14 @@ func Serve[In, Out any](ctx context.Context, conn *acemq.Conn, queue string, h H
 	if h == nil {
 		return nil, errors.New("route: Serve needs a handler")
 	}
-	pl := plumbing.ConnOf(conn)
-	s := &server[In, Out]{conn: conn, plumb: pl, queue: queue, h: h, rec: newRecorder(pl), codec: plumbing.Carried(opts, acemq.JSON)}
+	pl := engine.Of(conn)
+	s := &server[In, Out]{conn: conn, plumb: pl, queue: queue, h: h, rec: newRecorder(pl), codec: engine.Carried(opts, acemq.JSON)}
 	return acemq.Consume(ctx, conn, queue, s.handle, opts...)
 }
 
 type server[In, Out any] struct {
 	conn     *acemq.Conn
-	plumb    *plumbing.Conn
+	plumb    *engine.Conn
 	queue    string
 	pipeline *Pipeline // nil for Serve
 	step     string
@@ -277,7 +277,7 @@ type recorder struct {
 	duration metric.Float64Histogram
 }
 
-func newRecorder(conn *plumbing.Conn) *recorder {
+func newRecorder(conn *engine.Conn) *recorder {
 	m := conn.MeterProvider().Meter(acemqtel.Scope)
 	// On error the API still returns a usable (no-op) instrument.
 	total, _ := m.Int64Counter(acemqtel.RunTotal, metric.WithDescription("Pipeline runs that ended, by pipeline, step and outcome."))

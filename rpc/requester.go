@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
@@ -49,7 +50,7 @@ type Requester[Req, Rep any] struct {
 	replyQueue string
 	generated  bool
 	tel        *telemetry
-	plumb      *plumbing.Conn
+	plumb      *engine.Conn
 
 	consumer *acemq.Consumer
 
@@ -107,7 +108,7 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 		codec:      cfg.codec,
 		replyQueue: cfg.replyQueue,
 		calls:      map[string]*call{},
-		plumb:      plumbing.ConnOf(conn),
+		plumb:      engine.Of(conn),
 	}
 	r.tel = newTelemetry(r.plumb, exchange, routingKey)
 	// A named reply queue is an ordinary durable queue (quorum); a
@@ -253,7 +254,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	pctx, cancel := context.WithTimeout(sctx, cfg.timeout)
 	defer cancel()
 
-	perr := r.plumb.Publish(pctx, plumbing.Message{
+	perr := r.plumb.Publish(pctx, driver.Message{
 		Exchange:      r.exchange,
 		RoutingKey:    r.routingKey,
 		Mandatory:     true,

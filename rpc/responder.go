@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -94,14 +95,14 @@ func Serve[Req, Rep any](ctx context.Context, conn *acemq.Conn, queue string, h 
 		return nil, errors.New("rpc: Serve needs a handler")
 	}
 	// The consumer's codec (acemq.WithCodec) also writes the replies.
-	codec := plumbing.Carried(opts, acemq.JSON)
+	codec := engine.Carried(opts, acemq.JSON)
 	if codec == nil {
 		return nil, errors.New("rpc: Serve was given acemq.WithCodec(nil): pass the codec requests are written in")
 	}
 	// The handle exists before the consumer subscribes and the handler
 	// closes over it: a backlog delivered during start-up is counted.
 	r := &Responder{queue: queue}
-	s := &server[Req, Rep]{conn: conn, plumb: plumbing.ConnOf(conn), codec: codec, h: h, r: r}
+	s := &server[Req, Rep]{conn: conn, plumb: engine.Of(conn), codec: codec, h: h, r: r}
 	c, err := acemq.Consume(ctx, conn, queue, s.handle, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
@@ -146,7 +147,7 @@ func (r *Responder) Close(ctx context.Context) error { return r.consumer.Close(c
 
 type server[Req, Rep any] struct {
 	conn  *acemq.Conn
-	plumb *plumbing.Conn
+	plumb *engine.Conn
 	codec acemq.Codec
 	h     Handler[Req, Rep]
 	r     *Responder
@@ -255,7 +256,7 @@ func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to s
 	// the caller is waiting for it. It is bounded like any settlement.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), acemq.DefaultSettlementDeadline)
 	defer cancel()
-	return s.plumb.Publish(pctx, plumbing.Message{
+	return s.plumb.Publish(pctx, driver.Message{
 		RoutingKey:    to,
 		ContentType:   s.codec.ContentType(),
 		MessageID:     env.ID(),

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	acemqtel "github.com/acemq/acemq/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -41,7 +41,7 @@ const (
 )
 
 type telemetry struct {
-	conn     *plumbing.Conn
+	conn     *engine.Conn
 	tracer   trace.Tracer
 	total    metric.Int64Counter
 	duration metric.Float64Histogram
@@ -55,7 +55,7 @@ type telemetry struct {
 // noSpan stands for the span of a call made without tracing.
 var noSpan = trace.SpanFromContext(context.Background())
 
-func newTelemetry(conn *plumbing.Conn, exchange, routingKey string) *telemetry {
+func newTelemetry(conn *engine.Conn, exchange, routingKey string) *telemetry {
 	t := &telemetry{
 		conn:   conn,
 		tracer: conn.TracerProvider().Tracer(acemqtel.Scope),

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 )
 
 // mover publishes scheduled messages for a Publisher and the control
@@ -15,13 +16,13 @@ import (
 // the connection's one publish path, persistent, mandatory and confirmed.
 type mover struct {
 	conn   *acemq.Conn
-	pl     *plumbing.Conn
+	pl     *engine.Conn
 	ladder ladder
 	rec    *recorder
 }
 
 func newMover(conn *acemq.Conn, l ladder) (*mover, error) {
-	pl := plumbing.ConnOf(conn)
+	pl := engine.Of(conn)
 	if pl == nil {
 		return nil, errors.New("schedule: no connection was given: pass the *acemq.Conn from acemq.Connect")
 	}
@@ -31,7 +32,7 @@ func newMover(conn *acemq.Conn, l ladder) (*mover, error) {
 // hopTo publishes body onto rung r, with env's envelope and j's
 // x-schedule-* headers.
 func (m *mover) hopTo(ctx context.Context, r rung, env acemq.Envelope, j job, body []byte) error {
-	err := m.pl.Publish(ctx, plumbing.Message{
+	err := m.pl.Publish(ctx, driver.Message{
 		Exchange:      m.ladder.exchange,
 		RoutingKey:    r.name,
 		Mandatory:     true,
@@ -50,7 +51,7 @@ func (m *mover) hopTo(ctx context.Context, r rung, env acemq.Envelope, j job, bo
 
 // deliver publishes body to j's target with env, under j's content type.
 func (m *mover) deliver(ctx context.Context, env acemq.Envelope, j job, body []byte, now time.Time) error {
-	err := m.pl.Publish(ctx, plumbing.Message{
+	err := m.pl.Publish(ctx, driver.Message{
 		Exchange:      j.exchange,
 		RoutingKey:    j.routingKey,
 		Mandatory:     true,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	acemqtel "github.com/acemq/acemq/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -20,7 +20,7 @@ type recorder struct {
 	lateness      metric.Float64Histogram
 }
 
-func newRecorder(pl *plumbing.Conn) *recorder {
+func newRecorder(pl *engine.Conn) *recorder {
 	m := pl.MeterProvider().Meter(acemqtel.Scope)
 	// On error the API still returns a usable (no-op) instrument.
 	r := &recorder{}

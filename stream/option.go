@@ -34,6 +34,7 @@ type config struct {
 	every       int
 	errs        []error
 	onCheckFail func(error)
+	consume     []acemq.ConsumeOption // middleware, breaker, interceptors
 }
 
 func (c *config) fail(format string, args ...any) {
@@ -113,6 +114,30 @@ func WithCheckpointEvery(n int) Option {
 // while reading (the reader carries on and tries again at the next save).
 func WithCheckpointErrors(f func(error)) Option {
 	return option(func(c *config) { c.onCheckFail = f })
+}
+
+// WithMiddleware wraps the reader's handler in mw, as acemq.WithMiddleware
+// wraps a consumer's: the first given is the outermost. Middleware written
+// for another payload type than the handler's refuses the start.
+func WithMiddleware[T any](mw ...acemq.Middleware[T]) Option {
+	return option(func(c *config) { c.consume = append(c.consume, acemq.WithMiddleware(mw...)) })
+}
+
+// WithConsumeInterceptors adds consume interceptors for this reader, run
+// after the connection's (acemq.WithConsumeInterceptors given to Connect,
+// which every reader runs). A message an interceptor refuses is copied to
+// {stream}.dlq, as a consumer's is.
+func WithConsumeInterceptors(fs ...acemq.ConsumeInterceptor) Option {
+	return option(func(c *config) { c.consume = append(c.consume, acemq.WithConsumeInterceptors(fs...)) })
+}
+
+// WithBreaker gives the reader a circuit breaker, as acemq.WithBreaker
+// gives a consumer one. A failure that opens it (or comes while it is open)
+// leaves its message unsettled, since a stream cannot take a message back:
+// the reader stops reading for the cool-down, then reads again from its
+// position, that message first, as the probe.
+func WithBreaker(b acemq.Breaker) Option {
+	return option(func(c *config) { c.consume = append(c.consume, acemq.WithBreaker(b)) })
 }
 
 var errNoHandler = errors.New("stream: Read needs a handler")

@@ -4,49 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"strconv"
+	"math"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
-	"github.com/acemq/acemq/internal/plumbing"
-	"github.com/acemq/acemq/internal/wire"
-)
-
-// The reasons a reader writes in x-acemq-error on the copies it sets aside
-// (docs/wire.md §6.2); the stream refusal has no shared wording.
-const (
-	reasonRefused     = "a stream cannot retry or put back a message, so it was parked: "
-	reasonRejected    = "the handler rejected it: "
-	reasonFatal       = "the handler reported an unprocessable message: "
-	reasonParked      = "the handler parked it: "
-	reasonUndecodable = "could not be decoded: "
+	"github.com/acemq/acemq/internal/engine"
 )
 
 // Reader reads one stream with one handler, in offset order. Start one
 // with Read; stop it with Close.
 type Reader struct {
 	conn   *acemq.Conn
-	plumb  *plumbing.Conn
 	stream string
 	cfg    config
-	handle func(ctx context.Context, d *driver.Delivery, env acemq.Envelope) (acemq.Ack, error)
+	start  Offset // where the first subscription starts
+	c      *acemq.Consumer
 
-	sub       driver.Subscription
-	startedAt time.Time
-	hctx      context.Context
-	hcancel   context.CancelFunc
-	stopping  chan struct{}
-	done      chan struct{}
+	hctx    context.Context // checkpoint saves while reading; cancelled by Close
+	hcancel context.CancelFunc
+	ended   chan struct{} // closed when the subscription ended without Close
+	endOnce sync.Once
+	done    chan struct{}
 
-	mu      sync.Mutex
-	next    int64 // the offset after the last settled one
-	known   bool  // next is known (something was settled, or a checkpoint loaded)
-	saved   int64 // next at the last checkpoint save
-	pending int   // settled since the last save
+	mu         sync.Mutex
+	subscribed bool      // the first subscription was asked for
+	startedAt  time.Time // when
+	next       int64     // the offset after the last settled one
+	known      bool      // next is known (something was settled, or a checkpoint loaded)
+	saved      int64     // next at the last checkpoint save
+	pending    int       // settled since the last save
 
 	closeOnce sync.Once
 	closeErr  error
@@ -88,54 +76,46 @@ func Read[T any](ctx context.Context, conn *acemq.Conn, stream string, h acemq.H
 	if cfg.tag == "" {
 		cfg.tag = "acemq-" + stream
 	}
-	codec := cfg.codec
-	r := &Reader{conn: conn, plumb: plumbing.ConnOf(conn), stream: stream, cfg: cfg}
-	r.handle = func(ctx context.Context, d *driver.Delivery, env acemq.Envelope) (acemq.Ack, error) {
-		var v T
-		if err := decode(codec, d, &v); err != nil {
-			return acemq.Ack{}, err
-		}
-		return h(ctx, message(v, d, env, stream)), nil
-	}
-	if err := r.start(ctx); err != nil {
+	r := &Reader{conn: conn, stream: stream, cfg: cfg, start: cfg.offset, ended: make(chan struct{}), done: make(chan struct{})}
+	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
+	// The reader is a consumer of the stream, settled by the consume
+	// engine as a stream allows (engine.Stream), with the connection's
+	// consume interceptors and the reader's middleware and breaker. Its
+	// drain is bounded by Close's ctx alone.
+	copts := append([]acemq.ConsumeOption{
+		acemq.WithCodec(cfg.codec), acemq.WithPrefetch(cfg.prefetch), acemq.WithConsumerTag(cfg.tag),
+		acemq.WithDeclarations(false), acemq.WithDrainTimeout(math.MaxInt64),
+	}, cfg.consume...)
+	r.hctx, r.hcancel = context.WithCancel(context.WithoutCancel(ctx))
+	sctx := engine.WithStream(ctx, &engine.Stream{Args: r.args, Seen: r.seen, Settled: r.settled, Ended: r.end})
+	c, err := acemq.Consume(sctx, conn, stream, h, copts...)
+	if err != nil {
+		r.hcancel()
+		return nil, fmt.Errorf("stream: subscribing to the stream %q: %w", stream, err)
+	}
+	r.c = c
+	go func() {
+		select {
+		case <-c.Done():
+		case <-r.ended:
+		}
+		close(r.done)
+	}()
 	return r, nil
 }
 
-// message is the acemq.Message of a delivery from stream.
-func message[T any](v T, d *driver.Delivery, env acemq.Envelope, stream string) acemq.Message[T] {
-	off, ok := d.StreamOffset()
-	return acemq.Message[T]{
-		Payload: v, Envelope: env, Queue: stream, Exchange: d.Exchange, RoutingKey: d.RoutingKey,
-		ContentType: d.ContentType, ReplyTo: d.ReplyTo, CorrelationID: d.CorrelationID,
-		Redelivered: d.Redelivered, Body: d.Body, Offset: off, FromStream: ok,
-	}
-}
-
-// decode is the consume engine's decoding: the codec must accept the
-// content type, and every failure is an *acemq.DecodeError.
-func decode(c acemq.Codec, d *driver.Delivery, v any) error {
-	if !c.Accepts(d.ContentType) {
-		return &acemq.DecodeError{ContentType: d.ContentType, Err: fmt.Errorf("the %s codec does not read content type %q", c.ContentType(), d.ContentType)}
-	}
-	err := c.Decode(d.Body, d.ContentType, v)
-	var de *acemq.DecodeError
-	if err == nil || errors.As(err, &de) {
-		return err
-	}
-	return &acemq.DecodeError{ContentType: d.ContentType, Err: err}
-}
-
-func (r *Reader) start(ctx context.Context) error {
-	start := r.cfg.offset
+// prepare loads the checkpoint and declares {stream}.dlq and
+// {stream}.parked.
+func (r *Reader) prepare(ctx context.Context) error {
 	if r.cfg.store != nil {
 		last, ok, err := r.cfg.store.Load(ctx, r.cfg.name)
 		if err != nil {
 			return fmt.Errorf("stream: loading the checkpoint %q of the reader of %q: %w", r.cfg.name, r.stream, err)
 		}
 		if ok {
-			start = At(last + 1)
+			r.start = At(last + 1)
 			r.next, r.known, r.saved = last+1, true, last+1
 		}
 	}
@@ -147,37 +127,21 @@ func (r *Reader) start(ctx context.Context) error {
 			return fmt.Errorf("stream: the reader of %q could not declare its dead-letter queues: %w", r.stream, err)
 		}
 	}
-	r.startedAt = time.Now()
-	spec := driver.ConsumeSpec{
-		Queue:    r.stream,
-		Tag:      r.cfg.tag,
-		Prefetch: r.cfg.prefetch,
-		Args:     driver.Table{driver.StreamOffsetHeader: start.arg()},
-		Resume:   r.resumeArgs,
-	}
-	err := r.conn.Raw(func(dc driver.Conn) error {
-		sub, err := dc.Consume(ctx, spec)
-		r.sub = sub
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("stream: subscribing to the stream %q: %w", r.stream, err)
-	}
-	r.stopping = make(chan struct{})
-	r.done = make(chan struct{})
-	r.hctx, r.hcancel = context.WithCancel(context.WithoutCancel(ctx))
-	go r.run()
 	return nil
 }
 
-// resumeArgs is the x-stream-offset a resubscription after a lost
-// connection starts at: the offset after the last settled one; with
-// nothing settled yet, the original start, except that Next and Last
-// become the moment the reader first subscribed, so that nothing published
-// while the connection was down is skipped.
-func (r *Reader) resumeArgs() driver.Table {
+// args is the x-stream-offset of a subscription: the start for the
+// first; after that (a pause, or a lost connection) the offset after the
+// last settled one, or with nothing settled yet the original start, except
+// that Next and Last become the moment the reader first subscribed, so
+// that nothing published meanwhile is skipped.
+func (r *Reader) args() driver.Table {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.subscribed {
+		r.subscribed, r.startedAt = true, time.Now()
+		return driver.Table{driver.StreamOffsetHeader: r.start.arg()}
+	}
 	o := r.cfg.offset
 	switch {
 	case r.known:
@@ -188,163 +152,24 @@ func (r *Reader) resumeArgs() driver.Table {
 	return driver.Table{driver.StreamOffsetHeader: o.arg()}
 }
 
-func (r *Reader) stopped() bool {
-	select {
-	case <-r.stopping:
-		return true
-	default:
-		return false
-	}
-}
-
-func (r *Reader) run() {
-	defer close(r.done)
-	receive := driver.Receive(r.sub)
-	for {
-		d, ok := receive()
-		if !ok || r.stopped() {
-			// Deliveries not started are left alone: a stream cannot take
-			// them back (basic.nack is refused), and the broker forgets
-			// them when the subscription closes.
-			return
-		}
-		r.process(&d)
-	}
-}
-
-// process handles and settles one delivery, unless it was settled before
-// (a redelivery after a resumption that began at an earlier chunk).
-func (r *Reader) process(d *driver.Delivery) {
-	off, isStream := d.StreamOffset()
+// seen reports whether d was settled before (a redelivery after a
+// resumption that began at an earlier chunk).
+func (r *Reader) seen(d *driver.Delivery) bool {
+	off, ok := d.StreamOffset()
 	r.mu.Lock()
-	seen := isStream && r.known && off < r.next
-	r.mu.Unlock()
-	if seen {
-		_ = d.Ack()
-		return
-	}
-	env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
-	start := time.Now()
-	ack, decodeErr, panicked := r.run1(d, env)
-	s := acemq.Settlement{Queue: r.stream, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered}
-	var target, reason string
-	var outcome acemq.Outcome
-	switch {
-	case panicked != nil:
-		s.Decision, s.Err = acemq.DecisionReject, panicked
-		target, reason, outcome = acemq.DeadLetterQueue(r.stream), reasonFatal, acemq.OutcomeRejected
-	case decodeErr != nil:
-		s.Decision, s.Err = acemq.DecisionPark, decodeErr
-		target, reason, outcome = acemq.ParkedQueue(r.stream), reasonUndecodable, acemq.OutcomeParked
-	default:
-		s.Decision, s.Err = ack.Decision(), ack.Err()
-		switch ack.Decision() {
-		case acemq.DecisionAccept:
-		case acemq.DecisionReject:
-			target, reason, outcome = acemq.DeadLetterQueue(r.stream), reasonRejected, acemq.OutcomeRejected
-			if acemq.IsFatal(ack.Err()) {
-				reason = reasonFatal
-			}
-		case acemq.DecisionPark:
-			target, reason, outcome = acemq.ParkedQueue(r.stream), reasonParked, acemq.OutcomeParked
-		default: // Retry, InProgress: a stream cannot redeliver
-			if s.Err == nil {
-				s.Err = errors.New(ack.Decision().String() + " requested")
-			}
-			target, reason, outcome = acemq.ParkedQueue(r.stream), reasonRefused, acemq.OutcomeParked
-		}
-	}
-	if target == "" {
-		s.Outcome = acemq.OutcomeAcked
-	} else {
-		s.Reason = reason + wire.Describe(s.Err)
-		if decodeErr != nil {
-			s.Reason = plumbing.UndecodableReason(decodeErr)
-		}
-		s.Target = target
-		s.Outcome = outcome
-		if err := r.setAside(d, env, target, s.Reason); err != nil {
-			// The reader is closing and the copy could not be made: the
-			// message is not settled, and the position stays before it.
-			s.Outcome = acemq.OutcomeRequeued
-			s.SettleErr = err
-			r.report(s)
-			return
-		}
-	}
-	// Acknowledging a stream delivery only frees its prefetch slot; on a
-	// channel that is gone it fails, which changes nothing.
-	_ = d.Ack()
-	if isStream {
+	defer r.mu.Unlock()
+	return ok && r.known && off < r.next
+}
+
+// settled advances the position past d.
+func (r *Reader) settled(d *driver.Delivery) {
+	if off, ok := d.StreamOffset(); ok {
 		r.advance(off + 1)
 	}
-	r.report(s)
 }
 
-func (r *Reader) report(s acemq.Settlement) {
-	if r.plumb != nil && r.plumb.Settled != nil {
-		r.plumb.Settled(s)
-	}
-}
-
-// run1 runs the handler, turning a panic into an error.
-func (r *Reader) run1(d *driver.Delivery, env acemq.Envelope) (ack acemq.Ack, decodeErr, panicked error) {
-	defer func() {
-		if v := recover(); v != nil {
-			panicked = &acemq.PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	ack, decodeErr = r.handle(r.hctx, d, env)
-	return ack, decodeErr, nil
-}
-
-// setAside copies the delivery to target with reason, as every set-aside
-// is made (docs/wire.md §6.3). A copy that fails is tried again, waiting
-// longer each time, until it is made or the reader closes: on a stream the
-// original cannot be put back, and moving on would lose it from the
-// dead-letter queue.
-func (r *Reader) setAside(d *driver.Delivery, env acemq.Envelope, target, reason string) error {
-	h := env.AppendHeaders(nil, d.RoutingKey)
-	h[wire.HeaderError] = cut(reason)
-	id := d.MessageID
-	if id == "" {
-		id = env.ID()
-	}
-	m := plumbing.Message{
-		RoutingKey: target, Mandatory: true, AlwaysConfirm: true, ContentType: d.ContentType,
-		MessageID: id, CorrelationID: d.CorrelationID, ReplyTo: d.ReplyTo, Headers: h, Body: d.Body,
-	}
-	wait := 100 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), acemq.DefaultSettlementDeadline)
-		err := r.plumb.Publish(ctx, m)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-r.stopping:
-			t.Stop()
-			return fmt.Errorf("stream: the reader of %q closed before it could copy offset %s to %s: %w", r.stream, d.Headers[driver.StreamOffsetHeader], target, err)
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-}
-
-// cut bounds a reason to acemq.MaxErrorHeaderBytes on a UTF-8 boundary.
-func cut(reason string) string {
-	if len(reason) <= acemq.MaxErrorHeaderBytes {
-		return reason
-	}
-	mark := "… (cut; the reason was " + strconv.Itoa(len(reason)) + " bytes)"
-	n := acemq.MaxErrorHeaderBytes - len(mark)
-	for n > 0 && !utf8.RuneStart(reason[n]) {
-		n--
-	}
-	return reason[:n] + mark
-}
+// end records that the reader stopped reading.
+func (r *Reader) end() { r.endOnce.Do(func() { close(r.ended) }) }
 
 // advance records that everything before next is settled, and saves a
 // checkpoint when it is due.
@@ -407,20 +232,16 @@ func (r *Reader) Done() <-chan struct{} { return r.done }
 // idempotent.
 func (r *Reader) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
-		close(r.stopping)
-		if err := r.sub.Cancel(ctx); err != nil {
-			_ = r.sub.Close()
-		}
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			r.hcancel()
+		err := r.c.Close(ctx)
+		var de *acemq.DrainError
+		switch {
+		case errors.As(err, &de) && ctx.Err() != nil:
 			r.closeErr = fmt.Errorf("stream: the reader of %q did not finish its handler before the deadline: %w", r.stream, ctx.Err())
+		case err != nil:
+			r.closeErr = fmt.Errorf("stream: closing the reader of %q: %w", r.stream, err)
 		}
-		_ = r.sub.Close()
-		if r.closeErr == nil {
-			<-r.done
-		}
+		r.end()
+		<-r.done
 		r.hcancel()
 		if err := r.checkpoint(context.WithoutCancel(ctx)); err != nil {
 			r.closeErr = errors.Join(r.closeErr, err)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 	_ "github.com/acemq/acemq/rabbitmq" // registers amqp:// for Each
@@ -215,7 +215,7 @@ func Publish(ctx context.Context, c *acemq.Conn, m Outbound) error {
 	if env.ID() == "" {
 		env = acemq.MustEnvelope(acemq.Fields{})
 	}
-	return plumbing.ConnOf(c).Publish(ctx, plumbing.Message{
+	return engine.Of(c).Publish(ctx, driver.Message{
 		Exchange:      m.Exchange,
 		RoutingKey:    m.RoutingKey,
 		Mandatory:     !m.AllowUnroutable,
@@ -230,7 +230,7 @@ func Publish(ctx context.Context, c *acemq.Conn, m Outbound) error {
 }
 
 // Tracing reports whether c records spans now.
-func Tracing(c *acemq.Conn) bool { return plumbing.ConnOf(c).Tracing() }
+func Tracing(c *acemq.Conn) bool { return engine.Of(c).Tracing() }
 
 // DriverAs is the driver connection under c as a T (a test's own driver
 // type). It panics when c is closed or its driver connection is not a T.
