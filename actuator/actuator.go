@@ -44,8 +44,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
-	"github.com/acemq/acemq/internal/hostguard"
 	"github.com/acemq/acemq/internal/engine"
+	"github.com/acemq/acemq/internal/hostguard"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
