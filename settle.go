@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -240,17 +239,7 @@ const MaxErrorHeaderBytes = 4096
 
 // cutReason returns reason cut to MaxErrorHeaderBytes on a UTF-8 boundary,
 // marked with its full length.
-func cutReason(reason string) string {
-	if len(reason) <= MaxErrorHeaderBytes {
-		return reason
-	}
-	mark := "… (cut; the reason was " + strconv.Itoa(len(reason)) + " bytes)"
-	n := MaxErrorHeaderBytes - len(mark)
-	for n > 0 && !utf8.RuneStart(reason[n]) {
-		n--
-	}
-	return reason[:n] + mark
-}
+func cutReason(reason string) string { return engine.CutReason(reason, MaxErrorHeaderBytes) }
 
 // PanicError is the error recorded for a handler that panicked; the
 // message is dead-lettered as a fatal failure.
@@ -483,22 +472,7 @@ func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement, err error) {
 func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue string, s *Settlement) error {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultSettlementDeadline)
 	defer cancel()
-	m := driver.Message{
-		Exchange:      "",
-		RoutingKey:    queue,
-		Mandatory:     true,
-		AlwaysConfirm: true,
-		ContentType:   d.ContentType,
-		MessageID:     d.MessageID,
-		CorrelationID: d.CorrelationID,
-		ReplyTo:       d.ReplyTo,
-		Priority:      d.Priority,
-		Headers:       env.AppendHeaders(nil, d.RoutingKey),
-		Body:          d.Body,
-	}
-	if m.MessageID == "" {
-		m.MessageID = env.id
-	}
+	m := engine.Copy(d, queue, env.AppendHeaders(nil, d.RoutingKey), env.id)
 	return k.conn.publish(k.conn.obs.within(ctx, s.span), m, env)
 }
 
