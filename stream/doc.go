@@ -29,6 +29,12 @@
 // reason saying why), since a stream cannot give a message back. The
 // original always stays in the stream.
 //
+// A reader runs on the consume engine of acemq.Consume: the connection's
+// consume interceptors see its messages, and [WithConsumeInterceptors],
+// [WithMiddleware] and [WithBreaker] give it the consumer's pipeline; its
+// settlements reach Conn.OnSettle, the metrics and the spans as a
+// consumer's do, with the stream as the queue.
+//
 // Nothing on the broker remembers where a reader got to. Within one
 // connection the reader does: after a lost connection it resumes from the
 // offset after the last one it settled, so nothing is skipped and nothing

@@ -52,9 +52,11 @@ type Reader struct {
 // {stream}.parked, never the stream itself (declare it with a Topology and
 // acemq.WithQueueType(acemq.QueueStream)).
 //
-// After a lost connection the reader resumes by itself from the offset
-// after the last one it settled: nothing is skipped and nothing settled is
-// read again. ctx bounds the start only.
+// The reader runs on acemq's consume engine, with the connection's consume
+// interceptors and the reader's WithConsumeInterceptors, WithMiddleware and
+// WithBreaker. After a lost connection the reader resumes by itself from
+// the offset after the last one it settled: nothing is skipped and nothing
+// settled is read again. ctx bounds the start only.
 func Read[T any](ctx context.Context, conn *acemq.Conn, stream string, h acemq.Handler[T], opts ...Option) (*Reader, error) {
 	switch {
 	case conn == nil:
