@@ -170,6 +170,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		rungs = append(rungs, RungQueue(queue, d))
 	}
 	k := &consumerCore{conn: c, queue: queue, cfg: cfg, state: engine.NewConsumer(queue, rungs), stream: engine.StreamOf(ctx)}
+	if k.stream != nil {
+		// The handlers' context derives from ctx: a consumer one of them
+		// starts is not a stream reader.
+		ctx = engine.WithStream(ctx, nil)
+	}
 	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
 	k.brk = newBreaker(k, cfg.breaker)
 	k.handle = func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error) {

@@ -149,3 +149,31 @@ func TestReaderBreaker(t *testing.T) {
 		}
 	})
 }
+
+// A consumer started from a reader's handler, with the handler's context,
+// is an ordinary consumer, not a second stream reader.
+func TestConsumeFromReaderHandler(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, url string) {
+		c := brokertest.Connect(t, url)
+		s := declare(t, c)
+		q := brokertest.Queue(t, c, "plain")
+		publish(t, c, s, 0, 1)
+		publish(t, c, q, 7, 8)
+		started := make(chan error, 1)
+		var got seen
+		read(t, c, s, func(ctx context.Context, m acemq.Message[event]) acemq.Ack {
+			k, err := acemq.Consume(ctx, c, q, accepting(&got))
+			if err == nil {
+				t.Cleanup(func() { _ = k.Close(context.Background()) })
+			}
+			started <- err
+			return acemq.Accept()
+		}, stream.WithOffset(stream.First()))
+		if err := <-started; err != nil {
+			t.Fatalf("a consumer started from a reader's handler: %v", err)
+		}
+		if ns, _ := got.wait(t, 1); ns[0] != 7 {
+			t.Errorf("the consumer read %v, want [7]", ns)
+		}
+	})
+}
