@@ -215,11 +215,11 @@ func (p *Publisher[T]) SendSeq(ctx context.Context, msgs iter.Seq[Outgoing[T]], 
 		for o := range msgs {
 			if err := p.gate.wait(ctx); err != nil {
 				stopped = err
-				d = draft{err: err}
+				d = draft{Err: err}
 				yield(&d)
 				return
 			}
-			d.m, d.env, d.err = p.message(ctx, o.RoutingKey, o.Payload, o.Envelope)
+			d.M, d.Env, d.Err = p.message(ctx, o.RoutingKey, o.Payload, o.Envelope)
 			if !yield(&d) {
 				// The connection stops taking messages only when ctx ends.
 				stopped = fmt.Errorf("acemq: SendSeq stopped taking messages when the context ended: %w", context.Cause(ctx))
