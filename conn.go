@@ -193,8 +193,6 @@ func (c *Conn) Blocked() (bool, string) {
 	return false, ""
 }
 
-func (c *Conn) capabilities() driver.Capabilities { return c.eng.Capabilities() }
-
 // Raw calls f with the driver connection underneath, for tests and tools
 // that need what the portable API does not offer. f must not keep the
 // driver connection, close it or use it after returning: the Conn owns it.

@@ -39,17 +39,6 @@ func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) erro
 	return c.eng.PublishAs(ctx, m, identity(env))
 }
 
-// publishBatch publishes every message, then awaits every confirm, through
-// the engine's one publish path, and returns one error per message (nil
-// for confirmed), in order. envOf, when not nil, gives message j's
-// envelope (for its span), else the identity is read from the headers.
-func (c *Conn) publishBatch(ctx context.Context, ms []driver.Message, envOf func(j int) Envelope) []error {
-	if envOf == nil {
-		return c.eng.PublishBatch(ctx, ms)
-	}
-	return c.eng.PublishBatchAs(ctx, ms, func(j int) engine.Identity { return identity(envOf(j)) })
-}
-
 // identity is the identity a publish span names for env: none when env
 // was not built (the span reads the message's headers).
 func identity(env Envelope) engine.Identity {
