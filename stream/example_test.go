@@ -74,3 +74,58 @@ func ExampleParseOffset() {
 	// 42 <nil>
 	// 2026-01-02T15:04:05Z <nil>
 }
+
+// A reader's handler wrapped in middleware: here one that logs each message
+// with its offset before the handler sees it, and turns a handler's panic
+// into a Park instead of a dead letter.
+func ExampleWithMiddleware() {
+	ctx := context.Background()
+	defer memory.Reset("memory://stream-middleware")
+	conn, err := acemq.Connect(ctx, "memory://stream-middleware")
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close(ctx)
+	if err := acemq.NewTopology().Queue("audit", acemq.WithQueueType(acemq.QueueStream)).Apply(ctx, conn); err != nil {
+		panic(err)
+	}
+	pub := acemq.NewPublisher[string](conn, "")
+	for _, e := range []string{"login", "oops", "logout"} {
+		if _, err := pub.Send(ctx, "audit", e); err != nil {
+			panic(err)
+		}
+	}
+	logged := func(next acemq.Handler[string]) acemq.Handler[string] {
+		return func(ctx context.Context, m acemq.Message[string]) (ack acemq.Ack) {
+			fmt.Printf("offset %d: %s\n", m.Offset, m.Payload)
+			defer func() {
+				if v := recover(); v != nil {
+					ack = acemq.Park(fmt.Errorf("recovered: %v", v))
+				}
+			}()
+			return next(ctx, m)
+		}
+	}
+	done := make(chan struct{})
+	r, err := stream.Read(ctx, conn, "audit", func(_ context.Context, m acemq.Message[string]) acemq.Ack {
+		if m.Payload == "oops" {
+			panic("cannot audit this")
+		}
+		if m.Payload == "logout" {
+			close(done)
+		}
+		return acemq.Accept()
+	}, stream.WithOffset(stream.First()), stream.WithMiddleware(logged))
+	if err != nil {
+		panic(err)
+	}
+	<-done
+	_ = r.Close(ctx)
+	parked, _ := conn.Inspect(ctx, acemq.ParkedQueue("audit"))
+	fmt.Println("parked:", parked.Messages)
+	// Output:
+	// offset 0: login
+	// offset 1: oops
+	// offset 2: logout
+	// parked: 1
+}
