@@ -360,9 +360,11 @@ func (k *consumerCore) work() {
 				} // a stream refuses it: the reader reads it again from its position
 				continue
 			}
-			if k.stream != nil && k.stream.Seen(&d) {
-				_ = d.Ack()
-				continue
+			if k.stream != nil {
+				if off, ok := d.StreamOffset(); ok && k.stream.Seen(off) {
+					_ = d.Ack()
+					continue
+				}
 			}
 			g.pending.Add(1)
 			if k.cfg.orderKey != nil {

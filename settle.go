@@ -208,7 +208,9 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 		}
 	}
 	if k.stream != nil && s.Outcome != OutcomeRequeued {
-		k.stream.Settled(d)
+		if off, ok := d.StreamOffset(); ok {
+			k.stream.Settled(off)
+		}
 	}
 	k.finish(s)
 }

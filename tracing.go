@@ -200,8 +200,9 @@ func publishIdentity(m *driver.Message, id engine.Identity) (string, string, str
 // it.
 type connTelemetry struct{ o *observer }
 
-func (t connTelemetry) PublishStart(ctx context.Context, m *driver.Message, id engine.Identity) (context.Context, func(error, time.Duration)) {
-	return t.o.publishStart(ctx, m, id)
+func (t connTelemetry) PublishStart(ctx context.Context, m driver.Message, id engine.Identity) (context.Context, driver.Message, func(error, time.Duration)) {
+	ctx, done := t.o.publishStart(ctx, &m, id)
+	return ctx, m, done
 }
 func (t connTelemetry) Tracing() bool                        { return t.o.tracing() }
 func (t connTelemetry) MeterProvider() metric.MeterProvider  { return t.o.meterProvider() }

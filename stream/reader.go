@@ -154,21 +154,16 @@ func (r *Reader) args() driver.Table {
 	return driver.Table{driver.StreamOffsetHeader: o.arg()}
 }
 
-// seen reports whether d was settled before (a redelivery after a
-// resumption that began at an earlier chunk).
-func (r *Reader) seen(d *driver.Delivery) bool {
-	off, ok := d.StreamOffset()
+// seen reports whether the delivery at off was settled before (a
+// redelivery after a resumption that began at an earlier chunk).
+func (r *Reader) seen(off int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return ok && r.known && off < r.next
+	return r.known && off < r.next
 }
 
-// settled advances the position past d.
-func (r *Reader) settled(d *driver.Delivery) {
-	if off, ok := d.StreamOffset(); ok {
-		r.advance(off + 1)
-	}
-}
+// settled advances the position past off.
+func (r *Reader) settled(off int64) { r.advance(off + 1) }
 
 // end records that the reader stopped reading.
 func (r *Reader) end() { r.endOnce.Do(func() { close(r.ended) }) }

@@ -16,9 +16,11 @@ import (
 // acemq's observer, which holds the family's instruments and spans.
 type Telemetry interface {
 	// PublishStart is called before every publish with the message about
-	// to go out (its headers may be amended with trace context); the
-	// returned function is called with the result.
-	PublishStart(ctx context.Context, m *driver.Message, id Identity) (context.Context, func(error, time.Duration))
+	// to go out; it returns the message to send (its headers may be
+	// amended with trace context) and the function called with the result.
+	// The message goes by value: one passed by pointer through an interface
+	// would be moved to the heap for every publish.
+	PublishStart(ctx context.Context, m driver.Message, id Identity) (context.Context, driver.Message, func(error, time.Duration))
 	// Tracing reports whether spans are recorded now.
 	Tracing() bool
 	// MeterProvider and TracerProvider are the providers the connection
@@ -79,7 +81,7 @@ func (c *Conn) Publish(ctx context.Context, m driver.Message) error {
 // has the message's envelope.
 func (c *Conn) PublishAs(ctx context.Context, m driver.Message, id Identity) error {
 	start := time.Now()
-	ctx, done := c.tel.PublishStart(ctx, &m, id)
+	ctx, m, done := c.tel.PublishStart(ctx, m, id)
 	err := c.t.Publish(ctx, m)
 	done(err, time.Since(start))
 	return err
@@ -102,7 +104,7 @@ func (c *Conn) PublishBatchAs(ctx context.Context, ms []driver.Message, idOf fun
 		if idOf != nil {
 			id = idOf(i)
 		}
-		_, dones[i] = c.tel.PublishStart(ctx, &ms[i], id)
+		_, ms[i], dones[i] = c.tel.PublishStart(ctx, ms[i], id)
 	}
 	start := time.Now()
 	var errs []error

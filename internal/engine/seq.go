@@ -63,7 +63,8 @@ func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]],
 				}
 				continue
 			}
-			_, done := c.tel.PublishStart(ctx, &d.M, id(d.Env))
+			var done func(error, time.Duration)
+			_, d.M, done = c.tel.PublishStart(ctx, d.M, id(d.Env))
 			waiting.Push(sent[E]{env: d.Env, done: done, start: time.Now()})
 			if !yield(&d.M, nil) {
 				return

@@ -20,13 +20,15 @@ type Stream struct {
 	// Args is the x-stream-offset of each subscription: the start for the
 	// first, the position after a pause or a lost connection.
 	Args func() driver.Table
-	// Seen reports whether d was settled before (a redelivery after a
-	// resumption that began at an earlier chunk): it is acknowledged and
-	// skipped.
-	Seen func(d *driver.Delivery) bool
-	// Settled is called after d is settled, before the settlement is
-	// reported; never for a delivery left unsettled.
-	Settled func(d *driver.Delivery)
+	// Seen reports whether the delivery at offset was settled before (a
+	// redelivery after a resumption that began at an earlier chunk): it is
+	// acknowledged and skipped.
+	Seen func(offset int64) bool
+	// Settled is called with a delivery's offset after it is settled,
+	// before the settlement is reported; never for a delivery left
+	// unsettled. (Offsets, not deliveries: a delivery passed to a function
+	// value would be moved to the heap for every message.)
+	Settled func(offset int64)
 	// Ended is called once the subscription ended without Close (the
 	// stream was deleted).
 	Ended func()
