@@ -177,3 +177,26 @@ func TestConsumeFromReaderHandler(t *testing.T) {
 		}
 	})
 }
+
+// Conn.Close stops a connection's readers as it stops its consumers: the
+// reader's Done closes, and Close on the reader afterwards is harmless.
+func TestConnCloseStopsReaders(t *testing.T) {
+	url := brokertest.MemoryURL(t)
+	admin := brokertest.Connect(t, url)
+	q := declare(t, admin)
+	c, err := acemq.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := stream.Read(context.Background(), c, q, accepting(&seen{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("closing the connection: %v", err)
+	}
+	<-r.Done()
+	if err := r.Close(context.Background()); err != nil {
+		t.Errorf("closing the reader after its connection: %v", err)
+	}
+}
