@@ -287,7 +287,7 @@ func (k *consumerCore) start(ctx context.Context) error {
 	if k.conn.closed {
 		k.hcancel()
 		_ = sub.Close()
-		return errors.New("acemq: the connection is closed")
+		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, ErrClosed)
 	}
 	k.conn.consumers[k] = struct{}{}
 	k.running.Store(true)
