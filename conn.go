@@ -124,7 +124,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	fallback := append(urls[1:len(urls):len(urls)], cfg.fallback...)
 	d, err := driver.Lookup(url)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("acemq: connecting to %s: %w", driver.RedactURL(url), err)
 	}
 	if err := sameScheme(url, fallback); err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	cfg.drv.OnEvent = c.dispatchEvent
 	t, err := c.openWaiting(ctx, d, cfg.drv, cfg.wait)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, unprefixed{driver.Redact(err)})
+		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, driver.Redact(err))
 	}
 	c.t = t
 	c.plumb = &plumbing.Conn{
@@ -330,9 +330,3 @@ func sameScheme(first string, fallback []string) error {
 	return nil
 }
 
-// unprefixed is an error whose text drops a leading "acemq: ", for an error
-// wrapped in one that already says it.
-type unprefixed struct{ err error }
-
-func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), "acemq: ") }
-func (u unprefixed) Unwrap() error { return u.err }

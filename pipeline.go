@@ -96,7 +96,7 @@ func interceptPublish(ctx context.Context, chain []PublishInterceptor, exchange,
 	p := &Publishing{Exchange: *exchange, RoutingKey: *key, Envelope: *env, ContentType: contentType, Body: body}
 	for _, f := range chain {
 		if err := f(ctx, p); err != nil {
-			return fmt.Errorf("acemq: a publish interceptor refused the message to exchange %q with routing key %q: %w", *exchange, *key, unprefixed{err})
+			return fmt.Errorf("acemq: a publish interceptor refused the message to exchange %q with routing key %q: %w", *exchange, *key, err)
 		}
 		if p.err != nil {
 			return fmt.Errorf("acemq: a publish interceptor set a header that cannot be sent: %w", p.err)

@@ -109,7 +109,7 @@ func (pc *pubChan) send(ctx context.Context, m *driver.Message, pub *amqp.Publis
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("acemq: the publish failed: %w", err)
+		return nil, fmt.Errorf("rabbitmq: the publish failed: %w", err)
 	}
 	if p != nil {
 		p.dc = dc

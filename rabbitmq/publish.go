@@ -212,7 +212,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	if !flat {
 		var err error
 		if headers, err = toAMQPTable(m.Headers); err != nil {
-			return nil, fmt.Errorf("acemq: the headers cannot be sent: %w", err)
+			return nil, fmt.Errorf("rabbitmq: the headers cannot be sent: %w", err)
 		}
 		headerSize = -1
 	}
@@ -247,7 +247,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 		// Refuse what would close the connection (and lose every publish
 		// outstanding on it) rather than send it.
 		if err := checkSendableSized(&pub, s.ac.Config.FrameSize, headerSize); err != nil {
-			return nil, fmt.Errorf("acemq: nothing was published: %w", err)
+			return nil, fmt.Errorf("rabbitmq: nothing was published: %w", err)
 		}
 		pc := s.pick(confirm).get()
 		if confirm {
@@ -335,7 +335,7 @@ func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 	}, func(err error) { errs = append(errs, err) })
 	// PublishEach stops taking messages when ctx ends.
 	for len(errs) < len(ms) {
-		errs = append(errs, fmt.Errorf("acemq: nothing was published: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("rabbitmq: nothing was published: %w", ctx.Err()))
 	}
 	return errs
 }
@@ -375,7 +375,7 @@ func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, er
 		q.reportKnown(ctx, c, done)
 		stop := false
 		if err == nil && ctx.Err() != nil {
-			err, stop = fmt.Errorf("acemq: nothing was published: %w", ctx.Err()), true
+			err, stop = fmt.Errorf("rabbitmq: nothing was published: %w", ctx.Err()), true
 		}
 		if err != nil {
 			q.push(nil, err)

@@ -52,7 +52,7 @@ func badInput(format string, args ...any) error {
 // libraryInput turns the library's complaint about its JSON input into the
 // user's one-line message.
 func libraryInput(err error) error {
-	return badInput("%s", strings.TrimPrefix(oneLine(err.Error()), "acemq: "))
+	return badInput("%s", oneLine(err.Error()))
 }
 
 // readOneObject decodes exactly one JSON object from data into v, keeping
