@@ -240,7 +240,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return zero, fmt.Errorf("rpc: asking %s: %w", r.describe(), ErrClosed)
+		return zero, fmt.Errorf("%w (asking %s)", ErrClosed, r.describe())
 	}
 	r.calls[id] = c
 	r.mu.Unlock()

@@ -489,6 +489,8 @@ func TestCloseFailsOutstanding(t *testing.T) {
 			}
 			if _, err := r.Ask(bg, priceRequest{SKU: "A"}); !errors.Is(err, rpc.ErrClosed) {
 				t.Fatalf("Ask after %s close = %v; want ErrClosed", how, err)
+			} else if n := strings.Count(err.Error(), "rpc: "); n != 1 {
+				t.Fatalf("Ask after %s close = %q: says rpc: %d times, want once", how, err, n)
 			}
 			if err := r.Close(bg); err != nil {
 				t.Fatalf("a second Close: %v", err)

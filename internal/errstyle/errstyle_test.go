@@ -37,6 +37,8 @@ type message struct {
 	pkg, own    string
 	first, last string
 	whole       bool // first and last are one literal: the whole message
+	dir         string
+	args        []string // the names of fmt.Errorf's arguments that are plain identifiers
 }
 
 // TestErrorMessages walks every non-test Go source of the module and checks
@@ -47,9 +49,9 @@ type message struct {
 // most once.
 func TestErrorMessages(t *testing.T) {
 	root := moduleRoot(t)
-	msgs, pkgNames, idents := scan(t, root)
-	if len(msgs) < 500 {
-		t.Fatalf("found %d messages under %s; the walk is missing sources", len(msgs), root)
+	msgs, sentinels, pkgNames, idents := scan(t, root)
+	if len(msgs) < 500 || len(sentinels) < 20 {
+		t.Fatalf("found %d messages and %d sentinels under %s; the walk is missing sources", len(msgs), len(sentinels), root)
 	}
 	for _, m := range msgs {
 		if file, ok := contractWording[m.first]; ok && m.whole && filepath.Base(m.pos.Filename) == file {
@@ -57,6 +59,16 @@ func TestErrorMessages(t *testing.T) {
 		}
 		for _, problem := range check(m, pkgNames, idents) {
 			t.Errorf("%s: %s: %q", m.pos, problem, m.first)
+		}
+		// A message that begins with its package's name and wraps a
+		// sentinel of the package that begins with it too says it twice.
+		if !strings.HasPrefix(m.first, m.own+": ") {
+			continue
+		}
+		for _, a := range m.args {
+			if text, ok := sentinels[m.dir+"."+a]; ok && strings.HasPrefix(text, m.own+": ") {
+				t.Errorf("%s: wraps %s, which begins with %q too: %q", m.pos, a, m.own+":", m.first)
+			}
 		}
 	}
 }
@@ -164,11 +176,11 @@ func moduleRoot(t *testing.T) string {
 // scan parses the module's non-test sources (not testdata, not nested
 // modules) and returns their messages, the module's package names and the
 // names it declares.
-func scan(t *testing.T, root string) ([]message, map[string]bool, map[string]bool) {
+func scan(t *testing.T, root string) (msgs []message, sentinels map[string]string, pkgNames, idents map[string]bool) {
 	fset := token.NewFileSet()
-	pkgNames := map[string]bool{}
-	idents := map[string]bool{}
-	var msgs []message
+	sentinels = map[string]string{} // directory.Name → the text of its errors.New
+	pkgNames = map[string]bool{}
+	idents = map[string]bool{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -209,24 +221,38 @@ func scan(t *testing.T, root string) ([]message, map[string]bool, map[string]boo
 					case *ast.TypeSpec:
 						idents[s.Name.Name] = true
 					case *ast.ValueSpec:
-						for _, n := range s.Names {
+						for i, n := range s.Names {
 							idents[n.Name] = true
+							if i < len(s.Values) {
+								if c, ok := s.Values[i].(*ast.CallExpr); ok && callName(c) == "errors.New" && len(c.Args) == 1 {
+									if first, _, _, ok := literalEnds(c.Args[0]); ok {
+										sentinels[filepath.Dir(path)+"."+n.Name] = first
+									}
+								}
+							}
 						}
 					}
 				}
 			}
 		}
-		add := func(e ast.Expr) {
+		add := func(e ast.Expr, args []ast.Expr) {
 			first, last, whole, ok := literalEnds(e)
-			if ok {
-				msgs = append(msgs, message{pos: fset.Position(e.Pos()), pkg: f.Name.Name, own: own, first: first, last: last, whole: whole})
+			if !ok {
+				return
 			}
+			m := message{pos: fset.Position(e.Pos()), pkg: f.Name.Name, own: own, first: first, last: last, whole: whole, dir: filepath.Dir(path)}
+			for _, a := range args {
+				if id, ok := a.(*ast.Ident); ok {
+					m.args = append(m.args, id.Name)
+				}
+			}
+			msgs = append(msgs, m)
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CallExpr:
 				if name := callName(n); (name == "errors.New" || name == "fmt.Errorf") && len(n.Args) > 0 {
-					add(n.Args[0])
+					add(n.Args[0], n.Args[1:])
 				}
 			case *ast.FuncDecl:
 				if isErrorMethod(n) {
@@ -239,7 +265,7 @@ func scan(t *testing.T, root string) ([]message, map[string]bool, map[string]boo
 						if c, ok := e.(*ast.CallExpr); ok && callName(c) == "fmt.Sprintf" && len(c.Args) > 0 {
 							e = c.Args[0]
 						}
-						add(e)
+						add(e, nil)
 						return true
 					})
 				}
@@ -252,7 +278,7 @@ func scan(t *testing.T, root string) ([]message, map[string]bool, map[string]boo
 		t.Fatal(err)
 	}
 	pkgNames["acemq"] = true // the root, and the command named after it
-	return msgs, pkgNames, idents
+	return msgs, sentinels, pkgNames, idents
 }
 
 func callName(c *ast.CallExpr) string {
