@@ -329,4 +329,3 @@ func sameScheme(first string, fallback []string) error {
 	}
 	return nil
 }
-

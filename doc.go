@@ -116,6 +116,32 @@ NewPublisher and Consume. Nonsensical values (a concurrency of 0, a retry policy
 no attempts, a negative timeout) are refused with an error that says what
 to change.
 
+# Errors
+
+Every package of the module writes its errors one way, as the standard
+library does. A message is a lower-case fragment with no final period, so
+that it reads well inside another. Each package begins the errors it
+returns with its own name, once — acemq:, rabbitmq:, rpc:, stream: — and
+keeps the text of an error it wraps as it is, so that a chain names each
+package it went through once, outermost first:
+
+	acemq: publishing to exchange "" with routing key "orders": rabbitmq: nothing was published: the message cannot be sent over AMQP 0-9-1: …
+
+The sentinels the drivers share ([ErrClosed], [ErrNotFound], [ErrLost],
+[ErrBlocked] and the rest of package driver's), a few of this package's
+([ErrNotTaken], [ErrPaused], [ErrTooLarge], [ErrTooDeep]) and the error
+types that carry what a caller inspects ([DecodeError], [LimitError],
+[HeaderValueError], [PanicError]) carry no prefix: like *fs.PathError they
+are fragments, mostly met wrapped in the words of the package that returns
+them ([NewEnvelope] and the codecs return theirs as they are). Wherever a doc comment says an error wraps a sentinel,
+errors.Is finds it; test for an error with errors.Is and errors.As, never
+by its text. Two texts are the family's, fixed by the wire contract rather
+than by this rule: a [BatchError] reads "N of M messages were not
+confirmed; K were. The first failure was: …" with no prefix, and a
+[ReservedHeaderError] uses Python's wording (docs/wire.md §2.5, §11.4). The
+acemq command prints an error after its own name, once: an error of this
+package begins with it already.
+
 # Where to go next
 
   - docs/ in the repository: the envelope, consuming, the pipeline,
