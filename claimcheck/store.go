@@ -126,7 +126,11 @@ func (s *MemoryStore) Len() int {
 // renames it into place, so a reader never sees a half-written payload and a
 // crash leaves at most a stray temporary file (named ".claimcheck-*", which
 // no valid key can collide with). Several processes may share the directory
-// (a shared volume), since rename is atomic on one file system.
+// (a shared volume), since rename is atomic on one file system. Its errors,
+// but for those wrapping ErrNotFound and ErrInvalidKey, are the file
+// system's (*fs.PathError, *os.LinkError), which name the file; the codec
+// wraps them in its own words ("claimcheck: storing a 7-byte payload under
+// …: open …").
 type DirStore struct {
 	dir string
 }
@@ -153,7 +157,7 @@ func (s *DirStore) Put(ctx context.Context, key string, data []byte) (err error)
 	}
 	f, err := os.CreateTemp(s.dir, ".claimcheck-*")
 	if err != nil {
-		return fmt.Errorf("claimcheck: storing %q: %w", key, err)
+		return err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -168,12 +172,9 @@ func (s *DirStore) Put(ctx context.Context, key string, data []byte) (err error)
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("claimcheck: storing %q: %w", key, err)
+		return err
 	}
-	if err = os.Rename(tmp, filepath.Join(s.dir, key)); err != nil {
-		return fmt.Errorf("claimcheck: storing %q: %w", key, err)
-	}
-	return nil
+	return os.Rename(tmp, filepath.Join(s.dir, key))
 }
 
 // Get reads the file named key.
@@ -186,7 +187,7 @@ func (s *DirStore) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %q in %s", ErrNotFound, key, s.dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claimcheck: reading %q: %w", key, err)
+		return nil, err
 	}
 	return b, nil
 }
@@ -198,7 +199,7 @@ func (s *DirStore) Delete(ctx context.Context, key string) error {
 	}
 	err := os.Remove(filepath.Join(s.dir, key))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("claimcheck: deleting %q: %w", key, err)
+		return err
 	}
 	return nil
 }
