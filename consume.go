@@ -256,7 +256,7 @@ type consumerCore struct {
 func (k *consumerCore) start(ctx context.Context) error {
 	for _, t := range k.cfg.topology {
 		if err := t.Apply(ctx, k.conn); err != nil {
-			return fmt.Errorf("acemq: the consumer of %q could not declare its topology: %w", k.queue, err)
+			return fmt.Errorf("%w (declared for the consumer of %q)", err, k.queue)
 		}
 	}
 	if !k.cfg.noDeclare {

@@ -180,3 +180,27 @@ func TestRabbitMQRefusalNamesEachPackageOnce(t *testing.T) {
 		t.Errorf("Connect = %q: shows the password", err)
 	}
 }
+
+// A consumer whose topology cannot be declared says acemq: once: the
+// topology's error names the package already.
+func TestConsumeTopologyFailureSaysAcemqOnce(t *testing.T) {
+	ctx := context.Background()
+	name := testenv.Name(t)
+	conn, err := acemq.Connect(ctx, "memory://"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx); memory.Reset(name) })
+	// The queue exists as a classic queue; the consumer's topology asks for
+	// a quorum queue of the same name, which the broker refuses.
+	if err := acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	_, err = acemq.Consume(ctx, conn, "q", func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() },
+		acemq.WithTopology(acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueQuorum))))
+	var pe *driver.PreconditionError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Consume with a topology the broker refuses = %v, want a *driver.PreconditionError", err)
+	}
+	prefixedOnce(t, "Consume", err, "acemq")
+}
