@@ -127,13 +127,18 @@ package it went through once, outermost first:
 
 	acemq: publishing to exchange "" with routing key "orders": rabbitmq: nothing was published: the message cannot be sent over AMQP 0-9-1: …
 
-The sentinels the drivers share ([ErrClosed], [ErrNotFound], [ErrLost],
-[ErrBlocked] and the rest of package driver's), a few of this package's
-([ErrNotTaken], [ErrPaused], [ErrTooLarge], [ErrTooDeep]) and the error
-types that carry what a caller inspects ([DecodeError], [LimitError],
-[HeaderValueError], [PanicError]) carry no prefix: like *fs.PathError they
-are fragments, mostly met wrapped in the words of the package that returns
-them ([NewEnvelope] and the codecs return theirs as they are). Wherever a doc comment says an error wraps a sentinel,
+A sentinel the package returns as it is begins with its name like any
+other error (rpc.ErrTimeout reads "rpc: no reply arrived"). One that an
+implementation returns to the package that asked it — the sentinels the
+drivers share ([ErrClosed], [ErrNotFound], [ErrLost], [ErrBlocked] and the
+rest of package driver's), those of a Store, a Log or a key Provider
+(saga.ErrExists, inbox.ErrClaimLost, avro.ErrConflict,
+encrypted.ErrUnknownKey) — is a fragment, met wrapped in the words of the
+package that asked; so are a few of this package's ([ErrNotTaken],
+[ErrPaused], [ErrTooLarge], [ErrTooDeep]) and the error types that carry
+what a caller inspects ([DecodeError], [LimitError], [HeaderValueError],
+[PanicError]), which [NewEnvelope] and the codecs return as they are.
+Wherever a doc comment says an error wraps a sentinel,
 errors.Is finds it; test for an error with errors.Is and errors.As, never
 by its text. Two texts are the family's, fixed by the wire contract rather
 than by this rule: a [BatchError] reads "N of M messages were not

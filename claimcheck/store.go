@@ -29,12 +29,14 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// ErrNotFound is wrapped by Store.Get for a key that holds nothing.
-var ErrNotFound = errors.New("claimcheck: no payload is stored under this key")
+// ErrNotFound is wrapped by Store.Get for a key that holds nothing. Like
+// the driver's sentinels it is a fragment, met wrapped in the words of the
+// codec that asked the store.
+var ErrNotFound = errors.New("no payload is stored under this key")
 
 // ErrInvalidKey is wrapped by the stores of this package for a key that does
-// not match [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
-var ErrInvalidKey = errors.New("claimcheck: invalid key")
+// not match [A-Za-z0-9][A-Za-z0-9._-]{0,127}. It is a fragment too.
+var ErrInvalidKey = errors.New("invalid key")
 
 // ValidKey reports whether key matches [A-Za-z0-9][A-Za-z0-9._-]{0,127}, the
 // keys every store of the family accepts. The pattern admits no path
