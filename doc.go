@@ -140,11 +140,12 @@ what a caller inspects ([DecodeError], [LimitError], [HeaderValueError],
 [PanicError]), which [NewEnvelope] and the codecs return as they are.
 Wherever a doc comment says an error wraps a sentinel,
 errors.Is finds it; test for an error with errors.Is and errors.As, never
-by its text. Two texts are the family's, fixed by the wire contract rather
-than by this rule: a [BatchError] reads "N of M messages were not
-confirmed; K were. The first failure was: …" with no prefix, and a
-[ReservedHeaderError] uses Python's wording (docs/wire.md §2.5, §11.4). The
-acemq command prints an error after its own name, once: an error of this
+by its text. Three texts are the family's, fixed by the wire contract
+rather than by this rule: a [BatchError] reads "N of M messages were not
+confirmed; K were. The first failure was: …" with no prefix, a publish that
+waited out its permit "N publishes are already waiting for a confirm and
+none completed within …", and a [ReservedHeaderError] uses Python's wording
+(docs/wire.md §2.5, §11.1, §11.4). The acemq command prints an error after its own name, once: an error of this
 package begins with it already.
 
 # Where to go next

@@ -349,7 +349,7 @@ func (c *conn) Blocked() (bool, string) {
 }
 
 func blockedError(reason string) error {
-	return fmt.Errorf("%w: %s", driver.ErrBlocked, reason)
+	return fmt.Errorf("rabbitmq: %w: %s", driver.ErrBlocked, reason)
 }
 
 // Ping opens and closes a channel within ctx. While the broker blocks the

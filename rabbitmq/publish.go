@@ -89,7 +89,7 @@ func (c *conn) finish(p *pending) error {
 			<-pc.closed
 			err = lostError(p, pc.reason.Load(), c.isClosing())
 		} else {
-			err = fmt.Errorf("%w (message-id %q)", driver.ErrNacked, p.msgID)
+			err = fmt.Errorf("rabbitmq: %w (message-id %q)", driver.ErrNacked, p.msgID)
 		}
 	}
 	p.release(c)
@@ -187,7 +187,7 @@ func (c *conn) acquire(ctx context.Context) error {
 			return fmt.Errorf("%d publishes are already waiting for a confirm and none completed within %s: %w",
 				len(c.sem), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for a permit to publish: %w", ctx.Err())
+			return fmt.Errorf("rabbitmq: waiting for a permit to publish: %w", ctx.Err())
 		case <-c.closing:
 			return driver.ErrClosed
 		}
@@ -302,12 +302,12 @@ func (c *conn) wait(ctx context.Context, p *pending) error {
 		return err
 	case <-p.timer.C:
 		c.abandon(p)
-		return fmt.Errorf("no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
+		return fmt.Errorf("rabbitmq: no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
 			c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
 	case <-ctx.Done():
 		p.timer.Stop()
 		c.abandon(p)
-		return fmt.Errorf("waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
+		return fmt.Errorf("rabbitmq: waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
 	}
 }
 
