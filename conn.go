@@ -36,7 +36,7 @@ type Conn struct {
 	listeners atomic.Pointer[[]func(Settlement)]
 	consumers map[*consumerCore]struct{}
 	closed    bool
-	events    []func(ConnEvent)
+	events    []func(driver.Event)
 	declared  declaredPolicies // retry_declared.go
 
 	// The pipeline (pipeline.go, logging.go).
@@ -44,15 +44,6 @@ type Conn struct {
 	consumeIcpt []ConsumeInterceptor
 	log         *slog.Logger
 }
-
-// ConnEvent is a connection state transition (lost, retrying, recovered,
-// blocked, unblocked), reported to the functions given with
-// WithConnEvents.
-type ConnEvent = driver.Event
-
-// UnroutableError reports a mandatory publish no queue took. Code and Text
-// are the broker's (312 NO_ROUTE).
-type UnroutableError = driver.ReturnError
 
 // Errors a caller tells apart with errors.Is.
 var (

@@ -468,7 +468,7 @@ func testMissingDeadLetterQueue(t *testing.T, b backend) {
 	if s.Outcome != acemq.OutcomeRequeued || s.SetAsideFailed != r.q+".dlq" || s.Decision != acemq.DecisionReject {
 		t.Errorf("settlement %+v, want requeued with the .dlq counted", s)
 	}
-	var ue *acemq.UnroutableError
+	var ue *driver.ReturnError
 	if !errors.As(s.SettleErr, &ue) || ue.Code != 312 {
 		t.Errorf("settle error %v, want an unroutable error", s.SettleErr)
 	}

@@ -60,7 +60,7 @@ type RetryOption interface {
 type connConfig struct {
 	drv      driver.Config
 	origin   string
-	onEvent  []func(ConnEvent)
+	onEvent  []func(driver.Event)
 	tel      telemetryConfig
 	fallback []string
 	errs     []error
@@ -209,7 +209,7 @@ func WithWaitForBroker() ConnOption {
 // WithConnEvents registers a function called for every connection state
 // transition (lost, retrying, recovered, blocked, unblocked). It runs on
 // the driver's goroutine and must not block.
-func WithConnEvents(f func(ConnEvent)) ConnOption {
+func WithConnEvents(f func(driver.Event)) ConnOption {
 	return connOption(func(c *connConfig) {
 		if f != nil {
 			c.onEvent = append(c.onEvent, f)
@@ -286,7 +286,7 @@ func WithPersistent(on bool) PublisherOption {
 }
 
 // WithMandatory(false) turns the mandatory flag off: a message no queue
-// takes is dropped silently instead of failing with an *UnroutableError.
+// takes is dropped silently instead of failing with a *driver.ReturnError.
 // The default is mandatory.
 func WithMandatory(on bool) PublisherOption {
 	return publisherOption(func(c *publisherConfig) { c.allowUnroutable = !on })

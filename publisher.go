@@ -54,7 +54,7 @@ func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Pub
 
 // Send encodes v, publishes it with routing key key and waits for the
 // broker's confirm. It returns the envelope as sent (its ID is the message
-// id). A message nothing routes fails with an *UnroutableError; a blocked
+// id). A message nothing routes fails with a *driver.ReturnError; a blocked
 // connection with an error wrapping ErrBlocked.
 func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOption) (Envelope, error) {
 	if p.err != nil {

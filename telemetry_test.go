@@ -678,9 +678,9 @@ func TestTelemetryUnroutable(t *testing.T) {
 		ctx, app := r.tel.tp.Tracer("test").Start(context.Background(), "app")
 		_, err := acemq.NewPublisher[string](r.c, "").Send(ctx, nowhere, "lost")
 		app.End()
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if !errors.As(err, &ue) {
-			t.Fatalf("Send to %s: %v, want an UnroutableError", nowhere, err)
+			t.Fatalf("Send to %s: %v, want an driver.ReturnError", nowhere, err)
 		}
 		pub := r.spanFor(nowhere+" publish", app.SpanContext())
 		r.checkPublishSpan(pub, nowhere, nowhere, "unroutable")

@@ -67,15 +67,15 @@ func shortWaits(t *testing.T) {
 // events records connection events.
 type events struct {
 	mu sync.Mutex
-	es []acemq.ConnEvent
+	es []driver.Event
 }
 
-func (r *events) add(e acemq.ConnEvent) { r.mu.Lock(); r.es = append(r.es, e); r.mu.Unlock() }
+func (r *events) add(e driver.Event) { r.mu.Lock(); r.es = append(r.es, e); r.mu.Unlock() }
 
-func (r *events) all() []acemq.ConnEvent {
+func (r *events) all() []driver.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]acemq.ConnEvent(nil), r.es...)
+	return append([]driver.Event(nil), r.es...)
 }
 
 func TestWaitForBrokerRetriesUntilTheBrokerAnswers(t *testing.T) {
@@ -155,7 +155,7 @@ func TestWaitForBrokerEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var rec events
-	_, err := acemq.Connect(ctx, u, acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	_, err := acemq.Connect(ctx, u, acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e driver.Event) {
 		rec.add(e)
 		if e.Attempt == 3 {
 			cancel()
@@ -205,7 +205,7 @@ func TestWaitForBrokerRabbitMQ(t *testing.T) {
 	var rec events
 	var fw testenv.Forwarder
 	defer fw.Close()
-	conn, err := acemq.Connect(t.Context(), through.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	conn, err := acemq.Connect(t.Context(), through.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e driver.Event) {
 		rec.add(e)
 		if e.Kind == driver.EventRetrying {
 			once.Do(func() {
@@ -246,7 +246,7 @@ func TestWaitForBrokerRabbitMQCancelled(t *testing.T) {
 	base.Host = testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	_, err = acemq.Connect(ctx, base.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	_, err = acemq.Connect(ctx, base.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e driver.Event) {
 		if e.Attempt == 2 {
 			cancel()
 		}
@@ -294,7 +294,7 @@ func TestWaitForBrokerRabbitMQClusterNotAllPermanent(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var rec events
-	_, err = acemq.Connect(ctx, bad.String()+","+down.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	_, err = acemq.Connect(ctx, bad.String()+","+down.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e driver.Event) {
 		rec.add(e)
 		cancel()
 	}))
@@ -324,7 +324,7 @@ func TestWaitForBrokerRabbitMQCluster(t *testing.T) {
 	defer fw.Close()
 	var once sync.Once
 	var rec events
-	conn, err := acemq.Connect(t.Context(), dead.String()+","+late.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	conn, err := acemq.Connect(t.Context(), dead.String()+","+late.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e driver.Event) {
 		rec.add(e)
 		once.Do(func() { fw.Start(t, late.Host, backend) })
 	}))

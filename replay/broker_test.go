@@ -325,7 +325,7 @@ func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 3)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) || !errors.Is(res.Err, err) || res.Moved != 0 {
 			t.Fatalf("%v, %v", res, err)
 		}
@@ -343,7 +343,7 @@ func TestReplayConfirmsOnAConnectionWithoutConfirms(t *testing.T) {
 		dlq := acemq.DeadLetterQueue(q)
 		fill(t, c, dlq, 2)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) {
 			t.Fatalf("%v, %v", res, err)
 		}

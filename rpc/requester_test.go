@@ -262,9 +262,9 @@ func TestAskUnroutable(t *testing.T) {
 		conn := e.connect()
 		r := open[priceRequest, quote](t, conn, "", "no-such-queue-"+uuid.NewString()[:8], rpc.WithTimeout(time.Hour))
 		_, err := r.Ask(bg, priceRequest{SKU: "A"})
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if !errors.As(err, &ue) || ue.Code != 312 {
-			t.Fatalf("Ask = %v; want an *acemq.UnroutableError (312)", err)
+			t.Fatalf("Ask = %v; want a *driver.ReturnError (312)", err)
 		}
 		if errors.Is(err, rpc.ErrTimeout) || r.TimedOut() != 0 || r.Outstanding() != 0 {
 			t.Fatalf("an unroutable request counted as a timeout or stayed outstanding: %v", err)

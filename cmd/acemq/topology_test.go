@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 )
@@ -254,7 +255,7 @@ func TestTopologyCommandsOnMemory(t *testing.T) {
 	}
 	routed := func(exchange, key string) bool {
 		_, err := acemq.NewPublisher[string](conn, exchange).Send(context.Background(), key, "x")
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if err != nil && !errors.As(err, &ue) {
 			t.Fatal(err)
 		}
@@ -288,7 +289,7 @@ func TestTopologyCommandsRabbitMQ(t *testing.T) {
 	}
 	routed := func(exchange, key string) bool {
 		_, err := acemq.NewPublisher[string](conn, exchange).Send(context.Background(), key, "x")
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if err != nil && !errors.As(err, &ue) {
 			t.Fatal(err)
 		}

@@ -113,9 +113,9 @@ func (r *loadRun) markFault() {
 	r.faultAt.Store(time.Now().UnixNano())
 }
 
-func (r *loadRun) onEvent(conn string) func(acemq.ConnEvent) {
+func (r *loadRun) onEvent(conn string) func(driver.Event) {
 	var lostAt string // the endpoint lost; events of a connection come one at a time
-	return func(e acemq.ConnEvent) {
+	return func(e driver.Event) {
 		switch e.Kind {
 		case driver.EventLost:
 			r.lostEv.Add(1)
@@ -138,7 +138,7 @@ func (r *loadRun) onEvent(conn string) func(acemq.ConnEvent) {
 
 // errKind names a failed publish's error for the figures.
 func errKind(err error) string {
-	var re *acemq.UnroutableError
+	var re *driver.ReturnError
 	switch {
 	case errors.Is(err, acemq.ErrBlocked):
 		return "blocked"

@@ -35,7 +35,7 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lost atomic.Int64
-	c := connect(t, url, "acemq-reliability-poison", acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	c := connect(t, url, "acemq-reliability-poison", acemq.WithConnEvents(func(e driver.Event) {
 		if e.Kind == driver.EventLost {
 			lost.Add(1)
 		}
