@@ -79,7 +79,7 @@ func init() {
 		}
 		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load()}
 		for _, d := range c.core.cfg.retry.brokerRungs() {
-			st.Rungs = append(st.Rungs, RungQueue(c.core.queue, d))
+			st.Rungs = append(st.Rungs, wire.RungQueue(c.core.queue, d))
 		}
 		return st, true
 	})

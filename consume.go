@@ -88,9 +88,8 @@ type Handler[T any] func(ctx context.Context, m Message[T]) Ack
 
 // Defaults of Consume.
 const (
-	DefaultPrefetch           = 20
-	DefaultDrainTimeout       = 20 * time.Second
-	DefaultSettlementDeadline = 30 * time.Second
+	DefaultPrefetch     = 20
+	DefaultDrainTimeout = 20 * time.Second
 )
 
 // Consumer is a running consumer started by Consume.

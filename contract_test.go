@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
 )
@@ -314,8 +315,8 @@ func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millis
 func TestContractTopLevel(t *testing.T) {
 	f := loadContract(t)
 	for _, c := range []struct{ what, fixture, library, want string }{
-		{"dead-letter exchange", f.DeadLetterExchange, acemq.DeadLetterExchange, "acemq.dlx"},
-		{"retry exchange", f.RetryExchange, acemq.RetryExchange, "acemq.retry"},
+		{"dead-letter exchange", f.DeadLetterExchange, contract.DeadLetterExchange, "acemq.dlx"},
+		{"retry exchange", f.RetryExchange, contract.RetryExchange, "acemq.retry"},
 	} {
 		if c.fixture != c.want || c.library != c.want {
 			t.Errorf("%s: fixture %q, library %q, want %q", c.what, c.fixture, c.library, c.want)
@@ -324,7 +325,6 @@ func TestContractTopLevel(t *testing.T) {
 	for _, got := range []int64{
 		f.DefaultBrokerWaitThresholdMillis,
 		f.BrokerWaitThreshold.DefaultMillis,
-		acemq.DefaultBrokerWaitThreshold.Milliseconds(),
 		acemq.NoRetry().BrokerWaitThreshold().Milliseconds(),
 		acemq.RetryPolicy{}.BrokerWaitThreshold().Milliseconds(),
 		acemq.FixedRetry(3, time.Second).BrokerWaitThreshold().Milliseconds(),
@@ -561,11 +561,11 @@ func TestContractNaming(t *testing.T) {
 	f := loadContract(t)
 	n := f.Naming
 	q := n.Queue
-	if want := q + ".dlq"; n.DeadLetterQueue != want || acemq.DeadLetterQueue(q) != want {
-		t.Errorf("dead-letter queue: fixture %q, library %q, want %q", n.DeadLetterQueue, acemq.DeadLetterQueue(q), want)
+	if want := q + ".dlq"; n.DeadLetterQueue != want || contract.DeadLetterQueue(q) != want {
+		t.Errorf("dead-letter queue: fixture %q, library %q, want %q", n.DeadLetterQueue, contract.DeadLetterQueue(q), want)
 	}
-	if want := q + ".parked"; n.ParkedQueue != want || acemq.ParkedQueue(q) != want {
-		t.Errorf("parked queue: fixture %q, library %q, want %q", n.ParkedQueue, acemq.ParkedQueue(q), want)
+	if want := q + ".parked"; n.ParkedQueue != want || contract.ParkedQueue(q) != want {
+		t.Errorf("parked queue: fixture %q, library %q, want %q", n.ParkedQueue, contract.ParkedQueue(q), want)
 	}
 	if len(n.RetryQueues) == 0 {
 		t.Fatal("no rung names")
@@ -575,7 +575,7 @@ func TestContractNaming(t *testing.T) {
 		if r.Queue != want {
 			t.Errorf("%d ms: fixture %q, independent derivation %q", r.DelayMillis, r.Queue, want)
 		}
-		if got := acemq.RungQueue(q, msDuration(r.DelayMillis)); got != want {
+		if got := contract.RungQueue(q, msDuration(r.DelayMillis)); got != want {
 			t.Errorf("RungQueue(%d ms) = %q, want %q", r.DelayMillis, got, want)
 		}
 	}

@@ -211,7 +211,7 @@ func bindingDecl(exchange, queue, key string) Declaration {
 func rungArgs(q string, d time.Duration) driver.Table {
 	return driver.Table{
 		argMessageTTL:           d.Milliseconds(),
-		argDeadLetterExchange:   RetryExchange,
+		argDeadLetterExchange:   wire.RetryExchange,
 		argDeadLetterRoutingKey: q,
 	}
 }
@@ -220,21 +220,21 @@ func rungArgs(q string, d time.Duration) driver.Table {
 // declares (docs/wire.md §5.4).
 func consumerDeclarations(q string, p RetryPolicy) []Declaration {
 	out := []Declaration{
-		exchangeDecl(DeadLetterExchange, driver.Direct),
-		classicQueueDecl(DeadLetterQueue(q), nil),
-		classicQueueDecl(ParkedQueue(q), nil),
-		bindingDecl(DeadLetterExchange, DeadLetterQueue(q), DeadLetterQueue(q)),
-		bindingDecl(DeadLetterExchange, ParkedQueue(q), ParkedQueue(q)),
+		exchangeDecl(wire.DeadLetterExchange, driver.Direct),
+		classicQueueDecl(wire.DeadLetterQueue(q), nil),
+		classicQueueDecl(wire.ParkedQueue(q), nil),
+		bindingDecl(wire.DeadLetterExchange, wire.DeadLetterQueue(q), wire.DeadLetterQueue(q)),
+		bindingDecl(wire.DeadLetterExchange, wire.ParkedQueue(q), wire.ParkedQueue(q)),
 	}
 	rungs := p.brokerRungs()
 	if len(rungs) == 0 {
 		return out
 	}
-	out = append(out, exchangeDecl(RetryExchange, driver.Direct))
+	out = append(out, exchangeDecl(wire.RetryExchange, driver.Direct))
 	for _, d := range rungs {
-		out = append(out, classicQueueDecl(RungQueue(q, d), rungArgs(q, d)))
+		out = append(out, classicQueueDecl(wire.RungQueue(q, d), rungArgs(q, d)))
 	}
-	return append(out, bindingDecl(RetryExchange, q, q))
+	return append(out, bindingDecl(wire.RetryExchange, q, q))
 }
 
 // resolveQueue applies the queue-type rules of docs/wire.md §5.3 to q: the
@@ -317,8 +317,8 @@ func withDeadLetterArgs(q driver.Queue) (driver.Queue, error) {
 			return q, fmt.Errorf("the queue %q already sets %s; WithDeadLettering would overrule it: drop the argument or the option", q.Name, a)
 		}
 	}
-	q.Args[argDeadLetterExchange] = DeadLetterExchange
-	q.Args[argDeadLetterRoutingKey] = DeadLetterQueue(q.Name)
+	q.Args[argDeadLetterExchange] = wire.DeadLetterExchange
+	q.Args[argDeadLetterRoutingKey] = wire.DeadLetterQueue(q.Name)
 	return q, nil
 }
 
@@ -345,7 +345,7 @@ func declareWithoutDeadLetter(ctx context.Context, c *Conn, d Declaration) error
 		return err
 	}
 	c.log.Warn("acemq: the quorum queue exists without a dead-letter exchange: a message over its delivery limit (20 on RabbitMQ 4) is dropped, not moved to its .dlq; see docs/upgrading.md",
-		slog.String("queue", q.Name), slog.String("dead_letter_queue", DeadLetterQueue(q.Name)))
+		slog.String("queue", q.Name), slog.String("dead_letter_queue", wire.DeadLetterQueue(q.Name)))
 	return nil
 }
 

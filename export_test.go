@@ -55,7 +55,7 @@ var (
 	DefaultOrigin   = wire.DefaultOrigin
 	DurationBuckets = telemetry.DurationBuckets
 	AttemptBuckets  = telemetry.AttemptBuckets
-	FormatDelay     = formatDelay
+	FormatDelay     = wire.FormatDelay
 )
 
 // ConsumerDeclarations lists what starting a consumer of queue with policy

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -200,10 +201,10 @@ func TestConsumeInterceptorRefuses(t *testing.T) {
 			s = ss[1]
 		}
 		const want = `an interceptor refused it: Error: tenant evil is not allowed`
-		if s.Outcome != acemq.OutcomeRejected || s.Decision != acemq.DecisionReject || s.Target != acemq.DeadLetterQueue(r.q) || s.Reason != want {
+		if s.Outcome != acemq.OutcomeRejected || s.Decision != acemq.DecisionReject || s.Target != contract.DeadLetterQueue(r.q) || s.Reason != want {
 			t.Errorf("the refused delivery was settled %+v", s)
 		}
-		d := brokertest.Get(t, r.c, acemq.DeadLetterQueue(r.q))
+		d := brokertest.Get(t, r.c, contract.DeadLetterQueue(r.q))
 		if got := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason(); got != want || string(d.Body) != "refused" {
 			t.Errorf("the dead letter says %q, body %q", got, d.Body)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // Exchange kinds, for Topology.Exchange.
@@ -146,23 +147,23 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 		t.policies[name] = s.retry
 	}
 	if s.deadLetter {
-		t.add(exchangeDecl(DeadLetterExchange, driver.Direct))
+		t.add(exchangeDecl(wire.DeadLetterExchange, driver.Direct))
 	}
 	if len(rungs) > 0 {
-		t.add(exchangeDecl(RetryExchange, driver.Direct))
+		t.add(exchangeDecl(wire.RetryExchange, driver.Direct))
 	}
 	t.add(Declaration{Kind: QueueDeclaration, Queue: q, defaultDeadLetter: defaulted})
 	if s.deadLetter {
-		t.add(classicQueueDecl(DeadLetterQueue(name), nil))
-		t.add(classicQueueDecl(ParkedQueue(name), nil))
-		t.add(bindingDecl(DeadLetterExchange, DeadLetterQueue(name), DeadLetterQueue(name)))
-		t.add(bindingDecl(DeadLetterExchange, ParkedQueue(name), ParkedQueue(name)))
+		t.add(classicQueueDecl(wire.DeadLetterQueue(name), nil))
+		t.add(classicQueueDecl(wire.ParkedQueue(name), nil))
+		t.add(bindingDecl(wire.DeadLetterExchange, wire.DeadLetterQueue(name), wire.DeadLetterQueue(name)))
+		t.add(bindingDecl(wire.DeadLetterExchange, wire.ParkedQueue(name), wire.ParkedQueue(name)))
 	}
 	for _, d := range rungs {
-		t.add(classicQueueDecl(RungQueue(name, d), rungArgs(name, d)))
+		t.add(classicQueueDecl(wire.RungQueue(name, d), rungArgs(name, d)))
 	}
 	if len(rungs) > 0 {
-		t.add(bindingDecl(RetryExchange, name, name))
+		t.add(bindingDecl(wire.RetryExchange, name, name))
 	}
 	return t
 }
@@ -326,7 +327,7 @@ func (t *Topology) Delete(ctx context.Context, c *Conn) error {
 				continue
 			case kind == QueueDeclaration:
 				_, err = del.DeleteQueue(ctx, d.Queue.Name)
-			case d.Exchange.Name == DeadLetterExchange || d.Exchange.Name == RetryExchange:
+			case d.Exchange.Name == wire.DeadLetterExchange || d.Exchange.Name == wire.RetryExchange:
 				continue
 			default:
 				err = del.DeleteExchange(ctx, d.Exchange.Name)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 )
@@ -516,7 +517,7 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 					t.Errorf("after Delete, %s is not missing: %v", n, drift)
 				}
 			}
-			if missing[acemq.DeadLetterExchange] || missing[acemq.RetryExchange] {
+			if missing[contract.DeadLetterExchange] || missing[contract.RetryExchange] {
 				t.Errorf("Delete deleted a shared exchange: %v", drift)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/rpc"
 )
 
@@ -155,8 +156,8 @@ func (c *Console) named() []string {
 	}
 	addApp := func(q string) {
 		add(q)
-		add(acemq.DeadLetterQueue(q))
-		add(acemq.ParkedQueue(q))
+		add(contract.DeadLetterQueue(q))
+		add(contract.ParkedQueue(q))
 	}
 	for _, q := range c.cfg.queues {
 		base, _ := roleOf(q)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/testenv"
@@ -49,7 +50,7 @@ func pipeline(t *testing.T, c *acemq.Conn, steps ...string) *route.Pipeline {
 		ctx := context.Background()
 		for _, s := range steps {
 			q := p.Queue(s)
-			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+			for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 				_, _ = brokertest.Driver(c).DeleteQueue(ctx, n)
 			}
 		}
@@ -391,7 +392,7 @@ func TestUnparseableSlipIsDeadLettered(t *testing.T) {
 		if err := brokertest.Publish(ctx, c, brokertest.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: []byte(`{"id":"o-5"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
 		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "routing slip") {
@@ -526,7 +527,7 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			q := p.Queue("a")
-			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+			for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 				_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), n)
 			}
 			_ = brokertest.Driver(c).DeleteExchange(context.Background(), p.Name())
@@ -542,7 +543,7 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 		if !strings.HasPrefix(env.Reason(), "exhausted 1 attempts: ") || !strings.Contains(env.Reason(), "312") {
@@ -569,7 +570,7 @@ func TestServeWithoutASlipDeadLetters(t *testing.T) {
 		if _, err := pub.Send(ctx, q, Order{ID: "o-10"}); err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(q))
 		brokertest.Stop(t, s)
 		if r := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason(); !strings.Contains(r, "acemq-routing-slip") {
 			t.Fatalf("reason %q", r)
@@ -624,7 +625,7 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		if _, err := p.Start(ctx, Order{ID: "o-11"}); err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
 		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "x-acemq-mine") {

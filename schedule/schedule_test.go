@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/telemetry"
@@ -316,7 +317,7 @@ func TestUnroutableIsHeldAndMalformedDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		later := testenv.Unique(t, "acemq-sched-later")
-		brokertest.DeleteAtEnd(t, c, later, acemq.DeadLetterQueue(later), acemq.ParkedQueue(later))
+		brokertest.DeleteAtEnd(t, c, later, contract.DeadLetterQueue(later), contract.ParkedQueue(later))
 		env, err := NewPublisher[order](c, "", ladderOption{l}).SendAfter(ctx, later, 2*time.Second/20, order{ID: "held"})
 		if err != nil {
 			t.Fatal(err)

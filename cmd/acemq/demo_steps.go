@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
 	"github.com/acemq/acemq/cmd/acemq/internal/reasons"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/replay"
 	"github.com/acemq/acemq/route"
 	"github.com/acemq/acemq/rpc"
@@ -172,7 +173,7 @@ func (d *demo) routeStep(ctx context.Context) {
 	}
 	halves := acemq.NewTopology() // the dead-letter halves the steps' consumers declare
 	for _, s := range steps {
-		halves.Queue(acemq.DeadLetterQueue(p.Queue(s))).Queue(acemq.ParkedQueue(p.Queue(s)))
+		halves.Queue(contract.DeadLetterQueue(p.Queue(s))).Queue(contract.ParkedQueue(p.Queue(s)))
 	}
 	d.deleteAtEnd(halves)
 	if err := d.apply(ctx, p.Topology()); err != nil {
@@ -245,7 +246,7 @@ func (d *demo) routeStep(ctx context.Context) {
 func (d *demo) replayStep(ctx context.Context, n ordersNames) {
 	const promise = "replay the dead-lettered order from .dlq; accepted on its second life"
 	d.say("step 5: replay — %s", promise)
-	dlq := acemq.DeadLetterQueue(n.queue)
+	dlq := contract.DeadLetterQueue(n.queue)
 	before := d.count(n.queue, acemq.OutcomeAcked)
 	res, err := replay.Run(ctx, d.conn, dlq)
 	if err == nil && res.Moved != 1 {

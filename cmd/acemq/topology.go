@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/management"
 	"github.com/spf13/cobra"
@@ -633,7 +634,7 @@ func findRungs(ctx context.Context, s *session, q, mgmt string) ([]string, error
 		if !ok {
 			continue
 		}
-		if d, err := time.ParseDuration(delay); err == nil && acemq.RungQueue(q, d) == have.Name {
+		if d, err := time.ParseDuration(delay); err == nil && contract.RungQueue(q, d) == have.Name {
 			rungs = append(rungs, have.Name)
 		}
 	}
@@ -830,7 +831,7 @@ acemq.retry, which every queue's dead-letter half and retry rungs use.`,
 			switch {
 			case strings.HasPrefix(name, "amq."):
 				return withCode(exitFailure, fmt.Errorf("the exchange %q belongs to the broker and cannot be deleted", name))
-			case name == acemq.DeadLetterExchange || name == acemq.RetryExchange:
+			case name == contract.DeadLetterExchange || name == contract.RetryExchange:
 				return withCode(exitFailure, fmt.Errorf("the exchange %q is shared by every queue's dead-letter half and retry rungs; it is not deleted (delete the queues' halves with 'acemq queue delete --with-dead-letters')", name))
 			}
 			s, ctx, cancel, err := openTopology(cmd)

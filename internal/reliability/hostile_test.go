@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -184,7 +185,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	start := time.Now()
 	q := uniqueName("hostile")
 	raw := q + ".raw"
-	deleteQueuesAtCleanup(t, url, q, raw, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteQueuesAtCleanup(t, url, q, raw, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tp := sdktrace.NewTracerProvider()
@@ -317,7 +318,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	}
 	// What was set aside is on the broker, each with x-acemq-error.
 	onBroker := 0
-	for _, side := range []string{acemq.ParkedQueue(q), acemq.DeadLetterQueue(q)} {
+	for _, side := range []string{contract.ParkedQueue(q), contract.DeadLetterQueue(q)} {
 		for {
 			d, ok, err := brokertest.Driver(c).Get(ctx, side)
 			if err != nil {

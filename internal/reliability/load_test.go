@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"go.uber.org/goleak"
@@ -177,7 +178,7 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 		errKinds:  map[string]int{},
 	}
 	r.runID = r.queue[len(r.queue)-10:]
-	deleteQueuesAtCleanup(t, url, r.queue, acemq.DeadLetterQueue(r.queue), acemq.ParkedQueue(r.queue))
+	deleteQueuesAtCleanup(t, url, r.queue, contract.DeadLetterQueue(r.queue), contract.ParkedQueue(r.queue))
 	r.cons = connect(t, url, "acemq-reliability-consumer", acemq.WithConnEvents(r.onEvent("consumer")))
 	r.prod = connect(t, url, "acemq-reliability-producer", acemq.WithConnEvents(r.onEvent("producer")))
 
