@@ -21,6 +21,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
 type contractFixture struct {
@@ -375,7 +376,7 @@ func TestContractRetrySchedules(t *testing.T) {
 			// declares.
 			var declared []string
 			for _, d := range acemq.ConsumerDeclarations("orders.new", p) {
-				if d.Kind == acemq.QueueDeclaration && strings.Contains(d.Queue.Name, ".retry.") {
+				if d.Kind == topology.QueueDeclaration && strings.Contains(d.Queue.Name, ".retry.") {
 					declared = append(declared, d.Queue.Name)
 				}
 			}
@@ -504,7 +505,7 @@ func TestContractJitter(t *testing.T) {
 		p, m := parsePolicy(t, sc.How)
 		rungs := map[string]int64{}
 		for _, d := range acemq.ConsumerDeclarations("q", p) {
-			if d.Kind == acemq.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
+			if d.Kind == topology.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
 				n, _ := asInt64(d.Queue.Args["x-message-ttl"])
 				rungs[d.Queue.Name] = n
 			}
@@ -539,10 +540,10 @@ func TestContractBrokerWaitThreshold(t *testing.T) {
 			var rungs []string
 			retryExchange := false
 			for _, d := range acemq.ConsumerDeclarations("q", p) {
-				if d.Kind == acemq.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
+				if d.Kind == topology.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
 					rungs = append(rungs, d.Queue.Name)
 				}
-				if d.Kind == acemq.ExchangeDeclaration && d.Exchange.Name == "acemq.retry" {
+				if d.Kind == topology.ExchangeDeclaration && d.Exchange.Name == "acemq.retry" {
 					retryExchange = true
 				}
 			}
@@ -605,7 +606,7 @@ func TestContractRungArguments(t *testing.T) {
 			p := acemq.FixedRetry(2, d).WaitInBrokerFrom(d)
 			var found bool
 			for _, decl := range acemq.ConsumerDeclarations(q, p) {
-				if decl.Kind != acemq.QueueDeclaration || decl.Queue.Name != r.Queue {
+				if decl.Kind != topology.QueueDeclaration || decl.Queue.Name != r.Queue {
 					continue
 				}
 				found = true
@@ -629,23 +630,23 @@ func TestContractRungArguments(t *testing.T) {
 func TestContractQueueTypeDefaults(t *testing.T) {
 	f := loadContract(t)
 	d := f.QueueTypeDefaults
-	plan := func(q string, opts ...acemq.DeclareOption) acemq.Declaration {
+	plan := func(q string, opts ...acemq.DeclareOption) topology.Declaration {
 		t.Helper()
 		p, err := acemq.NewTopology().Queue(q, opts...).Plan()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, decl := range p {
-			if decl.Kind == acemq.QueueDeclaration && decl.Queue.Name == q {
+			if decl.Kind == topology.QueueDeclaration && decl.Queue.Name == q {
 				return decl
 			}
 		}
 		t.Fatalf("no queue %q in the plan", q)
-		return acemq.Declaration{}
+		return topology.Declaration{}
 	}
 	for _, c := range []struct {
 		what, want string
-		decl       acemq.Declaration
+		decl       topology.Declaration
 	}{
 		{"sourceQueue", d.SourceQueue, plan("a")},
 		{"sourceQueueWithDeadLetter", d.SourceQueueWithDeadLetter, plan("a", acemq.WithDeadLettering(true))},
@@ -664,15 +665,15 @@ func TestContractQueueTypeDefaults(t *testing.T) {
 	}
 }
 
-func consumerQueue(t *testing.T, name string) acemq.Declaration {
+func consumerQueue(t *testing.T, name string) topology.Declaration {
 	t.Helper()
 	for _, d := range acemq.ConsumerDeclarations("a", acemq.FixedRetry(2, 30*time.Second)) {
-		if d.Kind == acemq.QueueDeclaration && d.Queue.Name == name {
+		if d.Kind == topology.QueueDeclaration && d.Queue.Name == name {
 			return d
 		}
 	}
 	t.Fatalf("the consumer does not declare %q", name)
-	return acemq.Declaration{}
+	return topology.Declaration{}
 }
 
 // queueTypeOf reads a declaration's queue type as the fixture writes it:

@@ -65,7 +65,7 @@ handlers that are running finish, deliveries not started go back.
 
 A [Topology] is the application's exchanges, queues and bindings written in
 code: built with [NewTopology] and its chained methods, validated,
-printed as a [Plan], declared with [Topology.Apply], compared with the
+printed as a [topology.Plan] ([Topology.Plan]), declared with [Topology.Apply], compared with the
 broker with [Topology.Drift] and removed with [Topology.Delete]. It decides
 the queue type (durable queues are quorum queues) and declares the
 dead-letter and retry halves ([WithDeadLettering], [WithRetry]) as the
@@ -106,7 +106,7 @@ every consumer at once within one deadline. See docs/pipeline.md.
 
 Every option of the module is a function named With… that returns an
 option interface: [ConnOption] for Connect, [PublisherOption], [SendOption],
-[ConsumeOption], [DeclareOption] for the topology builder, [DriftOption].
+[ConsumeOption], [DeclareOption] for the topology builder.
 An option that switches a default off takes a bool: WithConfirms(false),
 WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
 publishers and consumers, [WithRetry] by both consumers and queue

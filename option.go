@@ -39,9 +39,6 @@ type ConsumeOption interface{ applyConsume(*consumeConfig) }
 // Topology.Validate reports.
 type DeclareOption interface{ applyDeclare(*declareSpec) }
 
-// A DriftOption configures Topology.Drift.
-type DriftOption interface{ applyDrift(*driftConfig) }
-
 // A CodecOption chooses a codec; NewPublisher and Consume both take it.
 type CodecOption interface {
 	PublisherOption
@@ -703,26 +700,6 @@ func WithSingleActiveConsumer() DeclareOption {
 // level costs the broker memory and work. It applies to queues only.
 func WithMaxPriority(max uint8) DeclareOption {
 	return declareOption(func(s *declareSpec) { s.maxPrio, s.maxPrioSet = max, true })
-}
-
-// Drift's options.
-
-type driftConfig struct{ probe bool }
-
-type driftOption func(*driftConfig)
-
-func (f driftOption) applyDrift(c *driftConfig) { f(c) }
-
-// WithSettingsProbe makes Drift also look for exchanges and queues that
-// exist with different settings, by repeating the topology's own
-// declaration of each one the passive check found: the broker accepts that
-// as a no-op when the settings are equivalent and refuses it with
-// PRECONDITION_FAILED (reported as DriftDifferent) when they are not. It
-// is not passive: it needs configure permission (without it the entry is
-// DriftUnchecked), and a connection that recovers from a lost link
-// redeclares what it declared, probes included.
-func WithSettingsProbe() DriftOption {
-	return driftOption(func(c *driftConfig) { c.probe = true })
 }
 
 // errNoCodec is the error of a publisher or consumer given WithCodec(nil).

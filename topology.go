@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
 // Exchange kinds, for Topology.Exchange.
@@ -43,7 +44,7 @@ const (
 // goroutine. Once built, its methods that talk to a broker may be called
 // from many.
 type Topology struct {
-	decls []Declaration
+	decls []declaration
 	errs  []error
 	// policies are the retry policies queues are declared with
 	// (WithRetry), which their consumers take or must agree with.
@@ -77,7 +78,7 @@ func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology 
 		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
-	t.add(Declaration{Kind: ExchangeDeclaration, Exchange: e})
+	t.add(declaration{Declaration: topology.Declaration{Kind: topology.ExchangeDeclaration, Exchange: e}})
 	return t
 }
 
@@ -152,7 +153,7 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 	if len(rungs) > 0 {
 		t.add(exchangeDecl(wire.RetryExchange, driver.Direct))
 	}
-	t.add(Declaration{Kind: QueueDeclaration, Queue: q, defaultDeadLetter: defaulted})
+	t.add(declaration{Declaration: topology.Declaration{Kind: topology.QueueDeclaration, Queue: q}, defaultDeadLetter: defaulted})
 	if s.deadLetter {
 		t.add(classicQueueDecl(wire.DeadLetterQueue(name), nil))
 		t.add(classicQueueDecl(wire.ParkedQueue(name), nil))
@@ -190,7 +191,7 @@ func (t *Topology) Bind(exchange, queue, routingKey string, opts ...DeclareOptio
 		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
-	t.add(Declaration{Kind: BindingDeclaration, Binding: b})
+	t.add(declaration{Declaration: topology.Declaration{Kind: topology.BindingDeclaration, Binding: b}})
 	return t
 }
 
@@ -224,7 +225,7 @@ func (t *Topology) fail(err error) { t.errs = append(t.errs, fmt.Errorf("acemq: 
 
 // add appends d unless an identical declaration is already there; a
 // different declaration of the same object is an error.
-func (t *Topology) add(d Declaration) {
+func (t *Topology) add(d declaration) {
 	k := d.key()
 	for _, e := range t.decls {
 		if e.key() != k {
@@ -244,28 +245,27 @@ func (t *Topology) Validate() error {
 	return errors.Join(t.errs...)
 }
 
-// Plan is the ordered list of declarations a topology makes: exchanges,
-// then queues, then bindings.
-type Plan []Declaration
-
-// String renders the plan one declaration a line.
-func (p Plan) String() string {
-	var b strings.Builder
-	for _, d := range p {
-		b.WriteString(d.String())
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // Plan validates the topology and returns what Apply would declare, in
 // order: exchanges, then queues, then bindings, each in the order added.
-func (t *Topology) Plan() (Plan, error) {
+func (t *Topology) Plan() (topology.Plan, error) {
+	p, err := t.plan()
+	if err != nil {
+		return nil, err
+	}
+	out := make(topology.Plan, len(p))
+	for i, d := range p {
+		out[i] = d.Declaration
+	}
+	return out, nil
+}
+
+// plan is Plan with what Apply needs to know of each declaration.
+func (t *Topology) plan() ([]declaration, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	var p Plan
-	for _, kind := range []DeclarationKind{ExchangeDeclaration, QueueDeclaration, BindingDeclaration} {
+	var p []declaration
+	for _, kind := range []topology.DeclarationKind{topology.ExchangeDeclaration, topology.QueueDeclaration, topology.BindingDeclaration} {
 		for _, d := range t.decls {
 			if d.Kind == kind {
 				p = append(p, d)
@@ -285,7 +285,7 @@ func (t *Topology) Plan() (Plan, error) {
 // it as it is, without them, and logs a warning, since a message over its
 // delivery limit is then dropped (docs/upgrading.md).
 func (t *Topology) Apply(ctx context.Context, c *Conn) error {
-	p, err := t.Plan()
+	p, err := t.plan()
 	if err != nil {
 		return err
 	}
@@ -318,14 +318,14 @@ func (t *Topology) Delete(ctx context.Context, c *Conn) error {
 	if !ok {
 		return fmt.Errorf("acemq: topology: the driver of %s cannot delete queues or exchanges: %w", c, ErrUnsupported)
 	}
-	for _, kind := range []DeclarationKind{QueueDeclaration, ExchangeDeclaration} {
+	for _, kind := range []topology.DeclarationKind{topology.QueueDeclaration, topology.ExchangeDeclaration} {
 		for i := len(p) - 1; i >= 0; i-- {
 			d := p[i]
 			var err error
 			switch {
 			case d.Kind != kind:
 				continue
-			case kind == QueueDeclaration:
+			case kind == topology.QueueDeclaration:
 				_, err = del.DeleteQueue(ctx, d.Queue.Name)
 			case d.Exchange.Name == wire.DeadLetterExchange || d.Exchange.Name == wire.RetryExchange:
 				continue

@@ -9,6 +9,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 )
 
 // Roles of a queue in the list.
@@ -166,7 +167,7 @@ func (c *Console) named() []string {
 	for _, t := range c.cfg.topology {
 		plan, _ := t.Plan() // validated by New
 		for _, d := range plan {
-			if d.Kind != acemq.QueueDeclaration {
+			if d.Kind != topology.QueueDeclaration {
 				continue
 			}
 			base, role := roleOf(d.Queue.Name)

@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/management"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -556,7 +557,7 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 			return withCode(exitFailure, err)
 		}
 		for _, d := range plan {
-			if d.Kind == acemq.QueueDeclaration && d.Queue.Name != q {
+			if d.Kind == topology.QueueDeclaration && d.Queue.Name != q {
 				names = append(names, d.Queue.Name)
 			}
 		}
