@@ -304,7 +304,7 @@ func queueLimits(q driver.Queue, s declareSpec) (driver.Queue, error) {
 		return nil
 	}
 	if s.maxAge != 0 {
-		age, err := MaxAge(s.maxAge)
+		age, err := formatMaxAge(s.maxAge)
 		if err != nil {
 			return q, fmt.Errorf("the stream %q: %w", q.Name, err)
 		}
@@ -332,11 +332,11 @@ func queueLimits(q driver.Queue, s declareSpec) (driver.Queue, error) {
 	return q, nil
 }
 
-// MaxAge renders d as a stream's x-max-age by the family's rule
+// formatMaxAge renders d as a stream's x-max-age by the family's rule
 // (docs/wire.md §5.9): the largest unit among D, h, m and s that states d
 // exactly, so 7 days is "7D", 36 hours "36h", 90 minutes "90m", 45 seconds
 // "45s". d must be a positive whole number of seconds.
-func MaxAge(d time.Duration) (string, error) {
+func formatMaxAge(d time.Duration) (string, error) {
 	if d <= 0 || d%time.Second != 0 {
 		return "", fmt.Errorf("WithMaxAge(%s): a stream's maximum age must be a positive whole number of seconds", d)
 	}

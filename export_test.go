@@ -57,6 +57,7 @@ var (
 	DurationBuckets = telemetry.DurationBuckets
 	AttemptBuckets  = telemetry.AttemptBuckets
 	FormatDelay     = wire.FormatDelay
+	FormatMaxAge    = formatMaxAge
 )
 
 // ConsumerDeclarations lists what starting a consumer of queue with policy
