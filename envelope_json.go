@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		Origin:        e.origin,
 		Error:         e.reason,
 		Claim:         e.claim,
-		Route:         e.Route(),
+		Route:         slices.Clone(e.route),
 		RoutePosition: e.routePosition,
 		RouteID:       e.routeID,
 		Headers:       make(map[string]any, len(e.headers)),

@@ -126,8 +126,8 @@ func TestReplayMovesAndStamps(t *testing.T) {
 			!read.FirstSeen().Equal(firstSeen) || read.Origin() != "orders@host-7" || read.Claim() != "s3://payloads/o-1" {
 			t.Fatalf("envelope changed: %+v", read.Fields())
 		}
-		if strings.Join(read.Route(), ",") != "a,b" || read.RoutePosition() != 1 || read.RouteID() != "run-1" {
-			t.Fatalf("route %v %d %q", read.Route(), read.RoutePosition(), read.RouteID())
+		if strings.Join(read.Fields().Route, ",") != "a,b" || read.Fields().RoutePosition != 1 || read.Fields().RouteID != "run-1" {
+			t.Fatalf("route %v %d %q", read.Fields().Route, read.Fields().RoutePosition, read.Fields().RouteID)
 		}
 		if h["x-acemq-future"] != "from-a-newer-sibling" || h["x-tenant"] != "acme" {
 			t.Fatalf("headers lost: %v", h)
@@ -484,8 +484,8 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Fatal("the replayed run did not finish")
 		}
-		if m.Envelope.RouteID() != runID || m.Envelope.RoutePosition() != 2 || m.Payload.ID != "o-1" {
-			t.Fatalf("finished run %q at position %d, want run %q at 2", m.Envelope.RouteID(), m.Envelope.RoutePosition(), runID)
+		if m.Envelope.Fields().RouteID != runID || m.Envelope.Fields().RoutePosition != 2 || m.Payload.ID != "o-1" {
+			t.Fatalf("finished run %q at position %d, want run %q at 2", m.Envelope.Fields().RouteID, m.Envelope.Fields().RoutePosition, runID)
 		}
 		if m.Envelope.Attempt() != 1 {
 			t.Fatalf("the last hop is on attempt %d", m.Envelope.Attempt())

@@ -147,8 +147,9 @@ func (d *demo) narrate(verb, what string, env acemq.Envelope) {
 	if age, ok := env.Age(); ok {
 		fmt.Fprintf(&b, " age=%s", age.Round(time.Millisecond))
 	}
-	if r := env.Route(); len(r) > 0 {
-		fmt.Fprintf(&b, " route=%s@%d", strings.Join(r, ","), env.RoutePosition())
+	if f := env.Fields(); len(f.Route) > 0 {
+		r := f.Route
+		fmt.Fprintf(&b, " route=%s@%d", strings.Join(r, ","), f.RoutePosition)
 	}
 	if n, ok := env.Header(wire.HeaderReplayCount); ok {
 		fmt.Fprintf(&b, " replays=%v", n)

@@ -228,10 +228,10 @@ func (d *demo) routeStep(ctx context.Context) {
 		switch {
 		case h.step != steps[i]:
 			err = fmt.Errorf("hop %d ran step %s, expected %s", i+1, h.step, steps[i])
-		case h.env.RouteID() != runID:
-			err = fmt.Errorf("hop %d carries run id %s, expected %s", i+1, h.env.RouteID(), runID)
-		case h.env.RoutePosition() != i:
-			err = fmt.Errorf("hop %d is at position %d, expected %d", i+1, h.env.RoutePosition(), i)
+		case h.env.Fields().RouteID != runID:
+			err = fmt.Errorf("hop %d carries run id %s, expected %s", i+1, h.env.Fields().RouteID, runID)
+		case h.env.Fields().RoutePosition != i:
+			err = fmt.Errorf("hop %d is at position %d, expected %d", i+1, h.env.Fields().RoutePosition, i)
 		case i > 0 && h.env.CausationID() != got[i-1].env.ID():
 			err = fmt.Errorf("hop %d was not caused by hop %d", i+1, i)
 		case i > 0 && h.env.CorrelationID() != got[0].env.CorrelationID():

@@ -232,7 +232,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 		// Touch everything a handler might read.
 		_ = m.Envelope.Headers()
 		_, _ = m.Envelope.Age()
-		_ = m.Envelope.Route()
+		_ = m.Envelope.Fields().Route
 		_ = m.Envelope.AppendHeaders(nil, q)
 		_ = m.Envelope.String()
 		_ = m.Envelope.Fields()
