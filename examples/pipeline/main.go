@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 			reserved <- m.Payload
 			return acemq.Accept()
 		},
-		acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Delivery) (context.Context, error) {
+		acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Message[[]byte]) (context.Context, error) {
 			if tenant, _ := d.Envelope.Header("tenant"); tenant != "acme" {
 				return nil, fmt.Errorf("tenant %v is not served here", tenant)
 			}
