@@ -294,7 +294,7 @@ func parsePolicy(t *testing.T, how string) (acemq.RetryPolicy, policyModel) {
 				t.Fatalf("policy %q: %v", how, err)
 			}
 			model.jitter = f
-			p = p.WithJitter(f)
+			p = p.Jitter(f)
 		case "waitInBrokerFrom":
 			model.threshold = parseHowDuration(t, mm[2])
 			p = p.WaitInBrokerFrom(time.Duration(model.threshold) * time.Millisecond)
@@ -486,7 +486,7 @@ func TestContractJitter(t *testing.T) {
 		}
 	}
 	// Floored at 1 ms, whatever the policy.
-	for _, pol := range []acemq.RetryPolicy{p, acemq.FixedRetry(3, 0), acemq.FixedRetry(3, 100*time.Microsecond).WithJitter(1)} {
+	for _, pol := range []acemq.RetryPolicy{p, acemq.FixedRetry(3, 0), acemq.FixedRetry(3, 100*time.Microsecond).Jitter(1)} {
 		for _, d := range []time.Duration{0, time.Microsecond, 900 * time.Microsecond} {
 			for range 200 {
 				if w := pol.Jittered(d); w < floor {

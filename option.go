@@ -18,7 +18,7 @@ import (
 // value of one of the option interfaces below. An option that switches a
 // default off takes a bool: WithConfirms(false), WithMandatory(false).
 // Options are applied in order: a later one of the same kind wins, except
-// WithConnEvents, WithFallbackURLs, WithTopology, WithPublishInterceptors,
+// WithOnConnEvent, WithFallbackURLs, WithTopology, WithPublishInterceptors,
 // WithConsumeInterceptors and WithMiddleware, which add up.
 
 // A ConnOption configures Connect.
@@ -187,7 +187,7 @@ func WithEndpointTimeout(d time.Duration) ConnOption {
 // WithWaitForBroker makes Connect keep dialling, with backoff, until the
 // broker answers or ctx ends, instead of failing at the first attempt: for
 // a service that may start before its broker. Each failed attempt is
-// reported to the WithConnEvents functions as a retrying event (Attempt,
+// reported to the WithOnConnEvent functions as a retrying event (Attempt,
 // Delay, Err) and logged through WithLogger's logger; a connection made
 // after one or more retries is reported as recovered. The waits start at
 // about 1 s and double up to 30 s, each with ±20 % jitter; every attempt
@@ -203,10 +203,10 @@ func WithWaitForBroker() ConnOption {
 	return connOption(func(c *connConfig) { c.wait = true })
 }
 
-// WithConnEvents registers a function called for every connection state
+// WithOnConnEvent registers a function called for every connection state
 // transition (lost, retrying, recovered, blocked, unblocked). It runs on
 // the driver's goroutine and must not block.
-func WithConnEvents(f func(driver.Event)) ConnOption {
+func WithOnConnEvent(f func(driver.Event)) ConnOption {
 	return connOption(func(c *connConfig) {
 		if f != nil {
 			c.onEvent = append(c.onEvent, f)

@@ -121,12 +121,12 @@ func (p RetryPolicy) GiveUpAfter(age time.Duration) RetryPolicy {
 	return p
 }
 
-// WithJitter returns a copy whose consumer waits land uniformly in
+// Jitter returns a copy whose consumer waits land uniformly in
 // [d×(1−f), d×(1+f)]. f must be in [0, 1].
-func (p RetryPolicy) WithJitter(f float64) RetryPolicy {
+func (p RetryPolicy) Jitter(f float64) RetryPolicy {
 	p = p.orDefault()
 	if !(f >= 0 && f <= 1) {
-		p = p.failf("WithJitter(%g): the jitter factor must be between 0 (none) and 1", f)
+		p = p.failf("Jitter(%g): the jitter factor must be between 0 (none) and 1", f)
 	}
 	p.jitter = math.Min(math.Max(f, 0), 1)
 	if math.IsNaN(p.jitter) {

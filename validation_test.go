@@ -25,8 +25,8 @@ func TestNonsensicalPoliciesAreRefused(t *testing.T) {
 		{"negative first delay", acemq.ExponentialRetry(3, -time.Second, time.Minute), "the first delay must not be negative"},
 		{"cap below the first delay", acemq.ExponentialRetry(3, time.Minute, time.Second), "the cap on a delay (1s) is below the first delay (1m0s)"},
 		{"negative age", acemq.FixedRetry(3, time.Second).GiveUpAfter(-1), "GiveUpAfter(-1ns): the age limit must not be negative"},
-		{"jitter above 1", acemq.FixedRetry(3, time.Second).WithJitter(1.5), "WithJitter(1.5): the jitter factor must be between 0 (none) and 1"},
-		{"negative jitter", acemq.FixedRetry(3, time.Second).WithJitter(-0.1), "WithJitter(-0.1)"},
+		{"jitter above 1", acemq.FixedRetry(3, time.Second).Jitter(1.5), "Jitter(1.5): the jitter factor must be between 0 (none) and 1"},
+		{"negative jitter", acemq.FixedRetry(3, time.Second).Jitter(-0.1), "Jitter(-0.1)"},
 		{"negative threshold", acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(-time.Second), "WaitInBrokerFrom(-1s)"},
 		{"first mistake kept", acemq.ExponentialRetry(0, 0, 0).GiveUpAfter(-1), "ExponentialRetry(0, 0s, 0s)"},
 	} {
@@ -45,7 +45,7 @@ func TestNonsensicalPoliciesAreRefused(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range []acemq.RetryPolicy{{}, acemq.NoRetry(), acemq.FixedRetry(1, 0), acemq.ExponentialRetry(5, 0, 0), acemq.FixedRetry(2, time.Second).WithJitter(1).GiveUpAfter(0).WaitInBrokerFrom(0)} {
+	for _, p := range []acemq.RetryPolicy{{}, acemq.NoRetry(), acemq.FixedRetry(1, 0), acemq.ExponentialRetry(5, 0, 0), acemq.FixedRetry(2, time.Second).Jitter(1).GiveUpAfter(0).WaitInBrokerFrom(0)} {
 		if err := p.Err(); err != nil {
 			t.Errorf("%s: Err() = %v, want nil", p, err)
 		}

@@ -109,9 +109,9 @@ func WithCheckpointEvery(n int) Option {
 	})
 }
 
-// WithCheckpointErrors calls f with every failure to save a checkpoint
+// WithOnCheckpointError calls f with every failure to save a checkpoint
 // while reading (the reader carries on and tries again at the next save).
-func WithCheckpointErrors(f func(error)) Option {
+func WithOnCheckpointError(f func(error)) Option {
 	return option(func(c *config) { c.onCheckFail = f })
 }
 

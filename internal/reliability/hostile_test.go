@@ -192,7 +192,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	var lost []string
 	var lmu sync.Mutex
-	c := connect(t, url, "acemq-reliability-hostile", acemq.WithTracerProvider(tp), acemq.WithConnEvents(func(e driver.Event) {
+	c := connect(t, url, "acemq-reliability-hostile", acemq.WithTracerProvider(tp), acemq.WithOnConnEvent(func(e driver.Event) {
 		if e.Kind == driver.EventLost {
 			lmu.Lock()
 			lost = append(lost, fmt.Sprint(e.Err))
@@ -421,7 +421,7 @@ func TestUnsendableRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lost atomic.Int64
-	c := connect(t, url, "acemq-reliability-unsendable", acemq.WithConnEvents(func(e driver.Event) {
+	c := connect(t, url, "acemq-reliability-unsendable", acemq.WithOnConnEvent(func(e driver.Event) {
 		if e.Kind == driver.EventLost {
 			lost.Add(1)
 			t.Logf("connection lost: %v", e.Err)

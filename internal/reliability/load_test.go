@@ -179,8 +179,8 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 	}
 	r.runID = r.queue[len(r.queue)-10:]
 	deleteQueuesAtCleanup(t, url, r.queue, contract.DeadLetterQueue(r.queue), contract.ParkedQueue(r.queue))
-	r.cons = connect(t, url, "acemq-reliability-consumer", acemq.WithConnEvents(r.onEvent("consumer")))
-	r.prod = connect(t, url, "acemq-reliability-producer", acemq.WithConnEvents(r.onEvent("producer")))
+	r.cons = connect(t, url, "acemq-reliability-consumer", acemq.WithOnConnEvent(r.onEvent("consumer")))
+	r.prod = connect(t, url, "acemq-reliability-producer", acemq.WithOnConnEvent(r.onEvent("producer")))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -36,7 +36,7 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lost atomic.Int64
-	c := connect(t, url, "acemq-reliability-poison", acemq.WithConnEvents(func(e driver.Event) {
+	c := connect(t, url, "acemq-reliability-poison", acemq.WithOnConnEvent(func(e driver.Event) {
 		if e.Kind == driver.EventLost {
 			lost.Add(1)
 		}
