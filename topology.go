@@ -12,12 +12,17 @@ import (
 	"github.com/acemq/acemq/topology"
 )
 
-// Exchange kinds, for Topology.Exchange.
+// ExchangeKind is an exchange's type, given to Topology.Exchange: one of
+// the four below or a plugin's kind, whose name begins "x-"
+// (ExchangeKind("x-consistent-hash")).
+type ExchangeKind string
+
+// The exchange kinds AMQP 0-9-1 defines.
 const (
-	ExchangeDirect  = driver.Direct
-	ExchangeTopic   = driver.Topic
-	ExchangeFanout  = driver.Fanout
-	ExchangeHeaders = driver.Headers
+	ExchangeDirect  ExchangeKind = driver.Direct
+	ExchangeTopic   ExchangeKind = driver.Topic
+	ExchangeFanout  ExchangeKind = driver.Fanout
+	ExchangeHeaders ExchangeKind = driver.Headers
 )
 
 // Topology is the application's broker topology written in code: exchanges,
@@ -58,9 +63,9 @@ func NewTopology() *Topology { return &Topology{} }
 // ExchangeTopic, ExchangeFanout, ExchangeHeaders, or a plugin's "x-…"
 // kind). WithDurable, WithAutoDelete, WithInternal and WithArguments apply
 // to exchanges.
-func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology {
+func (t *Topology) Exchange(name string, kind ExchangeKind, opts ...DeclareOption) *Topology {
 	s := t.spec(opts)
-	e := driver.Exchange{Name: name, Kind: kind, Durable: !s.transient, AutoDelete: s.autoDelete, Internal: s.internal, Args: s.args}
+	e := driver.Exchange{Name: name, Kind: string(kind), Durable: !s.transient, AutoDelete: s.autoDelete, Internal: s.internal, Args: s.args}
 	switch {
 	case name == "":
 		t.fail(errors.New("an exchange needs a name (the default exchange exists already and cannot be declared)"))
@@ -68,7 +73,7 @@ func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology 
 	case strings.HasPrefix(name, "amq."):
 		t.fail(fmt.Errorf("the exchange %q cannot be declared: names beginning amq. belong to the broker", name))
 		return t
-	case kind != driver.Direct && kind != driver.Topic && kind != driver.Fanout && kind != driver.Headers && !strings.HasPrefix(kind, "x-"):
+	case kind != ExchangeDirect && kind != ExchangeTopic && kind != ExchangeFanout && kind != ExchangeHeaders && !strings.HasPrefix(string(kind), "x-"):
 		t.fail(fmt.Errorf("the exchange %q has unknown kind %q (want direct, topic, fanout, headers or a plugin's x-… kind)", name, kind))
 		return t
 	}

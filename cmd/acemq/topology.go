@@ -801,7 +801,7 @@ with other settings fails, naming the difference.`,
 			if m != nil {
 				opts = append(opts, acemq.WithArguments(m))
 			}
-			return applyTopology(cmd, acemq.NewTopology().Exchange(a[0], kind, opts...), dryRun, f.json)
+			return applyTopology(cmd, acemq.NewTopology().Exchange(a[0], acemq.ExchangeKind(kind), opts...), dryRun, f.json)
 		},
 	}
 	topoCmd(cmd, &f)
