@@ -60,21 +60,7 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 	if p.err != nil {
 		return Envelope{}, p.err
 	}
-	var sc sendConfig
-	for _, o := range opts {
-		// Every SendOption is one of these (applySend is unexported):
-		// applying each by its type rather than through the interface, or
-		// through a function value, lets the compiler keep the options and
-		// sc off the heap.
-		switch so := o.(type) {
-		case envelopeOption:
-			sc.env = so.env
-		case expirationOption:
-			so.applySend(&sc)
-		case priorityOption:
-			so.applySend(&sc)
-		}
-	}
+	sc := sendOptions(opts)
 	if sc.err != nil {
 		return Envelope{}, sc.err
 	}
@@ -296,4 +282,32 @@ func (c *sendConfig) apply(m *driver.Message) {
 	if c.prioritySet {
 		m.Priority = c.priority
 	}
+}
+
+// sendOptions applies Send's options. The options of this package are
+// applied by their type rather than through the interface, which lets the
+// compiler keep them and the configuration off the heap; any other
+// SendOption (applySend is unexported, so one this package adds later) is
+// applied through the interface by the default branch, so that no option
+// can be ignored.
+func sendOptions(opts []SendOption) sendConfig {
+	var sc sendConfig
+	for _, o := range opts {
+		switch so := o.(type) {
+		case envelopeOption:
+			sc.env = so.env
+		case expirationOption:
+			so.applySend(&sc)
+		case priorityOption:
+			so.applySend(&sc)
+		default:
+			// Through a copy, so that only such an option costs an
+			// allocation: &sc given to an interface method would escape.
+			c := new(sendConfig)
+			*c = sc
+			o.applySend(c)
+			sc = *c
+		}
+	}
+	return sc
 }
