@@ -107,7 +107,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	for _, o := range opts {
 		o.applyConn(&cfg)
 	}
-	if err := errors.Join(cfg.errs...); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	urls := driver.SplitURLs(url)

@@ -27,8 +27,8 @@ func TestSendOptionsApplyEveryOption(t *testing.T) {
 		t.Errorf("WithExpiration was not applied")
 	case sc.priority != 9:
 		t.Errorf("the later option did not win over WithPriority(3): %d", sc.priority)
-	case sc.err != nil:
-		t.Errorf("err = %v", sc.err)
+	case sc.validate() != nil:
+		t.Errorf("validate() = %v", sc.validate())
 	}
 }
 

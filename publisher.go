@@ -39,14 +39,9 @@ func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Pub
 	for _, o := range opts {
 		o.applyPublisher(&p.cfg)
 	}
-	switch {
-	case c == nil:
+	if c == nil {
 		p.err = errors.New("acemq: NewPublisher was given a nil connection")
-	case p.cfg.codec == nil:
-		p.err = errNoCodec
-	case p.cfg.err != nil:
-		p.err = p.cfg.err
-	default:
+	} else if p.err = p.cfg.validate(); p.err == nil {
 		p.intercept = append(append([]PublishInterceptor(nil), c.publishIcpt...), p.cfg.intercept...)
 	}
 	return p
@@ -61,8 +56,8 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 		return Envelope{}, p.err
 	}
 	sc := sendOptions(opts)
-	if sc.err != nil {
-		return Envelope{}, sc.err
+	if err := sc.validate(); err != nil {
+		return Envelope{}, err
 	}
 	if err := p.gate.wait(ctx); err != nil {
 		return Envelope{}, err

@@ -187,3 +187,50 @@ func TestURLListConnects(t *testing.T) {
 		t.Errorf("a closed connection reports the endpoint %q", got)
 	}
 }
+
+// TestOptionsAreCheckedWhereTheyAreTaken: every option is checked by the
+// call that takes it (docs: package acemq, Options), never earlier and
+// never later: the interceptor and middleware options given nil, a
+// negative expiration.
+func TestOptionsAreCheckedWhereTheyAreTaken(t *testing.T) {
+	ctx := context.Background()
+	c := memoryBackend.open(t)
+	h := func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() }
+	const nilPublish, nilConsume = "WithPublishInterceptors was given a nil interceptor", "WithConsumeInterceptors was given a nil interceptor"
+
+	if _, err := acemq.Connect(ctx, c.URL(), acemq.WithPublishInterceptors(nil)); err == nil || !strings.Contains(err.Error(), nilPublish) {
+		t.Errorf("Connect: %v, want it to say %q", err, nilPublish)
+	}
+	if _, err := acemq.Connect(ctx, c.URL(), acemq.WithConsumeInterceptors(nil)); err == nil || !strings.Contains(err.Error(), nilConsume) {
+		t.Errorf("Connect: %v, want it to say %q", err, nilConsume)
+	}
+	// Interceptors of the other direction are not the consumer's or the
+	// publisher's business: each checks its own.
+	for _, tc := range []struct {
+		opt  acemq.ConsumeOption
+		says string
+	}{
+		{acemq.WithConsumeInterceptors(nil), nilConsume},
+		{acemq.WithMiddleware[string](nil), "WithMiddleware was given a nil middleware"},
+	} {
+		if _, err := acemq.Consume(ctx, c, "q", h, tc.opt); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Consume: %v, want it to say %q", err, tc.says)
+		}
+	}
+	p := acemq.NewPublisher[string](c, "", acemq.WithPublishInterceptors(nil))
+	for range 2 { // every Send reports it: building a publisher cannot fail
+		if _, err := p.Send(ctx, "q", "x"); err == nil || !strings.Contains(err.Error(), nilPublish) {
+			t.Errorf("Send: %v, want it to say %q", err, nilPublish)
+		}
+	}
+	ok := acemq.NewPublisher[string](c, "", acemq.WithPublishInterceptors(func(context.Context, *acemq.Publishing) error { return nil }))
+	const negative = "WithExpiration(-1s): a time to live must not be negative"
+	if _, err := ok.Send(ctx, "q", "x", acemq.WithExpiration(-time.Second)); err == nil || !strings.Contains(err.Error(), negative) {
+		t.Errorf("Send: %v, want it to say %q", err, negative)
+	}
+	// A later valid value does not hide an earlier mistake of another
+	// option, and the last value of one option is the one checked.
+	if _, err := acemq.Consume(ctx, c, "q", h, acemq.WithConcurrency(0), acemq.WithConcurrency(2), acemq.WithPrefetch(-1)); err == nil || !strings.Contains(err.Error(), "WithPrefetch(-1)") {
+		t.Errorf("Consume: %v, want it to name WithPrefetch(-1)", err)
+	}
+}
