@@ -112,9 +112,17 @@ WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
 publishers and consumers, [WithRetry] by both consumers and queue
 declarations, and the [InterceptorOption] values of
 [WithPublishInterceptors] and [WithConsumeInterceptors] by Connect,
-NewPublisher and Consume. Nonsensical values (a concurrency of 0, a retry policy with
-no attempts, a negative timeout) are refused with an error that says what
-to change.
+NewPublisher and Consume. A callback option is named WithOn…
+([WithOnConnEvent]). A builder method of a value is not an option and is
+not named With… ([RetryPolicy.Jitter], [RetryPolicy.GiveUpAfter]).
+
+An option only records its value. The call that takes it checks it, and
+only that call: Connect, NewPublisher (whose mistakes every Send returns,
+since building a publisher cannot fail), Send, Consume, and the topology
+builder (reported by [Topology.Validate], Plan and Apply). Nonsensical
+values (a concurrency of 0, a retry policy with no attempts, a negative
+timeout, a nil interceptor) are refused there with an error that names the
+option and says what to change.
 
 # Where to go next
 

@@ -246,7 +246,7 @@ func (o codecOption) applyConsume(c *consumeConfig)     { c.codec = o.c }
 func (o codecOption) Carried() Codec { return o.c }
 
 // WithCodec chooses the codec: for a publisher, the one it writes with; for
-// a consumer, the one it reads with (a Composite reads several formats).
+// a consumer, the one it reads with (codec.Composite reads several formats).
 // The default is JSON.
 func WithCodec(c Codec) CodecOption { return codecOption{c} }
 
@@ -719,7 +719,7 @@ func WithMaxPriority(max uint8) DeclareOption {
 }
 
 // errNoCodec is the error of a publisher or consumer given WithCodec(nil).
-var errNoCodec = errors.New("acemq: WithCodec was given a nil codec: pass JSON, Text, Bytes, a Composite or a codec of your own")
+var errNoCodec = errors.New("acemq: WithCodec was given a nil codec: pass JSON, Text, Bytes, a codec.Composite or a codec of your own")
 
 // nilPublish and nilConsume report whether a list of interceptors holds a
 // nil one.

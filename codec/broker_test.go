@@ -146,7 +146,7 @@ func TestReadingByContentTypeAndParkingWhatDoesNotOpen(t *testing.T) {
 		cons, err := acemq.Consume(context.Background(), conn, q, func(_ context.Context, m acemq.Message[order]) acemq.Ack {
 			got <- m
 			return acemq.Accept()
-		}, acemq.WithCodec(acemq.Composite(enc, reader)))
+		}, acemq.WithCodec(codec.Composite(enc, reader)))
 		if err != nil {
 			t.Fatal(err)
 		}

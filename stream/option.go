@@ -58,7 +58,7 @@ func WithPrefetch(n int) Option {
 }
 
 // WithCodec sets the codec the reader decodes with (default acemq.JSON; a
-// acemq.Composite reads several formats).
+// codec.Composite reads several formats).
 func WithCodec(codec acemq.Codec) Option {
 	return option(func(c *config) {
 		if codec == nil {
