@@ -94,7 +94,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 // id, correlation = id, version and attempt 1, first seen now), while
 // "firstSeen": null means the age is unknown, as for a message that
 // arrived without one. Unknown keys are ignored. Headers nested more than
-// 64 deep are refused, as HeadersFromJSON refuses them. A reserved name among the
+// 64 deep are refused, as every reader of the JSON form refuses them. A reserved name among the
 // headers fails with a *ReservedHeaderError; malformed JSON, a number that
 // is not a 32-bit integer where one is due, or a malformed $-form with an
 // error saying what is wrong.

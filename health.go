@@ -45,7 +45,7 @@ type HealthReport struct {
 	Parts map[string]any `json:"parts"`
 }
 
-// Health checks the connection within ctx, or defaultHealthTimeout when ctx
+// Health checks the connection within ctx, or 3 s when ctx
 // has no deadline. It reports:
 //
 //   - down when the connection is closed or the broker does not answer a

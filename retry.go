@@ -137,7 +137,7 @@ func (p RetryPolicy) Jitter(f float64) RetryPolicy {
 
 // WaitInBrokerFrom returns a copy whose waits at or above t are held on a
 // broker rung queue; 0 keeps every wait in the consumer. t must not be
-// negative.
+// negative. The default is 30 s.
 func (p RetryPolicy) WaitInBrokerFrom(t time.Duration) RetryPolicy {
 	p = p.orDefault()
 	if t < 0 {
