@@ -36,7 +36,7 @@ type Conn struct {
 	listeners atomic.Pointer[[]func(Settlement)]
 	consumers map[*consumerCore]struct{}
 	closed    bool
-	events    []func(ConnEvent)
+	events    []func(driver.Event)
 	declared  declaredPolicies // retry_declared.go
 
 	// The pipeline (pipeline.go, logging.go).
@@ -44,15 +44,6 @@ type Conn struct {
 	consumeIcpt []ConsumeInterceptor
 	log         *slog.Logger
 }
-
-// ConnEvent is a connection state transition (lost, retrying, recovered,
-// blocked, unblocked), reported to the functions given with
-// WithConnEvents.
-type ConnEvent = driver.Event
-
-// UnroutableError reports a mandatory publish no queue took. Code and Text
-// are the broker's (312 NO_ROUTE).
-type UnroutableError = driver.ReturnError
 
 // Errors a caller tells apart with errors.Is.
 var (
@@ -88,7 +79,7 @@ func init() {
 		}
 		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load()}
 		for _, d := range c.core.cfg.retry.brokerRungs() {
-			st.Rungs = append(st.Rungs, RungQueue(c.core.queue, d))
+			st.Rungs = append(st.Rungs, wire.RungQueue(c.core.queue, d))
 		}
 		return st, true
 	})
@@ -116,7 +107,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	for _, o := range opts {
 		o.applyConn(&cfg)
 	}
-	if err := errors.Join(cfg.errs...); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	urls := driver.SplitURLs(url)

@@ -65,7 +65,7 @@ handlers that are running finish, deliveries not started go back.
 
 A [Topology] is the application's exchanges, queues and bindings written in
 code: built with [NewTopology] and its chained methods, validated,
-printed as a [Plan], declared with [Topology.Apply], compared with the
+printed as a [topology.Plan] ([Topology.Plan]), declared with [Topology.Apply], compared with the
 broker with [Topology.Drift] and removed with [Topology.Delete]. It decides
 the queue type (durable queues are quorum queues) and declares the
 dead-letter and retry halves ([WithDeadLettering], [WithRetry]) as the
@@ -106,15 +106,23 @@ every consumer at once within one deadline. See docs/pipeline.md.
 
 Every option of the module is a function named With… that returns an
 option interface: [ConnOption] for Connect, [PublisherOption], [SendOption],
-[ConsumeOption], [DeclareOption] for the topology builder, [DriftOption].
+[ConsumeOption], [DeclareOption] for the topology builder.
 An option that switches a default off takes a bool: WithConfirms(false),
 WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
 publishers and consumers, [WithRetry] by both consumers and queue
 declarations, and the [InterceptorOption] values of
 [WithPublishInterceptors] and [WithConsumeInterceptors] by Connect,
-NewPublisher and Consume. Nonsensical values (a concurrency of 0, a retry policy with
-no attempts, a negative timeout) are refused with an error that says what
-to change.
+NewPublisher and Consume. A callback option is named WithOn…
+([WithOnConnEvent]). A builder method of a value is not an option and is
+not named With… ([RetryPolicy.Jitter], [RetryPolicy.GiveUpAfter]).
+
+An option only records its value. The call that takes it checks it, and
+only that call: Connect, NewPublisher (whose mistakes every Send returns,
+since building a publisher cannot fail), Send, Consume, and the topology
+builder (reported by [Topology.Validate], Plan and Apply). Nonsensical
+values (a concurrency of 0, a retry policy with no attempts, a negative
+timeout, a nil interceptor) are refused there with an error that names the
+option and says what to change.
 
 # Errors
 

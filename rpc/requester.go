@@ -189,7 +189,7 @@ func (r *Requester[Req, Rep]) Outstanding() int {
 //   - the codec's error when the reply cannot be decoded, at once;
 //   - a *TimeoutError (errors.Is ErrTimeout) when no reply arrived;
 //   - the publish error when the request was not published, for example an
-//     *acemq.UnroutableError: requests are mandatory.
+//     *driver.ReturnError: requests are mandatory.
 //
 // The request's id, correlation and AMQP correlation-id are one fresh UUID
 // per call, and the reply address travels in the acemq-reply-to header and

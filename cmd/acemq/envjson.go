@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/headerjson"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -92,7 +93,7 @@ func decodeEnvelope(input []byte) ([]byte, error) {
 	if in.MessageID != nil {
 		mid = *in.MessageID
 	}
-	headers, err := acemq.HeadersFromJSON(in.Headers)
+	headers, err := headerjson.HeadersFromJSON(in.Headers)
 	if err != nil {
 		return nil, libraryInput(err)
 	}

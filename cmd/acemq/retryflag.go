@@ -76,7 +76,7 @@ func parseRetryPolicy(s string) (acemq.RetryPolicy, error) {
 			if err != nil {
 				return fail("%v", err)
 			}
-			p = p.WithJitter(f)
+			p = p.Jitter(f)
 		default:
 			return fail("unknown modifier .%s(…) (want .giveUpAfter, .withJitter or .waitInBrokerFrom)", c.name)
 		}
