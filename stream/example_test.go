@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
 	"github.com/acemq/acemq/stream"
 )
@@ -121,7 +122,7 @@ func ExampleWithMiddleware() {
 	}
 	<-done
 	_ = r.Close(ctx)
-	parked, _ := conn.Inspect(ctx, acemq.ParkedQueue("audit"))
+	parked, _ := conn.Inspect(ctx, contract.ParkedQueue("audit"))
 	fmt.Println("parked:", parked.Messages)
 	// Output:
 	// offset 0: login

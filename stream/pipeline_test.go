@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
@@ -25,7 +26,7 @@ func TestReaderRunsConsumeInterceptors(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		var connSaw, readerSaw atomic.Int64
 		refuse := errors.New("tenant unknown")
-		c := brokertest.Connect(t, url, acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Delivery) (context.Context, error) {
+		c := brokertest.Connect(t, url, acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Message[[]byte]) (context.Context, error) {
 			connSaw.Add(1)
 			if strings.Contains(string(d.Body), `"n":1`) {
 				return nil, refuse
@@ -36,7 +37,7 @@ func TestReaderRunsConsumeInterceptors(t *testing.T) {
 		publish(t, c, q, 0, 3)
 		var all seen
 		read(t, c, q, accepting(&all), stream.WithOffset(stream.First()),
-			stream.WithConsumeInterceptors(func(ctx context.Context, d acemq.Delivery) (context.Context, error) {
+			stream.WithConsumeInterceptors(func(ctx context.Context, d acemq.Message[[]byte]) (context.Context, error) {
 				if d.Queue != q {
 					t.Errorf("the reader's interceptor saw a delivery from %q, want %q", d.Queue, q)
 				}
@@ -48,7 +49,7 @@ func TestReaderRunsConsumeInterceptors(t *testing.T) {
 			defer all.mu.Unlock()
 			return len(all.ns) == 2 && connSaw.Load() == 3
 		})
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(q))
 		if r, _ := d.Headers[wire.HeaderError].(string); r != "an interceptor refused it: "+wire.Describe(refuse) {
 			t.Errorf("the refused copy's reason is %q", r)
 		}
@@ -82,7 +83,7 @@ func TestReaderRunsMiddleware(t *testing.T) {
 		var all seen
 		r := read(t, c, q, accepting(&all), stream.WithOffset(stream.First()), stream.WithMiddleware(parkTwo))
 		all.wait(t, 3)
-		d := brokertest.Get(t, c, acemq.ParkedQueue(q))
+		d := brokertest.Get(t, c, contract.ParkedQueue(q))
 		if reason, _ := d.Headers[wire.HeaderError].(string); reason != "the handler parked it: "+wire.Describe(errParkedByMiddleware) {
 			t.Errorf("the parked copy's reason is %q", reason)
 		}
@@ -144,7 +145,7 @@ func TestReaderBreaker(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("settlements %v, want %v", got, want)
 		}
-		if n := brokertest.Depth(t, c, acemq.ParkedQueue(q)); n != 0 {
+		if n := brokertest.Depth(t, c, contract.ParkedQueue(q)); n != 0 {
 			t.Errorf("%d messages parked, want none: the breaker held the failure back", n)
 		}
 	})

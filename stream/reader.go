@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
 )
@@ -123,8 +124,8 @@ func (r *Reader) prepare(ctx context.Context) error {
 	}
 	if !r.cfg.noDeclare {
 		topo := acemq.NewTopology().
-			Queue(acemq.DeadLetterQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic)).
-			Queue(acemq.ParkedQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic))
+			Queue(contract.DeadLetterQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic)).
+			Queue(contract.ParkedQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic))
 		if err := topo.Apply(ctx, r.conn); err != nil {
 			return fmt.Errorf("stream: the reader of %q could not declare its dead-letter queues: %w", r.stream, err)
 		}
