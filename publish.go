@@ -2,6 +2,7 @@ package acemq
 
 import (
 	"context"
+	"fmt"
 	"iter"
 
 	"github.com/acemq/acemq/driver"
@@ -53,11 +54,17 @@ type draft = engine.Draft[Envelope]
 
 // publishSeq is engine.PublishSeq over the connection's engine (see there).
 func (c *Conn) publishSeq(ctx context.Context, drafts iter.Seq[*draft], result func(Envelope, error)) {
-	engine.PublishSeq(ctx, c.eng, drafts, identity, result)
+	engine.PublishSeq(ctx, c.eng, drafts, identity, nothingPublished, result)
 }
 
 // publishEach is engine.PublishEach over the connection's engine (see
 // there).
 func (c *Conn) publishEach(ctx context.Context, n int, build func(i int) (driver.Message, Envelope, error)) []error {
-	return engine.PublishEach(ctx, c.eng, n, build, identity)
+	return engine.PublishEach(ctx, c.eng, n, build, identity, nothingPublished)
+}
+
+// nothingPublished is the error of a message of a sequence publish left
+// unpublished when ctx ended with cause.
+func nothingPublished(cause error) error {
+	return fmt.Errorf("acemq: nothing was published: %w", cause)
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"time"
 
@@ -34,14 +33,15 @@ type sent[E any] struct {
 // driver.EachPublisher the confirm window slides inside the sequence and a
 // result is reported when drafts yields its next message or ends; it stops
 // taking drafts when ctx ends. Else each message is published and
-// confirmed before the next is taken.
-func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]], id func(E) Identity, result func(E, error)) {
+// confirmed before the next is taken. unsent makes the error of a message
+// left unpublished when ctx ended (the caller's package names it).
+func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]], id func(E) Identity, unsent func(cause error) error, result func(E, error)) {
 	ep, ok := c.t.(driver.EachPublisher)
 	if !ok {
 		for d := range drafts {
 			err := d.Err
 			if err == nil && ctx.Err() != nil {
-				err = fmt.Errorf("acemq: nothing was published: %w", context.Cause(ctx))
+				err = unsent(context.Cause(ctx))
 			}
 			if err == nil {
 				err = c.PublishAs(ctx, d.M, id(d.Env))
@@ -85,7 +85,7 @@ func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]],
 // publish's. When the driver takes a sequence (driver.EachPublisher), each
 // is made just before it is sent; else all are made first and published
 // with PublishBatchAs. id gives an envelope's identity for its span.
-func PublishEach[E any](ctx context.Context, c *Conn, n int, build func(i int) (driver.Message, E, error), id func(E) Identity) []error {
+func PublishEach[E any](ctx context.Context, c *Conn, n int, build func(i int) (driver.Message, E, error), id func(E) Identity, unsent func(cause error) error) []error {
 	if _, ok := c.t.(driver.EachPublisher); !ok {
 		return buildThenPublish(ctx, c, n, build, id)
 	}
@@ -98,10 +98,10 @@ func PublishEach[E any](ctx context.Context, c *Conn, n int, build func(i int) (
 				return
 			}
 		}
-	}, id, func(_ E, err error) { errs = append(errs, err) })
+	}, id, unsent, func(_ E, err error) { errs = append(errs, err) })
 	// The driver stops taking messages when ctx ends.
 	for len(errs) < n {
-		errs = append(errs, fmt.Errorf("acemq: nothing was published: %w", context.Cause(ctx)))
+		errs = append(errs, unsent(context.Cause(ctx)))
 	}
 	return errs
 }
