@@ -1,6 +1,7 @@
 // Package headerjson reads and writes header values in the JSON form of an
 // envelope's headers (docs/envelope.md): the form Envelope's JSON methods
-// and the acemq CLI's --header-json flag use.
+// and the acemq CLI's --header-json flag use. Its errors are fragments
+// with no package prefix: the caller's prefix comes first.
 package headerjson
 
 import (
