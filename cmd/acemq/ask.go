@@ -41,8 +41,8 @@ routing key); 1 anything else.`,
 			return runAsk(cmd, args, f)
 		},
 	}
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.exchange, "exchange", "", `exchange to send the request to ("" is the default exchange)`)
 	fl.StringVar(&f.routingKey, "routing-key", "", "routing key (on the default exchange, the responder's queue)")
@@ -57,36 +57,36 @@ routing key); 1 anything else.`,
 
 func runAsk(cmd *cobra.Command, args []string, f askFlags) error {
 	if f.timeout <= 0 {
-		return withCode(exitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
+		return WithCode(ExitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
 	}
-	headers, err := parseHeaders(f.headers)
+	headers, err := ParseHeaders(f.headers)
 	if err != nil {
 		return err
 	}
-	body, err := readBody(cmd, args)
+	body, err := ReadBody(cmd, args)
 	if err != nil {
 		return err
 	}
 	if f.ct == "" {
-		f.ct = guessContentType(body)
+		f.ct = GuessContentType(body)
 	}
 	env, err := acemq.NewEnvelope(acemq.Fields{Type: f.typ, Headers: headers})
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
-	s, err := openSession(cmd, "")
+	s, err := OpenSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 
-	octx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
-	req, err := rpc.Open[[]byte, []byte](octx, s.conn, f.exchange, f.routingKey, rpc.WithCodec(rawCodec{contentType: f.ct}), rpc.WithTimeout(f.timeout))
+	octx, cancel := context.WithTimeout(cmd.Context(), ConnectTimeout)
+	req, err := rpc.Open[[]byte, []byte](octx, s.Conn, f.exchange, f.routingKey, rpc.WithCodec(RawCodec{Type: f.ct}), rpc.WithTimeout(f.timeout))
 	cancel()
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("opening a requester: %w", err))
+		return WithCode(ExitFailure, fmt.Errorf("opening a requester: %w", err))
 	}
-	defer closeQuietly(req.Close)
+	defer CloseQuietly(req.Close)
 
 	reply, err := req.Ask(cmd.Context(), body, rpc.WithEnvelope(env))
 	if err != nil {
@@ -94,20 +94,20 @@ func runAsk(cmd *cobra.Command, args []string, f askFlags) error {
 		var ue *acemq.UnroutableError
 		switch {
 		case errors.As(err, &re) && re.Refused:
-			return withCode(exitResponder, fmt.Errorf("the responder refused the request: %s", re.Text))
+			return WithCode(ExitResponder, fmt.Errorf("the responder refused the request: %s", re.Text))
 		case errors.As(err, &re):
-			return withCode(exitResponder, fmt.Errorf("the responder failed: %s", re.Text))
+			return WithCode(ExitResponder, fmt.Errorf("the responder failed: %s", re.Text))
 		case errors.As(err, &ue):
-			return withCode(exitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); the request was not delivered%s", ue.Exchange, ue.RoutingKey, ue.Code, ue.Text, s.hint()))
+			return WithCode(ExitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); the request was not delivered%s", ue.Exchange, ue.RoutingKey, ue.Code, ue.Text, s.Hint()))
 		case errors.Is(err, acemq.ErrNotFound):
-			return withCode(exitFailure, fmt.Errorf("%w (declare the exchange first)%s", err, s.hint()))
+			return WithCode(ExitFailure, fmt.Errorf("%w (declare the exchange first)%s", err, s.Hint()))
 		case errors.Is(err, rpc.ErrTimeout):
 			if cmd.Context().Err() != nil {
-				return withCode(exitFailure, errors.New("interrupted while waiting for the reply"))
+				return WithCode(ExitFailure, errors.New("interrupted while waiting for the reply"))
 			}
-			return withCode(exitTimeout, fmt.Errorf("no reply within %s (the request may still be queued, running or done)", f.timeout))
+			return WithCode(ExitTimeout, fmt.Errorf("no reply within %s (the request may still be queued, running or done)", f.timeout))
 		}
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	_, err = cmd.OutOrStdout().Write(reply)
 	return err

@@ -135,8 +135,8 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
 			return runBench(cmd, f)
 		},
 	}
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.IntVar(&f.messages, "messages", 10000, "messages to publish and consume")
 	fl.IntVar(&f.size, "size", 1024, fmt.Sprintf("body size in bytes (at least %d)", perf.StampSize))
@@ -149,7 +149,7 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
 	fl.IntVar(&f.requests, "requests", 2000, "requests to make with --rpc")
 	fl.BoolVar(&f.compareRaw, "compare-raw", false, "run the same work through plain amqp091-go and print the ratio")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
-	addMetricsFlag(fl, &f.metricsAddr)
+	AddMetricsFlag(fl, &f.metricsAddr)
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
@@ -177,25 +177,25 @@ func (f benchFlags) validate(url string) error {
 }
 
 func runBench(cmd *cobra.Command, f benchFlags) error {
-	url, _ := brokerURL(cmd)
+	url, _ := BrokerURL(cmd)
 	if err := f.validate(url); err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	rawTLS, err := tlsConfig(cmd)
+	rawTLS, err := TLSConfig(cmd)
 	if err != nil {
 		return err
 	}
-	s, err := openSession(cmd, f.metricsAddr, acemq.WithMaxOutstanding(max(1000, f.producers*f.window)))
+	s, err := OpenSession(cmd, f.metricsAddr, acemq.WithMaxOutstanding(max(1000, f.producers*f.window)))
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 
-	b := &bench{f: f, conn: s.conn, url: endpointURL(url, s.conn.Endpoint()), tls: rawTLS, sfx: suffix(), progress: stderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
+	b := &bench{f: f, conn: s.Conn, url: endpointURL(url, s.Conn.Endpoint()), tls: rawTLS, sfx: Suffix(), progress: StderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
 	defer b.cleanup()
-	rep := benchReport{URL: s.conn.URL(), Endpoint: s.conn.Endpoint(), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
+	rep := benchReport{URL: s.Conn.URL(), Endpoint: s.Conn.Endpoint(), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
 		Producers: f.producers, Consumers: f.consumers, Window: f.window, Prefetch: f.prefetch, OK: true}
 	if f.rpc {
 		rep.Requests = f.requests
@@ -271,7 +271,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 
 	out := cmd.OutOrStdout()
 	if f.json {
-		bs, err := marshalLine(rep)
+		bs, err := MarshalLine(rep)
 		if err != nil {
 			return err
 		}
@@ -280,7 +280,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		printBench(out, rep)
 	}
 	if !rep.OK {
-		return withCode(exitFailure, errors.New(rep.FailReason))
+		return WithCode(ExitFailure, errors.New(rep.FailReason))
 	}
 	return nil
 }

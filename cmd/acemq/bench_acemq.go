@@ -26,11 +26,11 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 	}
 	var conLat perf.Latencies
 	done := perf.NewCountdown(f.messages)
-	codec := acemq.WithCodec(rawCodec{contentType: "application/octet-stream"})
+	codec := acemq.WithCodec(RawCodec{Type: "application/octet-stream"})
 	var consumers []*acemq.Consumer
 	defer func() {
 		for _, c := range consumers {
-			closeQuietly(c.Close)
+			CloseQuietly(c.Close)
 		}
 	}()
 	for i := 0; i < f.consumers; i++ {
@@ -96,19 +96,19 @@ func (b *bench) acemqRPC(ctx context.Context) (benchResult, error) {
 	if err != nil {
 		return res, err
 	}
-	codec := rawCodec{contentType: "application/octet-stream"}
+	codec := RawCodec{Type: "application/octet-stream"}
 	resp, err := rpc.Serve(ctx, b.conn, q, func(_ context.Context, m acemq.Message[[]byte]) ([]byte, error) {
 		return m.Payload, nil
 	}, acemq.WithCodec(codec), acemq.WithPrefetch(f.prefetch), acemq.WithConcurrency(f.producers))
 	if err != nil {
 		return res, err
 	}
-	defer closeQuietly(resp.Close)
+	defer CloseQuietly(resp.Close)
 	req, err := rpc.Open[[]byte, []byte](ctx, b.conn, "", q, rpc.WithCodec(codec), rpc.WithTimeout(benchCallTimeout))
 	if err != nil {
 		return res, err
 	}
-	defer closeQuietly(req.Close)
+	defer CloseQuietly(req.Close)
 	return b.rounds(ctx, "acemq", "asking through acemq", func() error {
 		_, err := req.Ask(ctx, b.body())
 		return err

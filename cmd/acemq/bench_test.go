@@ -41,7 +41,7 @@ func checkResult(t *testing.T, rep benchReport, phase, client string, n int) {
 }
 
 func TestBenchOnMemory(t *testing.T) {
-	r := runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "300", "--size", "64", "--producers", "2", "--consumers", "2", "--rpc", "--requests", "50", "--json").wantCode(t, 0)
+	r := runCLI(t, "", "bench", "--url", "memory://bench-"+Suffix(), "--messages", "300", "--size", "64", "--producers", "2", "--consumers", "2", "--rpc", "--requests", "50", "--json").wantCode(t, 0)
 	rep := benchReportOf(t, r.stdout)
 	if !rep.OK || rep.Messages != 300 || rep.Producers != 2 || rep.QueueType != "quorum" {
 		t.Errorf("report %+v", rep)
@@ -50,7 +50,7 @@ func TestBenchOnMemory(t *testing.T) {
 	checkResult(t, rep, "consume", "acemq", 300)
 	checkResult(t, rep, "request", "acemq", 50)
 
-	text := runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "50", "--queue-type", "classic").wantCode(t, 0)
+	text := runCLI(t, "", "bench", "--url", "memory://bench-"+Suffix(), "--messages", "50", "--queue-type", "classic").wantCode(t, 0)
 	for _, want := range []string{"P50 MS", "P99 MS", "MAX MS", "publish", "consume", "every message was confirmed and delivered"} {
 		if !strings.Contains(text.stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.stdout)
@@ -121,7 +121,7 @@ func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
 }
 
 func TestBenchMetricsAddr(t *testing.T) {
-	r := runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "100", "--size", "64", "--metrics-addr", "127.0.0.1:0").wantCode(t, 0)
+	r := runCLI(t, "", "bench", "--url", "memory://bench-"+Suffix(), "--messages", "100", "--size", "64", "--metrics-addr", "127.0.0.1:0").wantCode(t, 0)
 	if !strings.Contains(r.stderr, "metrics on http://127.0.0.1:") {
 		t.Errorf("bench did not serve its metrics; stderr:\n%s", r.stderr)
 	}
@@ -131,7 +131,7 @@ func TestBenchMetricsAddr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r = runCLI(t, "", "bench", "--url", "memory://bench-"+suffix(), "--messages", "10", "--metrics-addr", ln.Addr().String()).wantCode(t, 1)
+	r = runCLI(t, "", "bench", "--url", "memory://bench-"+Suffix(), "--messages", "10", "--metrics-addr", ln.Addr().String()).wantCode(t, 1)
 	if !strings.Contains(r.stderr, "--metrics-addr") {
 		t.Errorf("stderr %q", r.stderr)
 	}
@@ -146,7 +146,7 @@ func TestBenchReportJSONShape(t *testing.T) {
 		SameWorkRatios: []benchRatio{{Phase: "publish", Throughput: 0.9, P50: 1.1}},
 		ReferenceNote:  referenceNote,
 	}
-	bs, err := marshalLine(rep)
+	bs, err := MarshalLine(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestBenchReportJSONShape(t *testing.T) {
 		t.Errorf("referenceNote = %v", got["referenceNote"])
 	}
 	// Without --compare-raw none of them is printed.
-	bs, _ = marshalLine(benchReport{})
+	bs, _ = MarshalLine(benchReport{})
 	for _, k := range []string{"ratios", "sameWorkRatios", "referenceNote"} {
 		if strings.Contains(string(bs), `"`+k+`"`) {
 			t.Errorf("%s printed without --compare-raw: %s", k, bs)

@@ -44,7 +44,7 @@ func brokerConn(t *testing.T) (*acemq.Conn, string) {
 // testQueue declares a uniquely named classic queue, deleted at the end.
 func testQueue(t *testing.T, conn *acemq.Conn, prefix string) string {
 	t.Helper()
-	name := fmt.Sprintf("acemq-cli-test.%s.%s", prefix, suffix())
+	name := fmt.Sprintf("acemq-cli-test.%s.%s", prefix, Suffix())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleteAtEnd(t, conn, name)
@@ -159,11 +159,11 @@ func TestPublishAndConsumeJSON(t *testing.T) {
 
 func TestPublishUnroutableExitsFour(t *testing.T) {
 	_, url := brokerConn(t)
-	r := runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "x").wantCode(t, 4)
+	r := runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+Suffix(), "x").wantCode(t, 4)
 	if !strings.Contains(r.stderr, "unroutable") || r.stdout != "" {
 		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
-	runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "--count", "3", "x").wantCode(t, 4)
+	runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+Suffix(), "--count", "3", "x").wantCode(t, 4)
 }
 
 func TestPublishRefusesReservedHeader(t *testing.T) {
@@ -300,7 +300,7 @@ func waitConsumers(t *testing.T, conn *acemq.Conn, q string, n int, b *backgroun
 
 func TestServeAndAsk(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.serve." + suffix()
+	q := "acemq-cli-test.serve." + Suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--concurrency", "2", "--json", "--",
 		"sh", "-c", `read body; if [ "$body" = fail ]; then echo "some detail" >&2; echo boom >&2; exit 1; fi; printf '%s/%s' "$body" "$ACEMQ_TYPE" | tr a-z A-Z`)
@@ -327,7 +327,7 @@ func TestServeAndAsk(t *testing.T) {
 
 func TestServeFailingCommandExitsTwoForAsk(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.fail." + suffix()
+	q := "acemq-cli-test.fail." + Suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo boom >&2; exit 1")
 	waitConsumers(t, conn, q, 1, srv)
@@ -350,7 +350,7 @@ func TestAskTimeoutAndUnroutable(t *testing.T) {
 	if !strings.Contains(r.stderr, "no reply within 300ms") {
 		t.Errorf("stderr %q", r.stderr)
 	}
-	runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", "acemq-cli-test.nothing."+suffix(), "x").wantCode(t, 4)
+	runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", "acemq-cli-test.nothing."+Suffix(), "x").wantCode(t, 4)
 }
 
 func TestServeUsage(t *testing.T) {
@@ -453,7 +453,7 @@ func TestReplayUsage(t *testing.T) {
 
 func TestServeMetricsAddr(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.metrics." + suffix()
+	q := "acemq-cli-test.metrics." + Suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--metrics-addr", "127.0.0.1:0", "--", "cat")
 	waitConsumers(t, conn, q, 1, srv)

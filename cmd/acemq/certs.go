@@ -76,14 +76,14 @@ type certsJSON struct {
 
 func runCerts(cmd *cobra.Command, f certsFlags) error {
 	if !f.allow {
-		return withCode(exitFailure, refusal(certsRefusal))
+		return WithCode(ExitFailure, refusal(certsRefusal))
 	}
 	if f.dir == "" {
-		return withCode(exitFailure, errors.New("--dir is empty"))
+		return WithCode(ExitFailure, errors.New("--dir is empty"))
 	}
 	dir, err := filepath.Abs(f.dir)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	hosts := f.hosts
 	if len(hosts) == 0 {
@@ -91,11 +91,11 @@ func runCerts(cmd *cobra.Command, f certsFlags) error {
 	}
 	files, err := devcert.Generate(dir, hosts)
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("writing certificates into %s: %w", dir, err))
+		return WithCode(ExitFailure, fmt.Errorf("writing certificates into %s: %w", dir, err))
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
-		b, err := marshalLine(certsJSON{Dir: files.Dir, Hosts: hosts, CACert: files.CACert, CAKey: files.CAKey,
+		b, err := MarshalLine(certsJSON{Dir: files.Dir, Hosts: hosts, CACert: files.CACert, CAKey: files.CAKey,
 			ServerCert: files.ServerCert, ServerKey: files.ServerKey, ClientCert: files.ClientCert, ClientKey: files.ClientKey})
 		if err != nil {
 			return err

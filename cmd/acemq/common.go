@@ -22,14 +22,14 @@ import (
 	"golang.org/x/term"
 )
 
-// connectTimeout bounds the first connection of a command.
-const connectTimeout = 15 * time.Second
+// ConnectTimeout bounds the first connection of a command.
+const ConnectTimeout = 15 * time.Second
 
-// addBrokerFlags gives a command that connects to a broker --url and the
+// AddBrokerFlags gives a command that connects to a broker --url and the
 // TLS flags. urlDefault says what --url defaults to. The default is
 // resolved when the command runs, so --help never prints a password that
 // $ACEMQ_URL carries.
-func addBrokerFlags(cmd *cobra.Command, urlDefault string) {
+func AddBrokerFlags(cmd *cobra.Command, urlDefault string) {
 	fl := cmd.Flags()
 	fl.String("url", "", "broker URL: amqp://user:pass@host:5672/vhost, amqps://…, or memory://NAME, a broker inside this one process (default "+urlDefault+")")
 	fl.String("tls-ca", "", "PEM file of certificate authorities to verify an amqps:// broker with, in addition to the system's")
@@ -38,66 +38,66 @@ func addBrokerFlags(cmd *cobra.Command, urlDefault string) {
 	fl.Bool("tls-allow-development", false, "accept a broker presenting a development certificate (from acemq certs); never in production")
 }
 
-// addWaitFlag gives a command that connects through openSession
+// AddWaitFlag gives a command that connects through openSession
 // --wait-for-broker.
-func addWaitFlag(cmd *cobra.Command) {
+func AddWaitFlag(cmd *cobra.Command) {
 	cmd.Flags().Duration("wait-for-broker", 0, "keep trying to connect, with backoff, for up to this long when the broker is not there yet (0: one attempt, bounded by 15s); a refused login or certificate ends it at once")
 }
 
-// sharedURLDefault is what --url defaults to on the commands that need a
+// SharedURLDefault is what --url defaults to on the commands that need a
 // broker other commands can see.
-const sharedURLDefault = "$ACEMQ_URL, else " + defaultAMQPURL
+const SharedURLDefault = "$ACEMQ_URL, else " + DefaultAMQPURL
 
-// brokerURL is the --url flag's value, else $ACEMQ_URL, else the local
+// BrokerURL is the --url flag's value, else $ACEMQ_URL, else the local
 // RabbitMQ; builtin reports that last case, the URL nobody chose.
-func brokerURL(cmd *cobra.Command) (url string, builtin bool) {
+func BrokerURL(cmd *cobra.Command) (url string, builtin bool) {
 	if u, _ := cmd.Flags().GetString("url"); u != "" {
 		return u, false
 	}
 	if u := os.Getenv("ACEMQ_URL"); u != "" {
 		return u, false
 	}
-	return defaultAMQPURL, true
+	return DefaultAMQPURL, true
 }
 
-// isMemory reports whether url names an in-process memory:// broker.
-func isMemory(url string) bool {
+// IsMemory reports whether url names an in-process memory:// broker.
+func IsMemory(url string) bool {
 	scheme, _, ok := strings.Cut(url, "://")
 	return ok && strings.EqualFold(scheme, "memory")
 }
 
-// memoryNote says, for a command that needs a broker other commands can
+// MemoryNote says, for a command that needs a broker other commands can
 // see, what a memory:// URL gives it instead.
-func memoryNote(url string) string {
+func MemoryNote(url string) string {
 	return fmt.Sprintf("%s is this process's own in-memory broker, empty when the command starts: another acemq command cannot see what it holds; set --url or ACEMQ_URL to a broker they share, such as RabbitMQ", driver.RedactURL(url))
 }
 
-// memoryHint is memoryNote in parentheses, to end an error with, for a
+// MemoryHint is memoryNote in parentheses, to end an error with, for a
 // memory:// URL; "" for any other.
-func memoryHint(url string) string {
-	if !isMemory(url) {
+func MemoryHint(url string) string {
+	if !IsMemory(url) {
 		return ""
 	}
-	return " (" + memoryNote(url) + ")"
+	return " (" + MemoryNote(url) + ")"
 }
 
-// session is what a command that talks to a broker opens first: its
+// Session is what a command that talks to a broker opens first: its
 // connection, named after the command, and the --metrics-addr endpoints
 // when asked for.
-type session struct {
-	cmd  *cobra.Command
-	url  string // as given, password included
-	conn *acemq.Conn
+type Session struct {
+	Cmd  *cobra.Command
+	URL  string // as given, password included
+	Conn *acemq.Conn
 	mx   *metrics
 }
 
-// openSession is the preamble of every command that connects: it resolves
+// OpenSession is the preamble of every command that connects: it resolves
 // the broker URL, opens the --metrics-addr listener when metricsAddr is
 // set (so that a taken port fails the command before it connects),
 // connects with the TLS flags and opts, and starts serving the metrics.
 // Close it when done.
-func openSession(cmd *cobra.Command, metricsAddr string, opts ...acemq.ConnOption) (*session, error) {
-	url, builtin := brokerURL(cmd)
+func OpenSession(cmd *cobra.Command, metricsAddr string, opts ...acemq.ConnOption) (*Session, error) {
+	url, builtin := BrokerURL(cmd)
 	mx, err := newMetrics(cmd, metricsAddr)
 	if err != nil {
 		return nil, err
@@ -108,28 +108,28 @@ func openSession(cmd *cobra.Command, metricsAddr string, opts ...acemq.ConnOptio
 		return nil, err
 	}
 	mx.start(cmd, conn)
-	return &session{cmd: cmd, url: url, conn: conn, mx: mx}, nil
+	return &Session{Cmd: cmd, URL: url, Conn: conn, mx: mx}, nil
 }
 
-// close closes the connection within a bounded time, then the metrics.
-func (s *session) close() {
-	closeConn(s.cmd, s.conn)
+// Close closes the connection within a bounded time, then the metrics.
+func (s *Session) Close() {
+	closeConn(s.Cmd, s.Conn)
 	s.mx.close()
 }
 
-// hint is memoryHint for the session's broker.
-func (s *session) hint() string { return memoryHint(s.url) }
+// Hint is memoryHint for the session's broker.
+func (s *Session) Hint() string { return MemoryHint(s.URL) }
 
-// requireQueue checks that queue exists; a missing queue fails the command
+// RequireQueue checks that queue exists; a missing queue fails the command
 // (exit 1) saying so, followed by advice (for example how to create it)
 // and, on memory://, why it is not there.
-func (s *session) requireQueue(ctx context.Context, queue, advice string) (acemq.QueueInfo, error) {
-	info, err := s.conn.Inspect(ctx, queue)
+func (s *Session) RequireQueue(ctx context.Context, queue, advice string) (acemq.QueueInfo, error) {
+	info, err := s.Conn.Inspect(ctx, queue)
 	if errors.Is(err, acemq.ErrNotFound) {
-		return info, withCode(exitFailure, fmt.Errorf("queue %q does not exist%s%s", queue, advice, s.hint()))
+		return info, WithCode(ExitFailure, fmt.Errorf("queue %q does not exist%s%s", queue, advice, s.Hint()))
 	}
 	if err != nil {
-		return info, withCode(exitFailure, err)
+		return info, WithCode(ExitFailure, err)
 	}
 	return info, nil
 }
@@ -143,12 +143,12 @@ func (s *session) requireQueue(ctx context.Context, queue, advice string) (acemq
 // reported on standard error; without it, one attempt within
 // connectTimeout.
 func connect(cmd *cobra.Command, url string, builtin bool, opts ...acemq.ConnOption) (*acemq.Conn, error) {
-	bound := connectTimeout
+	bound := ConnectTimeout
 	var waitOpts []acemq.ConnOption
 	if fl := cmd.Flags().Lookup("wait-for-broker"); fl != nil {
 		wait, _ := cmd.Flags().GetDuration("wait-for-broker")
 		if wait < 0 {
-			return nil, withCode(exitFailure, fmt.Errorf("--wait-for-broker must not be negative, not %s", wait))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--wait-for-broker must not be negative, not %s", wait))
 		}
 		if wait > 0 {
 			bound = wait
@@ -162,24 +162,24 @@ func connect(cmd *cobra.Command, url string, builtin bool, opts ...acemq.ConnOpt
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), bound)
 	defer cancel()
-	tlsOpts, err := tlsOptions(cmd)
+	tlsOpts, err := TLSOptions(cmd)
 	if err != nil {
 		return nil, err
 	}
 	opts = append(append(append([]acemq.ConnOption{acemq.WithName("acemq " + cmd.Name())}, tlsOpts...), waitOpts...), opts...)
 	conn, err := acemq.Connect(ctx, url, opts...)
 	if err != nil {
-		return nil, connectError(url, builtin, err)
+		return nil, ConnectError(url, builtin, err)
 	}
 	return conn, nil
 }
 
-// connectError explains a failed connection. The library's error already
+// ConnectError explains a failed connection. The library's error already
 // names the (redacted) URL. A failure at the built-in default URL is most
 // often a machine without a broker, so it says how to name one.
-func connectError(url string, builtin bool, err error) error {
+func ConnectError(url string, builtin bool, err error) error {
 	if errors.Is(err, rabbitmq.ErrDevelopmentCertificate) {
-		return withCode(exitFailure, fmt.Errorf("%w (to accept it from this command, add --tls-allow-development; never in production)", err))
+		return WithCode(ExitFailure, fmt.Errorf("%w (to accept it from this command, add --tls-allow-development; never in production)", err))
 	}
 	if builtin {
 		what := "no broker answered at the default URL"
@@ -187,12 +187,12 @@ func connectError(url string, builtin bool, err error) error {
 		if !errors.As(err, &dial) { // something answered, and refused
 			what = "could not connect to the default URL"
 		}
-		return withCode(exitFailure, fmt.Errorf("%s %s: set --url or ACEMQ_URL to your broker's URL, e.g. amqp://user:pass@host:5672/vhost (memory://NAME is a broker inside this one command, which suits only demo and bench) (%w)", what, driver.RedactURL(url), err))
+		return WithCode(ExitFailure, fmt.Errorf("%s %s: set --url or ACEMQ_URL to your broker's URL, e.g. amqp://user:pass@host:5672/vhost (memory://NAME is a broker inside this one command, which suits only demo and bench) (%w)", what, driver.RedactURL(url), err))
 	}
 	if !strings.Contains(err.Error(), driver.RedactURL(url)) {
-		return withCode(exitFailure, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err))
+		return WithCode(ExitFailure, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err))
 	}
-	return withCode(exitFailure, err)
+	return WithCode(ExitFailure, err)
 }
 
 // tlsFlags are the TLS flags of a command that connects.
@@ -211,9 +211,9 @@ func readTLSFlags(cmd *cobra.Command) tlsFlags {
 	return f
 }
 
-// tlsConfig builds the TLS configuration the TLS flags describe, or nil when
+// TLSConfig builds the TLS configuration the TLS flags describe, or nil when
 // none is given (the library then verifies with the system roots).
-func tlsConfig(cmd *cobra.Command) (*tls.Config, error) {
+func TLSConfig(cmd *cobra.Command) (*tls.Config, error) {
 	f := readTLSFlags(cmd)
 	if f == (tlsFlags{}) {
 		return nil, nil
@@ -226,29 +226,29 @@ func tlsConfig(cmd *cobra.Command) (*tls.Config, error) {
 		}
 		pem, err := os.ReadFile(f.ca)
 		if err != nil {
-			return nil, withCode(exitFailure, fmt.Errorf("--tls-ca: %w", err))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--tls-ca: %w", err))
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, withCode(exitFailure, fmt.Errorf("--tls-ca %s holds no PEM certificate", f.ca))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--tls-ca %s holds no PEM certificate", f.ca))
 		}
 		cfg.RootCAs = pool
 	}
 	if (f.cert == "") != (f.key == "") {
-		return nil, withCode(exitFailure, errors.New("--tls-cert and --tls-key go together"))
+		return nil, WithCode(ExitFailure, errors.New("--tls-cert and --tls-key go together"))
 	}
 	if f.cert != "" {
 		pair, err := tls.LoadX509KeyPair(f.cert, f.key)
 		if err != nil {
-			return nil, withCode(exitFailure, fmt.Errorf("--tls-cert/--tls-key: %w", err))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--tls-cert/--tls-key: %w", err))
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
 }
 
-// tlsOptions are the Connect options the TLS flags describe.
-func tlsOptions(cmd *cobra.Command) ([]acemq.ConnOption, error) {
-	cfg, err := tlsConfig(cmd)
+// TLSOptions are the Connect options the TLS flags describe.
+func TLSOptions(cmd *cobra.Command) ([]acemq.ConnOption, error) {
+	cfg, err := TLSConfig(cmd)
 	if err != nil || cfg == nil {
 		return nil, err
 	}
@@ -258,9 +258,9 @@ func tlsOptions(cmd *cobra.Command) ([]acemq.ConnOption, error) {
 	return []acemq.ConnOption{acemq.WithTLS(cfg)}, nil
 }
 
-// within is parent bounded by d, or not bounded when d is 0 (the
+// Within is parent bounded by d, or not bounded when d is 0 (the
 // commands' --timeout 0: no limit; Ctrl-C stops).
-func within(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func Within(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d > 0 {
 		return context.WithTimeout(parent, d)
 	}
@@ -271,9 +271,9 @@ func within(parent context.Context, d time.Duration) (context.Context, context.C
 // started.
 const closeTimeout = 10 * time.Second
 
-// closeQuietly closes what close closes within closeTimeout, ignoring a
+// CloseQuietly closes what close closes within closeTimeout, ignoring a
 // failure: it runs on the way out, after the command's own result.
-func closeQuietly(close func(context.Context) error) {
+func CloseQuietly(close func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	_ = close(ctx)
@@ -288,17 +288,17 @@ func closeConn(cmd *cobra.Command, conn *acemq.Conn) {
 	}
 }
 
-// readBody returns the message body: the single argument, or standard input
+// ReadBody returns the message body: the single argument, or standard input
 // when the argument is "-" or absent.
-func readBody(cmd *cobra.Command, args []string) ([]byte, error) {
+func ReadBody(cmd *cobra.Command, args []string) ([]byte, error) {
 	if len(args) > 1 {
-		return nil, withCode(exitFailure, fmt.Errorf("expected at most one BODY argument, got %d (quote the body, or use - to read standard input)", len(args)))
+		return nil, WithCode(ExitFailure, fmt.Errorf("expected at most one BODY argument, got %d (quote the body, or use - to read standard input)", len(args)))
 	}
 	if len(args) == 1 && args[0] != "-" {
 		return []byte(args[0]), nil
 	}
 	if f, ok := cmd.InOrStdin().(*os.File); ok && len(args) == 0 && term.IsTerminal(int(f.Fd())) {
-		return nil, withCode(exitFailure, errors.New("no BODY given: pass it as an argument, or pipe it in (use - to read standard input)"))
+		return nil, WithCode(ExitFailure, errors.New("no BODY given: pass it as an argument, or pipe it in (use - to read standard input)"))
 	}
 	b, err := io.ReadAll(cmd.InOrStdin())
 	if err != nil {
@@ -307,8 +307,8 @@ func readBody(cmd *cobra.Command, args []string) ([]byte, error) {
 	return b, nil
 }
 
-// parseHeaders turns k=v flags into application headers (string values).
-func parseHeaders(kvs []string) (map[string]any, error) {
+// ParseHeaders turns k=v flags into application headers (string values).
+func ParseHeaders(kvs []string) (map[string]any, error) {
 	if len(kvs) == 0 {
 		return nil, nil
 	}
@@ -317,7 +317,7 @@ func parseHeaders(kvs []string) (map[string]any, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, withCode(exitFailure, fmt.Errorf("--header %q: expected name=value", kv))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--header %q: expected name=value", kv))
 		}
 		if wire.IsReserved(k) {
 			reserved = append(reserved, k)
@@ -326,19 +326,19 @@ func parseHeaders(kvs []string) (map[string]any, error) {
 		h[k] = v
 	}
 	if len(reserved) > 0 {
-		return nil, withCode(exitFailure, fmt.Errorf("these header names belong to AceMQ and cannot be set by hand: %s", strings.Join(reserved, ", ")))
+		return nil, WithCode(ExitFailure, fmt.Errorf("these header names belong to AceMQ and cannot be set by hand: %s", strings.Join(reserved, ", ")))
 	}
 	return h, nil
 }
 
-// stderrIsTerminal reports whether progress bars should be drawn.
-func stderrIsTerminal(cmd *cobra.Command) bool {
+// StderrIsTerminal reports whether progress bars should be drawn.
+func StderrIsTerminal(cmd *cobra.Command) bool {
 	f, ok := cmd.ErrOrStderr().(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// suffix is a short random string for unique queue and exchange names.
-func suffix() string {
+// Suffix is a short random string for unique queue and exchange names.
+func Suffix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

@@ -68,27 +68,27 @@ page says which key id would open them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.peekLimit < 1 {
-				return withCode(exitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.peekLimit))
+				return WithCode(ExitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.peekLimit))
 			}
 			if _, err := parseSize(f.peekBudget); err != nil {
-				return withCode(exitFailure, fmt.Errorf("--peek-budget %q: %v", f.peekBudget, err))
+				return WithCode(ExitFailure, fmt.Errorf("--peek-budget %q: %v", f.peekBudget, err))
 			}
-			url, _ := brokerURL(cmd)
-			if isMemory(url) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", memoryNote(url))
+			url, _ := BrokerURL(cmd)
+			if IsMemory(url) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", MemoryNote(url))
 			} else if f.management == "" {
 				f.management = "auto"
 			}
-			s, err := openSession(cmd, "")
+			s, err := OpenSession(cmd, "")
 			if err != nil {
 				return err
 			}
-			defer s.close()
-			return serveConsole(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), s.conn, url, f, nil)
+			defer s.Close()
+			return serveConsole(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), s.Conn, url, f, nil)
 		},
 	}
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", defaultConsoleListen, "address to serve the console on; off loopback it needs a token")
 	fl.StringVar(&f.token, "token", "", "the token every request must carry (made up when --listen is off loopback and none is given)")
@@ -96,7 +96,7 @@ page says which key id would open them.`,
 	fl.StringVar(&f.management, "management", "", "RabbitMQ's management API: http://[user:pass@]host:15672/, or off (default: try http://HOST:15672/ with --url's credentials)")
 	fl.IntVar(&f.peekLimit, "peek-limit", console.DefaultPeekLimit, "read at most this many messages of a queue to show it")
 	fl.StringVar(&f.peekBudget, "peek-budget", "8MiB", "keep at most this much of the summaries of a queue's messages to show it (bytes, or with KiB, MiB or GiB)")
-	addKeyringFlag(cmd, &f.keyring)
+	AddKeyringFlag(cmd, &f.keyring)
 	return cmd
 }
 
@@ -105,7 +105,7 @@ page says which key id would open them.`,
 // default credentials; never printed). extra adds options (the demo's
 // topology); ready, when set, is told the address served.
 func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, brokerURL string, f consoleFlags, ready func(addr string), extra ...console.Option) error {
-	keys, err := loadKeyring(f.keyring)
+	keys, err := LoadKeyring(f.keyring)
 	if err != nil {
 		return err
 	}
@@ -113,21 +113,21 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, 
 	if f.peekBudget != "" {
 		budget, err := parseSize(f.peekBudget)
 		if err != nil {
-			return withCode(exitFailure, fmt.Errorf("--peek-budget %q: %v", f.peekBudget, err))
+			return WithCode(ExitFailure, fmt.Errorf("--peek-budget %q: %v", f.peekBudget, err))
 		}
 		opts = append(opts, console.WithPeekBudget(budget))
 	}
 	switch f.management {
 	case "", "off":
 	case "auto":
-		mu, vhost, ok := managementURL(brokerURL)
+		mu, vhost, ok := ManagementURL(brokerURL)
 		if ok && managementAnswers(ctx, mu) {
 			opts = append(opts, console.WithManagement(mu, vhost))
 		} else {
 			fmt.Fprintf(errOut, "acemq: the management API did not answer at %s; listing only --queues (enable it with: rabbitmq-plugins enable rabbitmq_management)\n", redacted(mu))
 		}
 	default:
-		_, vhost, _ := managementURL(brokerURL)
+		_, vhost, _ := ManagementURL(brokerURL)
 		opts = append(opts, console.WithManagement(f.management, vhost))
 	}
 	token := f.token
@@ -143,12 +143,12 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, 
 	}
 	con, err := console.New(conn, opts...)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	defer con.Close()
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("--listen %s: %w", f.listen, err))
+		return WithCode(ExitFailure, fmt.Errorf("--listen %s: %w", f.listen, err))
 	}
 	addr := ln.Addr().String()
 	link := "http://" + addr + "/"
@@ -164,7 +164,7 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, 
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
-		return withCode(exitFailure, fmt.Errorf("serving the console: %w", err))
+		return WithCode(ExitFailure, fmt.Errorf("serving the console: %w", err))
 	case <-ctx.Done():
 	}
 	_ = con.Close() // ends the live streams, which Shutdown would wait for
@@ -182,7 +182,7 @@ func serveConsole(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, 
 // would open it. Other bodies are left as they are.
 func decryptBody(keys *encrypted.Codec) console.BodyDecoder {
 	return func(m acemq.Message[[]byte]) ([]byte, string, bool, error) {
-		if !isEncrypted(m.ContentType) {
+		if !IsEncrypted(m.ContentType) {
 			return nil, "", false, nil
 		}
 		if keys == nil {
@@ -204,10 +204,10 @@ func decryptBody(keys *encrypted.Codec) console.BodyDecoder {
 	}
 }
 
-// managementURL is the management API's usual address for an AMQP URL:
+// ManagementURL is the management API's usual address for an AMQP URL:
 // http://HOST:15672/ (https://HOST:15671/ for amqps), with its user and
 // password, and the vhost.
-func managementURL(amqpURL string) (mgmt, vhost string, ok bool) {
+func ManagementURL(amqpURL string) (mgmt, vhost string, ok bool) {
 	u, err := driver.ParseURL(amqpURL)
 	if err != nil || u.Hostname() == "" {
 		return "", "", false

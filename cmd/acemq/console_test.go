@@ -27,7 +27,7 @@ import (
 // set, prepares the broker first.
 func startConsole(t *testing.T, f consoleFlags, setup ...func(*acemq.Conn)) (addr string, printed func() string) {
 	t.Helper()
-	url := "memory://console-cli-" + suffix()
+	url := "memory://console-cli-" + Suffix()
 	t.Cleanup(func() { memory.Reset(url) })
 	conn, err := acemq.Connect(context.Background(), url)
 	if err != nil {
@@ -163,7 +163,7 @@ func TestManagementURL(t *testing.T) {
 		"amqps://u:p@[::1]:5671/%2Fweird":    {"https://u:p@[::1]:15671/", "/weird"},
 		"amqp://guest:guest@127.0.0.1:5672/": {"http://guest:guest@127.0.0.1:15672/", "/"},
 	} {
-		m, v, ok := managementURL(in)
+		m, v, ok := ManagementURL(in)
 		if !ok || m != want[0] || v != want[1] {
 			t.Errorf("managementURL(%q) = %q, %q, %t; want %q, %q", in, m, v, ok, want[0], want[1])
 		}
@@ -176,7 +176,7 @@ func TestManagementURL(t *testing.T) {
 func TestDemoConsole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	url := "memory://demo-console-" + suffix()
+	url := "memory://demo-console-" + Suffix()
 	t.Cleanup(func() { memory.Reset(url) })
 	var out bytes.Buffer
 	var seen string

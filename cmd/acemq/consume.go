@@ -86,8 +86,8 @@ stream has no "empty") or at --timeout.`,
 			return runConsume(cmd, f)
 		},
 	}
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "queue to read")
 	fl.IntVar(&f.count, "count", 0, "read this many messages (0: until the queue is empty)")
@@ -95,38 +95,38 @@ stream has no "empty") or at --timeout.`,
 	fl.BoolVar(&f.requeue, "requeue", false, "put every message back when done: look without taking")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per message")
 	fl.StringVar(&f.offset, "offset", "", "read a stream from first, last, next, an offset N or an RFC 3339 time")
-	addKeyringFlag(cmd, &f.keyring)
+	AddKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
 	return cmd
 }
 
 func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 	if f.count < 0 {
-		return withCode(exitFailure, fmt.Errorf("--count must not be negative, not %d", f.count))
+		return WithCode(ExitFailure, fmt.Errorf("--count must not be negative, not %d", f.count))
 	}
 	if f.timeout <= 0 {
-		return withCode(exitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
+		return WithCode(ExitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
 	}
 	if cmd.Flags().Changed("offset") {
 		return runConsumeStream(cmd, f)
 	}
-	keys, err := loadKeyring(f.keyring)
+	keys, err := LoadKeyring(f.keyring)
 	if err != nil {
 		return err
 	}
-	s, err := openSession(cmd, "")
+	s, err := OpenSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	b, err := s.conn.Browse(ctx, f.queue)
+	b, err := s.Conn.Browse(ctx, f.queue)
 	if errors.Is(err, acemq.ErrNotFound) {
-		return withCode(exitFailure, fmt.Errorf("queue %q does not exist%s", f.queue, s.hint()))
+		return WithCode(ExitFailure, fmt.Errorf("queue %q does not exist%s", f.queue, s.Hint()))
 	}
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	defer func() {
 		// Put back everything still held (all that was read, with
@@ -145,7 +145,7 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 			if ctx.Err() != nil {
 				break
 			}
-			return withCode(exitFailure, fmt.Errorf("reading %s: %w", f.queue, gerr))
+			return WithCode(ExitFailure, fmt.Errorf("reading %s: %w", f.queue, gerr))
 		}
 		if !ok {
 			if f.count == 0 {
@@ -163,19 +163,19 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 		}
 		wait = 10 * time.Millisecond
 		read++
-		o := openBody(keys, m)
+		o := OpenBody(keys, m)
 		if perr := printMessage(out, read, m, f.json, o); perr != nil {
-			return withCode(exitFailure, perr) // m is held: Close puts it back
+			return WithCode(ExitFailure, perr) // m is held: Close puts it back
 		}
-		if o.failed() {
+		if o.Failed() {
 			// Held, never taken: Close puts it back on the queue.
 			unopened++
-			reportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
+			ReportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
 			continue
 		}
 		if !f.requeue {
 			if terr := b.Take(m); terr != nil {
-				return withCode(exitFailure, fmt.Errorf("acknowledging message %d: %w", read, terr))
+				return WithCode(ExitFailure, fmt.Errorf("acknowledging message %d: %w", read, terr))
 			}
 		}
 	}
@@ -187,16 +187,16 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s %d message(s) from %s\n", verb, read, f.queue)
 	}
 	if cmd.Context().Err() != nil {
-		return withCode(exitFailure, errors.New("interrupted"))
+		return WithCode(ExitFailure, errors.New("interrupted"))
 	}
 	if unopened > 0 {
-		return withCode(exitFailure, fmt.Errorf("%d of %d message(s) could not be opened with the keyring %s and were left on %s", unopened, read, f.keyring, f.queue))
+		return WithCode(ExitFailure, fmt.Errorf("%d of %d message(s) could not be opened with the keyring %s and were left on %s", unopened, read, f.keyring, f.queue))
 	}
 	if f.count > 0 && read < f.count {
-		return withCode(exitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from %s", f.timeout, read, f.count, f.queue))
+		return WithCode(ExitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from %s", f.timeout, read, f.count, f.queue))
 	}
 	if f.count == 0 && ctx.Err() != nil {
-		return withCode(exitTimeout, fmt.Errorf("timed out after %s reading %s (read %d)", f.timeout, f.queue, read))
+		return WithCode(ExitTimeout, fmt.Errorf("timed out after %s reading %s (read %d)", f.timeout, f.queue, read))
 	}
 	return nil
 }
@@ -204,7 +204,7 @@ func runConsume(cmd *cobra.Command, f consumeFlags) (err error) {
 // messageJSON is one line of consume --json: the envelope's JSON form (the
 // library's, exactly as envelope decode prints it), then the delivery's
 // fields, spliced into one object.
-func messageJSON(m acemq.Message[[]byte], o opened) ([]byte, error) {
+func messageJSON(m acemq.Message[[]byte], o Opened) ([]byte, error) {
 	env, err := m.Envelope.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -213,13 +213,13 @@ func messageJSON(m acemq.Message[[]byte], o opened) ([]byte, error) {
 	if m.FromStream {
 		d.Offset = &m.Offset
 	}
-	d.Body, d.BodyBase64 = bodyJSON(m.Body)
-	d.KeyID = o.keyID
-	if o.decrypted {
-		d.Body, d.BodyBase64 = bodyJSON(o.plain)
+	d.Body, d.BodyBase64 = BodyJSON(m.Body)
+	d.KeyID = o.KeyID
+	if o.Decrypted {
+		d.Body, d.BodyBase64 = BodyJSON(o.Plain)
 		d.Decrypted = true
 	}
-	rest, err := marshalLine(d)
+	rest, err := MarshalLine(d)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func messageJSON(m acemq.Message[[]byte], o opened) ([]byte, error) {
 }
 
 // printMessage prints one message, as text or as one JSON line.
-func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o opened) error {
+func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o Opened) error {
 	if asJSON {
 		line, err := messageJSON(m, o)
 		if err != nil {
@@ -271,11 +271,11 @@ func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o op
 	if m.ReplyTo != "" {
 		fmt.Fprintf(&b, "    replyTo: %s\n", m.ReplyTo)
 	}
-	headers, err := headersJSON(env)
+	headers, err := HeadersJSON(env)
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(env.Headers()) {
+	for _, k := range SortedKeys(env.Headers()) {
 		fmt.Fprintf(&b, "    header %s: %s\n", k, headers[jsonName(k)])
 	}
 	if key, ok := claimcheck.KeyOf(m.Body); ok {
@@ -285,15 +285,15 @@ func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o op
 	}
 	body := m.Body
 	switch {
-	case o.decrypted:
-		fmt.Fprintf(&b, "    encrypted: key id %s; decrypted with --keyring, the plaintext follows\n", o.keyID)
-		body = o.plain
-	case o.err != nil:
-		fmt.Fprintf(&b, "    encrypted: key id %s; the keyring cannot open it: %v\n", o.keyID, o.err)
-	case o.encrypted && o.keyID != "":
-		fmt.Fprintf(&b, "    encrypted: key id %s; give --keyring FILE to read it\n", o.keyID)
+	case o.Decrypted:
+		fmt.Fprintf(&b, "    encrypted: key id %s; decrypted with --keyring, the plaintext follows\n", o.KeyID)
+		body = o.Plain
+	case o.Err != nil:
+		fmt.Fprintf(&b, "    encrypted: key id %s; the keyring cannot open it: %v\n", o.KeyID, o.Err)
+	case o.Encrypted && o.KeyID != "":
+		fmt.Fprintf(&b, "    encrypted: key id %s; give --keyring FILE to read it\n", o.KeyID)
 	}
-	text, b64 := bodyJSON(body)
+	text, b64 := BodyJSON(body)
 	if text != nil {
 		b.WriteString(*text)
 		if !strings.HasSuffix(*text, "\n") {

@@ -21,21 +21,21 @@ const streamIdle = time.Second
 // --timeout passed.
 func runConsumeStream(cmd *cobra.Command, f consumeFlags) error {
 	if f.requeue {
-		return withCode(exitFailure, errors.New("--requeue does not apply with --offset: reading a stream never removes messages, so there is nothing to put back"))
+		return WithCode(ExitFailure, errors.New("--requeue does not apply with --offset: reading a stream never removes messages, so there is nothing to put back"))
 	}
 	start, err := stream.ParseOffset(f.offset)
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("--offset: %w", err))
+		return WithCode(ExitFailure, fmt.Errorf("--offset: %w", err))
 	}
-	keys, err := loadKeyring(f.keyring)
+	keys, err := LoadKeyring(f.keyring)
 	if err != nil {
 		return err
 	}
-	s, err := openSession(cmd, "")
+	s, err := OpenSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 
@@ -45,20 +45,20 @@ func runConsumeStream(cmd *cobra.Command, f consumeFlags) error {
 	var printErr error
 	got := make(chan struct{}, 1)
 	full := make(chan struct{})
-	r, err := stream.Read(ctx, s.conn, f.queue, func(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
+	r, err := stream.Read(ctx, s.Conn, f.queue, func(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
 		mu.Lock()
 		defer mu.Unlock()
 		if printErr != nil || (f.count > 0 && read >= f.count) {
 			return acemq.Accept()
 		}
 		read++
-		o := openBody(keys, m)
+		o := OpenBody(keys, m)
 		if perr := printMessage(out, read, m, f.json, o); perr != nil {
 			printErr = perr
 		}
-		if o.failed() {
+		if o.Failed() {
 			unopened++ // it stays in the stream, as everything does
-			reportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays in the stream "+f.queue)
+			ReportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays in the stream "+f.queue)
 		}
 		if f.count > 0 && read == f.count {
 			close(full)
@@ -70,10 +70,10 @@ func runConsumeStream(cmd *cobra.Command, f consumeFlags) error {
 		return acemq.Accept()
 	}, stream.WithOffset(start), stream.WithCodec(acemq.Bytes), stream.WithDeclarations(false))
 	if errors.Is(err, acemq.ErrNotFound) {
-		return withCode(exitFailure, fmt.Errorf("stream %q does not exist%s", f.queue, s.hint()))
+		return WithCode(ExitFailure, fmt.Errorf("stream %q does not exist%s", f.queue, s.Hint()))
 	}
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	idle := time.NewTimer(streamIdle)
 	defer idle.Stop()
@@ -102,19 +102,19 @@ wait:
 	mu.Lock()
 	defer mu.Unlock()
 	if printErr != nil {
-		return withCode(exitFailure, printErr)
+		return WithCode(ExitFailure, printErr)
 	}
 	if !f.json {
 		fmt.Fprintf(cmd.ErrOrStderr(), "read %d message(s) from the stream %s, from %s\n", read, f.queue, start)
 	}
 	if cmd.Context().Err() != nil {
-		return withCode(exitFailure, errors.New("interrupted"))
+		return WithCode(ExitFailure, errors.New("interrupted"))
 	}
 	if unopened > 0 {
-		return withCode(exitFailure, fmt.Errorf("%d of %d message(s) could not be opened with the keyring %s", unopened, read, f.keyring))
+		return WithCode(ExitFailure, fmt.Errorf("%d of %d message(s) could not be opened with the keyring %s", unopened, read, f.keyring))
 	}
 	if f.count > 0 && read < f.count {
-		return withCode(exitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from the stream %s", f.timeout, read, f.count, f.queue))
+		return WithCode(ExitTimeout, fmt.Errorf("timed out after %s: read %d of %d messages from the stream %s", f.timeout, read, f.count, f.queue))
 	}
 	return nil
 }

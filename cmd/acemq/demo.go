@@ -59,7 +59,7 @@ letters in a browser and replay them (see 'acemq console --help').`,
 			if u, _ := cmd.Flags().GetString("url"); u != "" {
 				url = u
 			}
-			tlsOpts, err := tlsOptions(cmd)
+			tlsOpts, err := TLSOptions(cmd)
 			if err != nil {
 				return err
 			}
@@ -81,12 +81,12 @@ letters in a browser and replay them (see 'acemq console --help').`,
 				return err
 			}
 			if !ok {
-				return withCode(exitFailure, errors.New("the demo did not do everything it says; see the table above"))
+				return WithCode(ExitFailure, errors.New("the demo did not do everything it says; see the table above"))
 			}
 			return nil
 		},
 	}
-	addBrokerFlags(cmd, demoURL+"; $ACEMQ_URL is not used")
+	AddBrokerFlags(cmd, demoURL+"; $ACEMQ_URL is not used")
 	cmd.Flags().BoolVar(&withConsole, "console", false, "keep the broker running afterwards and serve the operator console on it until Ctrl-C")
 	cmd.Flags().StringVar(&listen, "listen", defaultConsoleListen, "with --console, where to serve it (off loopback, a token is made up and printed)")
 	return cmd
@@ -234,14 +234,14 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 func runDemoWith(parent context.Context, url string, out io.Writer, console func(context.Context, *demo) error, opts ...acemq.ConnOption) (ok bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, demoDeadline)
 	defer cancel()
-	cctx, ccancel := context.WithTimeout(ctx, connectTimeout)
+	cctx, ccancel := context.WithTimeout(ctx, ConnectTimeout)
 	opts = append([]acemq.ConnOption{acemq.WithName("acemq demo"), acemq.WithOrigin("acemq-demo@" + hostPart())}, opts...)
 	conn, err := acemq.Connect(cctx, url, opts...)
 	ccancel()
 	if err != nil {
-		return false, connectError(url, false, err)
+		return false, ConnectError(url, false, err)
 	}
-	d := &demo{conn: conn, out: out, sfx: suffix(), counters: map[[2]string]int{}, console: console}
+	d := &demo{conn: conn, out: out, sfx: Suffix(), counters: map[[2]string]int{}, console: console}
 	remove := conn.OnSettle(func(s acemq.Settlement) {
 		d.mu.Lock()
 		d.counters[[2]string{s.Queue, string(s.Outcome)}]++
@@ -411,7 +411,7 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	// handler never sees it and the engine parks it. The raw codec sends the
 	// bytes as they are, labelled JSON.
 	bad := acemq.MustEnvelope(acemq.Fields{Type: "order.placed"})
-	unreadable := acemq.NewPublisher[[]byte](d.conn, n.exchange, acemq.WithCodec(rawCodec{contentType: "application/json"}))
+	unreadable := acemq.NewPublisher[[]byte](d.conn, n.exchange, acemq.WithCodec(RawCodec{Type: "application/json"}))
 	sent, err := unreadable.Send(ctx, "order.placed", []byte("{o-6: not json"), acemq.WithEnvelope(bad))
 	if err != nil {
 		d.step("orders", promise, fmt.Errorf("publishing the unreadable order: %w", err), "")

@@ -20,7 +20,7 @@ Header values are JSON values; a byte string is {"$bytes": "<base64>"}.
 Integral numbers stay integers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withCode(exitFailure, errors.New("envelope needs a subcommand: decode or encode (see 'acemq envelope --help')"))
+			return WithCode(ExitFailure, errors.New("envelope needs a subcommand: decode or encode (see 'acemq envelope --help')"))
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -79,14 +79,14 @@ const maxEnvelopeInput = 16 << 20
 func envelopeIO(cmd *cobra.Command, f func([]byte) ([]byte, error)) error {
 	in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxEnvelopeInput+1))
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("reading standard input: %w", err))
+		return WithCode(ExitFailure, fmt.Errorf("reading standard input: %w", err))
 	}
 	if len(in) > maxEnvelopeInput {
-		return withCode(exitFailure, fmt.Errorf("the input is larger than %d bytes", maxEnvelopeInput))
+		return WithCode(ExitFailure, fmt.Errorf("the input is larger than %d bytes", maxEnvelopeInput))
 	}
 	out, err := f(in)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	_, err = cmd.OutOrStdout().Write(out)
 	return err

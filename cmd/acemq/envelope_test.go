@@ -331,7 +331,7 @@ func TestConsumeLinesSpliceTheLibrarysJSON(t *testing.T) {
 	}
 	m.Payload = m.Body
 	var b bytes.Buffer
-	if err := printMessage(&b, 1, m, true, opened{}); err != nil {
+	if err := printMessage(&b, 1, m, true, Opened{}); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"id":"m-1","type":"orders","version":1,"correlationId":"m-1","causationId":"","attempt":1,"firstSeen":1767323045678,"origin":"","error":"","claim":"","route":[],"routePosition":0,"routeId":"","headers":{"h<&>":1.5,"raw":{"$bytes":"AAE="},"x-tenant":"acme"},` +
@@ -347,7 +347,7 @@ func TestConsumeLinesSpliceTheLibrarysJSON(t *testing.T) {
 		t.Errorf("consume --json does not begin with what decode prints:\n %s\n %s", b.String(), dec)
 	}
 	b.Reset()
-	if err := printMessage(&b, 1, m, false, opened{}); err != nil {
+	if err := printMessage(&b, 1, m, false, Opened{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{"    header h<&>: 1.5\n", "    header raw: {\"$bytes\":\"AAE=\"}\n", "    header x-tenant: \"acme\"\n", "    id=m-1 type=orders version=1 attempt=1 correlation=m-1 firstSeen=2026-01-02T03:04:05.678Z\n"} {

@@ -145,12 +145,12 @@ func encodeEnvelope(input []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marshalLine(encodeOutput{MessageID: env.ID(), Headers: headers})
+	return MarshalLine(encodeOutput{MessageID: env.ID(), Headers: headers})
 }
 
-// headersJSON is env's application headers in their JSON form, as the
+// HeadersJSON is env's application headers in their JSON form, as the
 // library writes them in the envelope's ("headers"), one value per name.
-func headersJSON(env acemq.Envelope) (map[string]json.RawMessage, error) {
+func HeadersJSON(env acemq.Envelope) (map[string]json.RawMessage, error) {
 	b, err := env.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func headersJSON(env acemq.Envelope) (map[string]json.RawMessage, error) {
 // envelope's JSON form has them, and the reserved ones, which are strings
 // and integers.
 func wireHeadersJSON(env acemq.Envelope, routingKey string) (map[string]json.RawMessage, error) {
-	out, err := headersJSON(env)
+	out, err := HeadersJSON(env)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func wireHeadersJSON(env acemq.Envelope, routingKey string) (map[string]json.Raw
 		if !wire.IsReserved(k) {
 			continue
 		}
-		b, err := marshalLine(v)
+		b, err := MarshalLine(v)
 		if err != nil {
 			return nil, err
 		}
@@ -189,8 +189,8 @@ func wireHeadersJSON(env acemq.Envelope, routingKey string) (map[string]json.Raw
 	return out, nil
 }
 
-// marshalLine marshals v compactly, without HTML escaping, with a newline.
-func marshalLine(v any) ([]byte, error) {
+// MarshalLine marshals v compactly, without HTML escaping, with a newline.
+func MarshalLine(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -200,8 +200,8 @@ func marshalLine(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// bodyJSON sets body (UTF-8 text) or bodyBase64.
-func bodyJSON(b []byte) (text, b64 *string) {
+// BodyJSON sets body (UTF-8 text) or bodyBase64.
+func BodyJSON(b []byte) (text, b64 *string) {
 	if utf8.Valid(b) {
 		s := string(b)
 		return &s, nil
@@ -216,8 +216,8 @@ func oneLine(s string) string {
 	return s
 }
 
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string {
+// SortedKeys returns the keys of m, sorted.
+func SortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)

@@ -17,68 +17,68 @@ import (
 // keyringHelp is the --keyring flag's usage.
 const keyringHelp = `JSON keyring file {"current": ID, "keys": {ID: BASE64, …}} to open encrypted bodies with (` + encrypted.ContentType + `)`
 
-// addKeyringFlag gives a command --keyring FILE.
-func addKeyringFlag(cmd *cobra.Command, path *string) {
+// AddKeyringFlag gives a command --keyring FILE.
+func AddKeyringFlag(cmd *cobra.Command, path *string) {
 	cmd.Flags().StringVar(path, "keyring", "", keyringHelp)
 }
 
-// loadKeyring loads --keyring, or returns nil when it was not given. The
+// LoadKeyring loads --keyring, or returns nil when it was not given. The
 // error never quotes the file.
-func loadKeyring(path string) (*encrypted.Codec, error) {
+func LoadKeyring(path string) (*encrypted.Codec, error) {
 	if path == "" {
 		return nil, nil
 	}
 	ring, err := encrypted.LoadKeyringFile(path)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("--keyring: %w", err))
+		return nil, WithCode(ExitFailure, fmt.Errorf("--keyring: %w", err))
 	}
 	return encrypted.Must(acemq.Bytes, ring), nil
 }
 
-// isEncrypted reports whether a message says its body is encrypted. The
+// IsEncrypted reports whether a message says its body is encrypted. The
 // content type decides (docs/wire.md §4.3, §4.4: dispatch on it first).
-func isEncrypted(contentType string) bool { return media.Type(contentType) == encrypted.ContentType }
+func IsEncrypted(contentType string) bool { return media.Type(contentType) == encrypted.ContentType }
 
-// opened is what the CLI learnt of a message's encrypted body.
-type opened struct {
-	encrypted bool   // the content type says so
-	keyID     string // the key id in the frame ("" when not a frame)
-	decrypted bool   // a keyring opened it: plain is the plaintext
-	plain     []byte // the plaintext (empty for an empty plaintext)
-	err       error  // why the keyring could not open it
+// Opened is what the CLI learnt of a message's encrypted body.
+type Opened struct {
+	Encrypted bool   // the content type says so
+	KeyID     string // the key id in the frame ("" when not a frame)
+	Decrypted bool   // a keyring opened it: plain is the plaintext
+	Plain     []byte // the plaintext (empty for an empty plaintext)
+	Err       error  // why the keyring could not open it
 }
 
-// openBody opens m's body with codec when m is encrypted. codec may be nil
+// OpenBody opens m's body with codec when m is encrypted. codec may be nil
 // (no --keyring): the key id is still read.
-func openBody(codec *encrypted.Codec, m acemq.Message[[]byte]) opened {
-	if !isEncrypted(m.ContentType) {
-		return opened{}
+func OpenBody(codec *encrypted.Codec, m acemq.Message[[]byte]) Opened {
+	if !IsEncrypted(m.ContentType) {
+		return Opened{}
 	}
-	o := opened{encrypted: true}
-	o.keyID, _ = encrypted.KeyIDOf(m.Body)
+	o := Opened{Encrypted: true}
+	o.KeyID, _ = encrypted.KeyIDOf(m.Body)
 	if codec == nil {
 		return o
 	}
-	o.plain, o.err = codec.Open(m.Body)
+	o.Plain, o.Err = codec.Open(m.Body)
 	// An empty plaintext opens to an empty (possibly nil) slice: whether
 	// it was decrypted is the error's absence, never the slice's.
-	o.decrypted = o.err == nil
+	o.Decrypted = o.Err == nil
 	return o
 }
 
-// failed reports whether a keyring was given and could not open the body.
-func (o opened) failed() bool { return o.err != nil }
+// Failed reports whether a keyring was given and could not open the body.
+func (o Opened) Failed() bool { return o.Err != nil }
 
-// reportUnopened tells standard error that message n (id) could not be
+// ReportUnopened tells standard error that message n (id) could not be
 // opened and was left where it was.
-func reportUnopened(w io.Writer, n int, m acemq.Message[[]byte], o opened, where string) {
-	id := o.keyID
+func ReportUnopened(w io.Writer, n int, m acemq.Message[[]byte], o Opened, where string) {
+	id := o.KeyID
 	if id == "" {
 		id = "(none: not an encrypted frame)"
 	}
 	var oe *encrypted.OpenError
-	why := o.err.Error()
-	if errors.As(o.err, &oe) {
+	why := o.Err.Error()
+	if errors.As(o.Err, &oe) {
 		if oe.OnRing {
 			why = "the keyring's key of that id does not open it (a wrong key or a tampered body)"
 		} else {
@@ -88,10 +88,10 @@ func reportUnopened(w io.Writer, n int, m acemq.Message[[]byte], o opened, where
 	fmt.Fprintf(w, "acemq: message %d (id %s) is encrypted under key id %s: %s; %s\n", n, m.Envelope.ID(), id, why, where)
 }
 
-// encodeWith turns the body given on the command line into a codec's
+// EncodeWith turns the body given on the command line into a codec's
 // bytes: text and bytes take it as it is; every other codec takes it as
 // JSON and encodes the value it holds.
-func encodeWith(c acemq.Codec, name string, body []byte) ([]byte, error) {
+func EncodeWith(c acemq.Codec, name string, body []byte) ([]byte, error) {
 	mt, _, _ := mime.ParseMediaType(c.ContentType())
 	switch {
 	case c == acemq.Bytes:

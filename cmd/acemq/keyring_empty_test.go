@@ -75,7 +75,7 @@ func TestConsumeKeyringEmptyPlaintext(t *testing.T) {
 		}
 	}
 	t.Run("memory", func(t *testing.T) {
-		url := "memory://keyring-empty-" + suffix()
+		url := "memory://keyring-empty-" + Suffix()
 		t.Cleanup(func() { memory.Reset(url) })
 		conn, err := acemq.Connect(context.Background(), url)
 		if err != nil {
@@ -112,7 +112,7 @@ func TestConsoleKeyringEmptyPlaintext(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, lib := range []string{"java", "python", "ruby"} {
-			pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(rawCodec{contentType: encrypted.ContentType}))
+			pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(RawCodec{Type: encrypted.ContentType}))
 			env, err := pub.Send(ctx, "receipts.dlq", samples[lib])
 			if err != nil {
 				t.Fatal(err)

@@ -63,7 +63,7 @@ func publishRaw(t *testing.T, conn *acemq.Conn, q, contentType string, body []by
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(rawCodec{contentType: contentType}))
+	pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(RawCodec{Type: contentType}))
 	if _, err := pub.Send(ctx, q, body); err != nil {
 		t.Fatal(err)
 	}

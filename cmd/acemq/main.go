@@ -34,33 +34,33 @@ import (
 
 // Exit codes.
 const (
-	exitOK         = 0
-	exitFailure    = 1
-	exitResponder  = 2
-	exitTimeout    = 3
-	exitUnroutable = 4
+	ExitOK         = 0
+	ExitFailure    = 1
+	ExitResponder  = 2
+	ExitTimeout    = 3
+	ExitUnroutable = 4
 )
 
-// defaultAMQPURL is used when neither --url nor $ACEMQ_URL is given.
-const defaultAMQPURL = "amqp://guest:guest@localhost:5672/"
+// DefaultAMQPURL is used when neither --url nor $ACEMQ_URL is given.
+const DefaultAMQPURL = "amqp://guest:guest@localhost:5672/"
 
-// exitError carries an exit code out of a command.
-type exitError struct {
+// ExitError carries an exit code out of a command.
+type ExitError struct {
 	code int
 	err  error
 }
 
-func (e *exitError) Error() string {
+func (e *ExitError) Error() string {
 	if e.err == nil {
 		return fmt.Sprintf("exit status %d", e.code)
 	}
 	return e.err.Error()
 }
 
-func (e *exitError) Unwrap() error { return e.err }
+func (e *ExitError) Unwrap() error { return e.err }
 
-// withCode wraps err so that the process exits with code.
-func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+// WithCode wraps err so that the process exits with code.
+func WithCode(code int, err error) error { return &ExitError{code: code, err: err} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,9 +78,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return exitOK
+		return ExitOK
 	}
-	var ee *exitError
+	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(ee.err.Error(), "acemq: "))
@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(err.Error(), "acemq: "))
-	return exitFailure
+	return ExitFailure
 }
 
 func newRootCmd() *cobra.Command {
@@ -106,7 +106,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withCode(exitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
+		return WithCode(ExitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand(
 		newDemoCmd(),

@@ -264,10 +264,10 @@ func TestBuiltinDefaultURL(t *testing.T) {
 		if err := cmd.ParseFlags(rest); err != nil {
 			t.Fatal(err)
 		}
-		return brokerURL(cmd)
+		return BrokerURL(cmd)
 	}
 	t.Setenv("ACEMQ_URL", "")
-	if url, builtin := parse(); url != defaultAMQPURL || !builtin {
+	if url, builtin := parse(); url != DefaultAMQPURL || !builtin {
 		t.Errorf("no --url, no $ACEMQ_URL: %q, builtin %v", url, builtin)
 	}
 	if url, builtin := parse("--url", "amqp://h/"); url != "amqp://h/" || builtin {
@@ -279,7 +279,7 @@ func TestBuiltinDefaultURL(t *testing.T) {
 	}
 
 	refused := fmt.Errorf("acemq: cannot connect to the broker: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
-	msg := connectError(defaultAMQPURL, true, refused).Error()
+	msg := ConnectError(DefaultAMQPURL, true, refused).Error()
 	for _, want := range []string{"no broker answered at the default URL amqp://guest:xxxxx@localhost:5672/", "set --url or ACEMQ_URL", "memory://", "connection refused"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the default's failure %q lacks %q", msg, want)
@@ -290,16 +290,16 @@ func TestBuiltinDefaultURL(t *testing.T) {
 	}
 	// A broker that answers and refuses (the guest user is not allowed,
 	// say) did answer.
-	msg = connectError(defaultAMQPURL, true, errors.New(`Exception (403) Reason: "username or password not allowed"`)).Error()
+	msg = ConnectError(DefaultAMQPURL, true, errors.New(`Exception (403) Reason: "username or password not allowed"`)).Error()
 	if !strings.Contains(msg, "could not connect to the default URL amqp://guest:xxxxx@localhost:5672/: set --url or ACEMQ_URL") {
 		t.Errorf("the default's refusal: %q", msg)
 	}
-	if msg := connectError("amqp://guest:guest@rabbit:5672/", false, refused).Error(); strings.Contains(msg, "default") {
+	if msg := ConnectError("amqp://guest:guest@rabbit:5672/", false, refused).Error(); strings.Contains(msg, "default") {
 		t.Errorf("a chosen URL's failure talks about the default: %q", msg)
 	}
-	var ee *exitError
-	if !errors.As(connectError(defaultAMQPURL, true, refused), &ee) || ee.code != exitFailure {
-		t.Errorf("the default's failure does not exit %d", exitFailure)
+	var ee *ExitError
+	if !errors.As(ConnectError(DefaultAMQPURL, true, refused), &ee) || ee.code != ExitFailure {
+		t.Errorf("the default's failure does not exit %d", ExitFailure)
 	}
 }
 
@@ -312,12 +312,12 @@ func TestMemoryURLHint(t *testing.T) {
 		code int
 		args []string
 	}{
-		{exitUnroutable, []string{"publish", "--url", "memory://x", "--exchange", "", "--routing-key", "orders", "x"}},
-		{exitFailure, []string{"publish", "--url", "memory://x", "--exchange", "orders", "--routing-key", "k", "x"}},
-		{exitFailure, []string{"consume", "--url", "memory://x", "--queue", "orders"}},
-		{exitUnroutable, []string{"ask", "--url", "memory://x", "--exchange", "", "--routing-key", "pricing", "x"}},
-		{exitFailure, []string{"serve", "--url", "memory://x", "--queue", "pricing", "--", "cat"}},
-		{exitFailure, []string{"replay", "--url", "memory://x", "--queue", "orders.dlq"}},
+		{ExitUnroutable, []string{"publish", "--url", "memory://x", "--exchange", "", "--routing-key", "orders", "x"}},
+		{ExitFailure, []string{"publish", "--url", "memory://x", "--exchange", "orders", "--routing-key", "k", "x"}},
+		{ExitFailure, []string{"consume", "--url", "memory://x", "--queue", "orders"}},
+		{ExitUnroutable, []string{"ask", "--url", "memory://x", "--exchange", "", "--routing-key", "pricing", "x"}},
+		{ExitFailure, []string{"serve", "--url", "memory://x", "--queue", "pricing", "--", "cat"}},
+		{ExitFailure, []string{"replay", "--url", "memory://x", "--queue", "orders.dlq"}},
 	} {
 		r := runCLI(t, "", tc.args...).wantCode(t, tc.code)
 		if !strings.Contains(r.stderr, hint) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {

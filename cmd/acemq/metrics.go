@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// addMetricsFlag adds --metrics-addr and --metrics-token.
-func addMetricsFlag(fl *pflag.FlagSet, addr *string) {
+// AddMetricsFlag adds --metrics-addr and --metrics-token.
+func AddMetricsFlag(fl *pflag.FlagSet, addr *string) {
 	fl.StringVar(addr, "metrics-addr", "", "serve /acemq-metrics, /acemq-health and /acemq-info on this address while running (e.g. "+actuator.DefaultAddr+"; off loopback it needs a token)")
 	fl.String("metrics-token", "", "the token every request to --metrics-addr must carry as Authorization: Bearer TOKEN (made up and printed when --metrics-addr is off loopback and none is given)")
 }
@@ -50,11 +50,11 @@ func newMetrics(cmd *cobra.Command, addr string) (*metrics, error) {
 	}
 	act, err := actuator.New(actuator.WithApplication("acemq "+cmd.Name(), actuator.LibraryVersion()), actuator.WithToken(token))
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("setting up metrics: %w", err))
+		return nil, WithCode(ExitFailure, fmt.Errorf("setting up metrics: %w", err))
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("--metrics-addr %s: %w", addr, err))
+		return nil, WithCode(ExitFailure, fmt.Errorf("--metrics-addr %s: %w", addr, err))
 	}
 	return &metrics{act: act, ln: ln, token: token, made: made}, nil
 }

@@ -28,7 +28,7 @@ func TestMetricsToken(t *testing.T) {
 		t.Helper()
 		var addr string
 		cmd := &cobra.Command{Use: "serve"}
-		addMetricsFlag(cmd.Flags(), &addr)
+		AddMetricsFlag(cmd.Flags(), &addr)
 		if err := cmd.Flags().Parse(args); err != nil {
 			t.Fatal(err)
 		}

@@ -126,14 +126,14 @@ type outboxRecordJSON struct {
 
 func runOutbox(ctx context.Context, w io.Writer, sub string, f outboxFlags) error {
 	if sub != "status" && sub != "retired" && sub != "revive" {
-		return withCode(exitFailure, fmt.Errorf("outbox: unknown subcommand %q: use status, retired or revive", sub))
+		return WithCode(ExitFailure, fmt.Errorf("outbox: unknown subcommand %q: use status, retired or revive", sub))
 	}
 	if sub == "revive" && !f.all && len(f.seqs) == 0 {
-		return withCode(exitFailure, errors.New("outbox revive needs --seq N (repeatable) or --all"))
+		return WithCode(ExitFailure, errors.New("outbox revive needs --seq N (repeatable) or --all"))
 	}
 	db, ob, err := openOutbox(f.dsn, f.table)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
@@ -142,13 +142,13 @@ func runOutbox(ctx context.Context, w io.Writer, sub string, f outboxFlags) erro
 	case "status":
 		st, err := ob.Status(ctx)
 		if err != nil {
-			return withCode(exitFailure, fmt.Errorf("reading the outbox table %s: %w", f.table, err))
+			return WithCode(ExitFailure, fmt.Errorf("reading the outbox table %s: %w", f.table, err))
 		}
 		return printOutboxStatus(w, st, f.json, time.Now())
 	case "retired":
 		recs, err := ob.Retired(ctx, f.limit)
 		if err != nil {
-			return withCode(exitFailure, fmt.Errorf("reading the outbox table %s: %w", f.table, err))
+			return WithCode(ExitFailure, fmt.Errorf("reading the outbox table %s: %w", f.table, err))
 		}
 		return printRetired(w, recs, f.json)
 	}
@@ -158,7 +158,7 @@ func runOutbox(ctx context.Context, w io.Writer, sub string, f outboxFlags) erro
 	}
 	n, err := ob.Revive(ctx, seqs...)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	if f.json {
 		return json.NewEncoder(w).Encode(map[string]int{"revived": n})

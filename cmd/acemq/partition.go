@@ -39,7 +39,7 @@ hash modulo N, routing key {base}.{n}. It needs no broker.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.partitions < 1 {
-				return withCode(exitFailure, fmt.Errorf("--partitions must be at least 1, not %d", f.partitions))
+				return WithCode(ExitFailure, fmt.Errorf("--partitions must be at least 1, not %d", f.partitions))
 			}
 			key := args[0]
 			p := partition.Of(key, f.partitions)
@@ -50,9 +50,9 @@ hash modulo N, routing key {base}.{n}. It needs no broker.
 				out.RoutingKey = partition.RoutingKey(f.base, p)
 			}
 			if f.json {
-				line, err := marshalLine(out)
+				line, err := MarshalLine(out)
 				if err != nil {
-					return withCode(exitFailure, err)
+					return WithCode(ExitFailure, err)
 				}
 				_, err = cmd.OutOrStdout().Write(line)
 				return err

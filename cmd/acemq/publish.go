@@ -91,8 +91,8 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 			return runPublish(cmd, args, f)
 		},
 	}
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.exchange, "exchange", "", `exchange to publish to ("" is the default exchange, which routes by queue name)`)
 	fl.StringVar(&f.routingKey, "routing-key", "", "routing key")
@@ -106,7 +106,7 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 	fl.BoolVar(&f.transient, "transient", false, "delivery mode 1: the broker may lose the message on restart")
 	f.later.add(fl)
 	fl.StringVar(&f.codec, "codec", "", "write the body in this format: "+strings.Join(codec.Names(), ", ")+" (all but text and bytes read the body as JSON)")
-	addKeyringFlag(cmd, &f.keyring)
+	AddKeyringFlag(cmd, &f.keyring)
 	fl.BoolVar(&f.encrypt, "encrypt", false, "encrypt the body with the current key of --keyring")
 	_ = cmd.MarkFlagRequired("exchange")
 	_ = cmd.MarkFlagRequired("routing-key")
@@ -115,42 +115,42 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 
 func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 	if f.count < 1 {
-		return withCode(exitFailure, fmt.Errorf("--count must be at least 1, not %d", f.count))
+		return WithCode(ExitFailure, fmt.Errorf("--count must be at least 1, not %d", f.count))
 	}
 	if f.exchange == "" && f.routingKey == "" {
-		return withCode(exitFailure, errors.New("--routing-key is empty: on the default exchange it must name a queue"))
+		return WithCode(ExitFailure, errors.New("--routing-key is empty: on the default exchange it must name a queue"))
 	}
-	headers, err := parseHeaders(f.headers)
+	headers, err := ParseHeaders(f.headers)
 	if err != nil {
 		return err
 	}
 	if err := f.later.check(f); err != nil {
 		return err
 	}
-	body, err := readBody(cmd, args)
+	body, err := ReadBody(cmd, args)
 	if err != nil {
 		return err
 	}
 	body, err = f.prepare(body)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	if f.later.scheduled() {
 		return runSchedule(cmd, f, headers, body)
 	}
-	ctx, cancel := within(cmd.Context(), f.timeout)
+	ctx, cancel := Within(cmd.Context(), f.timeout)
 	defer cancel()
-	s, err := openSession(cmd, "")
+	s, err := OpenSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 
-	opts := []acemq.PublisherOption{acemq.WithCodec(rawCodec{contentType: f.ct})}
+	opts := []acemq.PublisherOption{acemq.WithCodec(RawCodec{Type: f.ct})}
 	if f.transient {
 		opts = append(opts, acemq.WithPersistent(false))
 	}
-	pub := acemq.NewPublisher[[]byte](s.conn, f.exchange, opts...)
+	pub := acemq.NewPublisher[[]byte](s.Conn, f.exchange, opts...)
 	newEnv := func(seq int) (acemq.Envelope, error) {
 		h := headers
 		if f.count > 1 {
@@ -167,7 +167,7 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 	if f.count == 1 {
 		env, err := newEnv(1)
 		if err != nil {
-			return withCode(exitFailure, err)
+			return WithCode(ExitFailure, err)
 		}
 		sendOpts := append([]acemq.SendOption{acemq.WithEnvelope(env)}, f.later.sendOptions()...)
 		sent, err := pub.Send(ctx, f.routingKey, body, sendOpts...)
@@ -183,7 +183,7 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 	}
 
 	var bar *progressbar.ProgressBar
-	if stderrIsTerminal(cmd) {
+	if StderrIsTerminal(cmd) {
 		bar = progressbar.NewOptions(f.count, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
 			progressbar.OptionSetDescription("publishing"), progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish())
@@ -196,7 +196,7 @@ func runPublish(cmd *cobra.Command, args []string, f publishFlags) error {
 		for i := range batch {
 			env, err := newEnv(start + i)
 			if err != nil {
-				return withCode(exitFailure, err)
+				return WithCode(ExitFailure, err)
 			}
 			batch[i] = acemq.Outgoing[[]byte]{RoutingKey: f.routingKey, Payload: body, Envelope: env}
 		}
@@ -252,16 +252,16 @@ func (f *publishFlags) prepare(body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--codec: %w", err)
 		}
-		if body, err = encodeWith(c, f.codec, body); err != nil {
+		if body, err = EncodeWith(c, f.codec, body); err != nil {
 			return nil, err
 		}
 		f.ct = c.ContentType()
 	}
 	if f.ct == "" {
-		f.ct = guessContentType(body)
+		f.ct = GuessContentType(body)
 	}
 	if f.encrypt {
-		keys, err := loadKeyring(f.keyring)
+		keys, err := LoadKeyring(f.keyring)
 		if err != nil {
 			return nil, err
 		}
@@ -274,15 +274,15 @@ func (f *publishFlags) prepare(body []byte) ([]byte, error) {
 }
 
 // publishError maps a publish failure to an exit code.
-func publishError(ctx context.Context, s *session, err error) error {
+func publishError(ctx context.Context, s *Session, err error) error {
 	var re *acemq.UnroutableError
 	switch {
 	case errors.As(err, &re):
-		return withCode(exitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); nothing was delivered%s", re.Exchange, re.RoutingKey, re.Code, re.Text, s.hint()))
+		return WithCode(ExitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); nothing was delivered%s", re.Exchange, re.RoutingKey, re.Code, re.Text, s.Hint()))
 	case errors.Is(err, acemq.ErrNotFound):
-		return withCode(exitFailure, fmt.Errorf("%w (declare the exchange first)%s", err, s.hint()))
+		return WithCode(ExitFailure, fmt.Errorf("%w (declare the exchange first)%s", err, s.Hint()))
 	case ctx.Err() == context.DeadlineExceeded:
-		return withCode(exitTimeout, fmt.Errorf("timed out: %w", err))
+		return WithCode(ExitTimeout, fmt.Errorf("timed out: %w", err))
 	}
-	return withCode(exitFailure, err)
+	return WithCode(ExitFailure, err)
 }

@@ -33,21 +33,21 @@ func (l *laterFlags) scheduled() bool { return l.delay != 0 || l.at != "" }
 func (l *laterFlags) check(f publishFlags) error {
 	switch {
 	case l.delay < 0:
-		return withCode(exitFailure, fmt.Errorf("--delay must not be negative, not %s", l.delay))
+		return WithCode(ExitFailure, fmt.Errorf("--delay must not be negative, not %s", l.delay))
 	case l.delay != 0 && l.at != "":
-		return withCode(exitFailure, errors.New("--delay and --at both say when: give one"))
+		return WithCode(ExitFailure, errors.New("--delay and --at both say when: give one"))
 	case l.ttl < 0:
-		return withCode(exitFailure, fmt.Errorf("--ttl must not be negative, not %s", l.ttl))
+		return WithCode(ExitFailure, fmt.Errorf("--ttl must not be negative, not %s", l.ttl))
 	case l.priority < 0 || l.priority > 255:
-		return withCode(exitFailure, fmt.Errorf("--priority must be from 0 to 255, not %d", l.priority))
+		return WithCode(ExitFailure, fmt.Errorf("--priority must be from 0 to 255, not %d", l.priority))
 	case f.count > 1 && (l.ttl != 0 || l.priority != 0 || l.scheduled()):
-		return withCode(exitFailure, errors.New("--count cannot be combined with --ttl, --priority, --delay or --at: send one message at a time"))
+		return WithCode(ExitFailure, errors.New("--count cannot be combined with --ttl, --priority, --delay or --at: send one message at a time"))
 	case l.scheduled() && (l.ttl != 0 || l.priority != 0 || f.transient):
-		return withCode(exitFailure, errors.New("a scheduled message (--delay, --at) cannot carry --ttl, --priority or --transient: the scheduler's rungs would not keep them"))
+		return WithCode(ExitFailure, errors.New("a scheduled message (--delay, --at) cannot carry --ttl, --priority or --transient: the scheduler's rungs would not keep them"))
 	}
 	if l.at != "" {
 		if _, err := time.Parse(time.RFC3339, l.at); err != nil {
-			return withCode(exitFailure, fmt.Errorf("--at %q is not an RFC 3339 time such as 2026-12-01T09:00:00Z: %w", l.at, err))
+			return WithCode(ExitFailure, fmt.Errorf("--at %q is not an RFC 3339 time such as 2026-12-01T09:00:00Z: %w", l.at, err))
 		}
 	}
 	return nil
@@ -76,26 +76,26 @@ func (l *laterFlags) when() time.Time {
 
 // runSchedule schedules one message and prints its id.
 func runSchedule(cmd *cobra.Command, f publishFlags, headers map[string]any, body []byte) error {
-	ctx, cancel := within(cmd.Context(), f.timeout)
+	ctx, cancel := Within(cmd.Context(), f.timeout)
 	defer cancel()
-	s, err := openSession(cmd, "")
+	s, err := OpenSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	env, err := acemq.NewEnvelope(acemq.Fields{Type: f.typ, CorrelationID: f.correlationID, CausationID: f.causationID, Headers: headers})
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	at := f.later.when()
-	p := schedule.NewPublisher[[]byte](s.conn, f.exchange, schedule.WithCodec(rawCodec{contentType: f.ct}))
+	p := schedule.NewPublisher[[]byte](s.Conn, f.exchange, schedule.WithCodec(RawCodec{Type: f.ct}))
 	sent, err := p.SendAt(ctx, f.routingKey, at, body, schedule.WithEnvelope(env))
 	if err != nil {
 		return publishError(ctx, s, err)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), sent.ID())
 	if time.Until(at) >= time.Second {
-		fmt.Fprintf(cmd.ErrOrStderr(), "scheduled for %s; delivered by a running 'acemq serve --scheduler'%s\n", at.UTC().Format(time.RFC3339), s.hint())
+		fmt.Fprintf(cmd.ErrOrStderr(), "scheduled for %s; delivered by a running 'acemq serve --scheduler'%s\n", at.UTC().Format(time.RFC3339), s.Hint())
 	}
 	return nil
 }

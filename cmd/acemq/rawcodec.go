@@ -8,18 +8,18 @@ import (
 	"github.com/acemq/acemq"
 )
 
-// rawCodec passes bodies through untouched: the CLI sends the bytes it was
+// RawCodec passes bodies through untouched: the CLI sends the bytes it was
 // given and prints the bytes it receives, whatever their format. It writes
 // its content type and reads every content type.
-type rawCodec struct{ contentType string }
+type RawCodec struct{ Type string }
 
-var _ acemq.Codec = rawCodec{}
+var _ acemq.Codec = RawCodec{}
 
-func (c rawCodec) ContentType() string { return c.contentType }
+func (c RawCodec) ContentType() string { return c.Type }
 
-func (rawCodec) Accepts(string) bool { return true }
+func (RawCodec) Accepts(string) bool { return true }
 
-func (rawCodec) Encode(v any) ([]byte, error) {
+func (RawCodec) Encode(v any) ([]byte, error) {
 	switch x := v.(type) {
 	case []byte:
 		return x, nil
@@ -33,7 +33,7 @@ func (rawCodec) Encode(v any) ([]byte, error) {
 	return nil, fmt.Errorf("the raw codec sends []byte or string, not %T", v)
 }
 
-func (rawCodec) Decode(body []byte, _ string, v any) error {
+func (RawCodec) Decode(body []byte, _ string, v any) error {
 	switch p := v.(type) {
 	case *[]byte:
 		*p = append((*p)[:0], body...)
@@ -48,9 +48,9 @@ func (rawCodec) Decode(body []byte, _ string, v any) error {
 	return &acemq.DecodeError{Err: fmt.Errorf("the raw codec reads into *[]byte or *string, not %T", v)}
 }
 
-// guessContentType names a body given without --content-type: JSON when it
+// GuessContentType names a body given without --content-type: JSON when it
 // parses as JSON, UTF-8 text when it is valid UTF-8, bytes otherwise.
-func guessContentType(body []byte) string {
+func GuessContentType(body []byte) string {
 	switch {
 	case len(body) > 0 && json.Valid(body):
 		return "application/json"

@@ -80,8 +80,8 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
 			return runReplay(cmd, f)
 		},
 	}
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "the queue to move messages out of (Q.dlq or Q.parked)")
 	fl.StringVar(&f.toExchange, "to-exchange", "", "publish to this exchange instead of Q (with --to-routing-key)")
@@ -91,36 +91,36 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
 	fl.BoolVar(&f.keepAttempts, "keep-attempts", false, "keep each message's attempt instead of resetting it to 1")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop after this long (0: no limit; Ctrl-C stops)")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
-	addKeyringFlag(cmd, &f.keyring)
+	AddKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
 	return cmd
 }
 
 func runReplay(cmd *cobra.Command, f replayFlags) error {
 	if f.limit < 0 {
-		return withCode(exitFailure, fmt.Errorf("--limit must not be negative, not %d", f.limit))
+		return WithCode(ExitFailure, fmt.Errorf("--limit must not be negative, not %d", f.limit))
 	}
 	if f.setExchange != f.setRoutingKey {
-		return withCode(exitFailure, errors.New("--to-exchange and --to-routing-key go together: give both, or neither to replay to the source's own queue"))
+		return WithCode(ExitFailure, errors.New("--to-exchange and --to-routing-key go together: give both, or neither to replay to the source's own queue"))
 	}
 	if !f.setExchange {
 		if _, ok := replay.Target(f.queue); !ok {
-			return withCode(exitFailure, fmt.Errorf("%q ends in neither .dlq nor .parked, so there is no queue to put its messages back on: give --to-exchange and --to-routing-key", f.queue))
+			return WithCode(ExitFailure, fmt.Errorf("%q ends in neither .dlq nor .parked, so there is no queue to put its messages back on: give --to-exchange and --to-routing-key", f.queue))
 		}
 	}
-	keys, err := loadKeyring(f.keyring)
+	keys, err := LoadKeyring(f.keyring)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := within(cmd.Context(), f.timeout)
+	ctx, cancel := Within(cmd.Context(), f.timeout)
 	defer cancel()
-	s, err := openSession(cmd, "")
+	s, err := OpenSession(cmd, "")
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	conn := s.conn
-	info, err := s.requireQueue(ctx, f.queue, "")
+	defer s.Close()
+	conn := s.Conn
+	info, err := s.RequireQueue(ctx, f.queue, "")
 	if err != nil {
 		return err
 	}
@@ -142,9 +142,9 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 		stderr := cmd.ErrOrStderr()
 		opts = append(opts, replay.WithMessageFilter(func(m acemq.Message[[]byte]) bool {
 			seen++
-			o := openBody(keys, m)
-			if o.failed() {
-				reportUnopened(stderr, seen, m, o, "it stays on "+f.queue)
+			o := OpenBody(keys, m)
+			if o.Failed() {
+				ReportUnopened(stderr, seen, m, o, "it stays on "+f.queue)
 				return false
 			}
 			return true
@@ -152,7 +152,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	}
 
 	var bar *progressbar.ProgressBar
-	if stderrIsTerminal(cmd) && !f.json {
+	if StderrIsTerminal(cmd) && !f.json {
 		total := info.Messages
 		if f.limit > 0 {
 			total = min(total, f.limit)
@@ -203,7 +203,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 		if res.Err != nil {
 			j.Error = res.Err.Error()
 		}
-		b, err := marshalLine(j)
+		b, err := MarshalLine(j)
 		if err != nil {
 			return err
 		}
@@ -219,14 +219,14 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	case replay.Drained, replay.LimitReached:
 		return nil
 	case replay.DeadlineExceeded:
-		return withCode(exitTimeout, fmt.Errorf("timed out after %s", f.timeout))
+		return WithCode(ExitTimeout, fmt.Errorf("timed out after %s", f.timeout))
 	case replay.Cancelled:
-		return withCode(exitFailure, errors.New("interrupted"))
+		return WithCode(ExitFailure, errors.New("interrupted"))
 	}
 	if res.Err != nil {
-		return withCode(exitFailure, res.Err)
+		return WithCode(ExitFailure, res.Err)
 	}
-	return withCode(exitFailure, fmt.Errorf("the replay stopped: %s", res.Reason))
+	return WithCode(ExitFailure, fmt.Errorf("the replay stopped: %s", res.Reason))
 }
 
 // describeReason says why a replay stopped, in words.

@@ -69,15 +69,15 @@ it prints how many messages it handled ({"handled": N} with --json).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.scheduler {
 				if len(args) > 0 || f.queue != "" {
-					return withCode(exitFailure, errors.New("serve --scheduler takes neither --queue nor a COMMAND: it reads acemq.schedule.due"))
+					return WithCode(ExitFailure, errors.New("serve --scheduler takes neither --queue nor a COMMAND: it reads acemq.schedule.due"))
 				}
 				return nil
 			}
 			if f.queue == "" {
-				return withCode(exitFailure, errors.New(`required flag(s) "queue" not set`))
+				return WithCode(ExitFailure, errors.New(`required flag(s) "queue" not set`))
 			}
 			if len(args) == 0 {
-				return withCode(exitFailure, errors.New("serve needs a COMMAND after --, for example: acemq serve --queue q -- cat"))
+				return WithCode(ExitFailure, errors.New("serve needs a COMMAND after --, for example: acemq serve --queue q -- cat"))
 			}
 			return nil
 		},
@@ -88,8 +88,8 @@ it prints how many messages it handled ({"handled": N} with --json).`,
 			return runServe(cmd, args, f)
 		},
 	}
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "queue to answer requests on")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "requests handled at once")
@@ -98,7 +98,7 @@ it prints how many messages it handled ({"handled": N} with --json).`,
 	fl.DurationVar(&f.commandTimeout, "command-timeout", 0, "kill a command running longer than this and answer with an error (0: no limit)")
 	fl.DurationVar(&f.drain, "drain", acemq.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running commands may take to finish")
 	fl.BoolVar(&f.json, "json", false, "print the final counters as one JSON object")
-	addMetricsFlag(fl, &f.metricsAddr)
+	AddMetricsFlag(fl, &f.metricsAddr)
 	fl.BoolVar(&f.scheduler, "scheduler", false, "run the scheduler's control consumer (acemq.schedule.due) instead of answering requests")
 	return cmd
 }
@@ -112,32 +112,32 @@ type serveCounters struct {
 
 func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
 	if f.concurrency < 1 {
-		return withCode(exitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
+		return WithCode(ExitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("cannot run %q: %w", args[0], err))
+		return WithCode(ExitFailure, fmt.Errorf("cannot run %q: %w", args[0], err))
 	}
-	s, err := openSession(cmd, f.metricsAddr)
+	s, err := OpenSession(cmd, f.metricsAddr)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	conn := s.conn
-	ctx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
+	defer s.Close()
+	conn := s.Conn
+	ctx, cancel := context.WithTimeout(cmd.Context(), ConnectTimeout)
 	defer cancel()
 	if f.declare {
 		// A durable queue: a quorum queue, as the topology's are by default.
 		if err := acemq.NewTopology().Queue(f.queue).Apply(ctx, conn); err != nil {
-			return withCode(exitFailure, fmt.Errorf("declaring %s: %w", f.queue, err))
+			return WithCode(ExitFailure, fmt.Errorf("declaring %s: %w", f.queue, err))
 		}
-	} else if _, err := s.requireQueue(ctx, f.queue, " (use --declare to create it)"); err != nil {
+	} else if _, err := s.RequireQueue(ctx, f.queue, " (use --declare to create it)"); err != nil {
 		return err
 	}
 
 	errOut := &lockedWriter{w: cmd.ErrOrStderr()}
-	if isMemory(s.url) {
-		fmt.Fprintf(errOut, "note: %s\n", memoryNote(s.url))
+	if IsMemory(s.URL) {
+		fmt.Fprintf(errOut, "note: %s\n", MemoryNote(s.URL))
 	}
 	var failed atomic.Int64
 	h := func(hctx context.Context, m acemq.Message[[]byte]) ([]byte, error) {
@@ -148,10 +148,10 @@ func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
 		return out, err
 	}
 	resp, err := rpc.Serve(ctx, conn, f.queue, h,
-		acemq.WithCodec(rawCodec{contentType: f.ct}), acemq.WithConcurrency(f.concurrency),
+		acemq.WithCodec(RawCodec{Type: f.ct}), acemq.WithConcurrency(f.concurrency),
 		acemq.WithPrefetch(max(f.concurrency, 1)), acemq.WithDrainTimeout(f.drain))
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("starting the responder on %s: %w", f.queue, err))
+		return WithCode(ExitFailure, fmt.Errorf("starting the responder on %s: %w", f.queue, err))
 	}
 	fmt.Fprintf(errOut, "serving %s with %s (concurrency %d); SIGINT or SIGTERM stops\n", f.queue, strings.Join(args, " "), f.concurrency)
 
@@ -168,13 +168,13 @@ func runServe(cmd *cobra.Command, args []string, f serveFlags) error {
 	}
 	c := serveCounters{Answered: resp.Answered(), Failed: failed.Load(), Unanswerable: resp.Unanswerable()}
 	if f.json {
-		b, _ := marshalLine(c)
+		b, _ := MarshalLine(c)
 		_, _ = cmd.OutOrStdout().Write(b)
 	} else {
 		fmt.Fprintf(cmd.OutOrStdout(), "answered %d, failed %d, unanswerable %d\n", c.Answered, c.Failed, c.Unanswerable)
 	}
 	if stopErr != nil {
-		return withCode(exitFailure, stopErr)
+		return WithCode(ExitFailure, stopErr)
 	}
 	return nil
 }

@@ -21,33 +21,33 @@ type schedulerCounters struct {
 // SIGTERM.
 func runScheduler(cmd *cobra.Command, f serveFlags) error {
 	if f.concurrency < 1 {
-		return withCode(exitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
+		return WithCode(ExitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
 	}
-	s, err := openSession(cmd, f.metricsAddr)
+	s, err := OpenSession(cmd, f.metricsAddr)
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	errOut := cmd.ErrOrStderr()
-	if isMemory(s.url) {
-		fmt.Fprintf(errOut, "note: %s\n", memoryNote(s.url))
+	if IsMemory(s.URL) {
+		fmt.Fprintf(errOut, "note: %s\n", MemoryNote(s.URL))
 	}
 	var handled atomic.Int64
-	remove := s.conn.OnSettle(func(st acemq.Settlement) {
+	remove := s.Conn.OnSettle(func(st acemq.Settlement) {
 		if st.Queue == schedule.DueQueue && st.Outcome == acemq.OutcomeAcked {
 			handled.Add(1)
 		}
 	})
 	defer remove()
-	ctx, cancel := context.WithTimeout(cmd.Context(), connectTimeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), ConnectTimeout)
 	defer cancel()
 	opts := []schedule.ServeOption{}
 	if cmd.Flags().Changed("concurrency") {
 		opts = append(opts, schedule.WithConcurrency(f.concurrency))
 	}
-	ctrl, err := schedule.Serve(ctx, s.conn, opts...)
+	ctrl, err := schedule.Serve(ctx, s.Conn, opts...)
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("starting the scheduler: %w%s", err, s.hint()))
+		return WithCode(ExitFailure, fmt.Errorf("starting the scheduler: %w%s", err, s.Hint()))
 	}
 	fmt.Fprintf(errOut, "scheduling: reading %s (rungs %v); SIGINT or SIGTERM stops\n", schedule.DueQueue, schedule.Rungs())
 
@@ -64,13 +64,13 @@ func runScheduler(cmd *cobra.Command, f serveFlags) error {
 	}
 	c := schedulerCounters{Handled: handled.Load()}
 	if f.json {
-		b, _ := marshalLine(c)
+		b, _ := MarshalLine(c)
 		_, _ = cmd.OutOrStdout().Write(b)
 	} else {
 		fmt.Fprintf(cmd.OutOrStdout(), "handled %d\n", c.Handled)
 	}
 	if stopErr != nil {
-		return withCode(exitFailure, stopErr)
+		return WithCode(ExitFailure, stopErr)
 	}
 	return nil
 }

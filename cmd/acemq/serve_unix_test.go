@@ -17,7 +17,7 @@ import (
 // serve drains and exits 0.
 func TestServeCtrlCLetsRunningCommandsFinish(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.ctrlc." + suffix()
+	q := "acemq-cli-test.ctrlc." + Suffix()
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
 	srv := startCLIGroup(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo running-now >&2; sleep 1; echo finished")
 	waitConsumers(t, conn, q, 1, srv)

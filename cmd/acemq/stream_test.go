@@ -33,7 +33,7 @@ func TestPartitionCommand(t *testing.T) {
 
 func TestConsumeOffset(t *testing.T) {
 	conn, url := brokerConn(t)
-	name := fmt.Sprintf("acemq-cli-test.stream.%s", suffix())
+	name := fmt.Sprintf("acemq-cli-test.stream.%s", Suffix())
 	deleteAtEnd(t, conn, name)
 	ctx := context.Background()
 	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueStream)).Apply(ctx, conn); err != nil {

@@ -35,8 +35,8 @@ type topoFlags struct {
 
 // topoCmd is a topology subcommand with the broker flags and --json.
 func topoCmd(cmd *cobra.Command, f *topoFlags) *cobra.Command {
-	addBrokerFlags(cmd, sharedURLDefault)
-	addWaitFlag(cmd)
+	AddBrokerFlags(cmd, SharedURLDefault)
+	AddWaitFlag(cmd)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	return cmd
 }
@@ -45,15 +45,15 @@ func topoCmd(cmd *cobra.Command, f *topoFlags) *cobra.Command {
 func oneName(what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 || args[0] == "" {
-			return withCode(exitFailure, fmt.Errorf("%s takes one %s name, for example: %s", cmd.CommandPath(), what, strings.TrimSpace(strings.SplitN(cmd.Example, "\n", 2)[0])))
+			return WithCode(ExitFailure, fmt.Errorf("%s takes one %s name, for example: %s", cmd.CommandPath(), what, strings.TrimSpace(strings.SplitN(cmd.Example, "\n", 2)[0])))
 		}
 		return nil
 	}
 }
 
 // openTopology connects for a topology command and bounds what follows.
-func openTopology(cmd *cobra.Command) (*session, context.Context, context.CancelFunc, error) {
-	s, err := openSession(cmd, "")
+func openTopology(cmd *cobra.Command) (*Session, context.Context, context.CancelFunc, error) {
+	s, err := OpenSession(cmd, "")
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -64,7 +64,7 @@ func openTopology(cmd *cobra.Command) (*session, context.Context, context.Cancel
 // writeResult prints v as one JSON line, or text.
 func writeResult(cmd *cobra.Command, asJSON bool, v any, text func(w io.Writer)) error {
 	if asJSON {
-		b, err := marshalLine(v)
+		b, err := MarshalLine(v)
 		if err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func parseArgs(kvs []string) (map[string]any, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, withCode(exitFailure, fmt.Errorf("--arg %q: expected name=value, for example --arg x-message-ttl=60000", kv))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--arg %q: expected name=value, for example --arg x-message-ttl=60000", kv))
 		}
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			out[k] = n
@@ -118,20 +118,20 @@ type declaredJSON struct {
 func applyTopology(cmd *cobra.Command, topo *acemq.Topology, dryRun, asJSON bool) error {
 	plan, err := topo.Plan()
 	if err != nil {
-		return withCode(exitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	if !dryRun {
 		s, ctx, cancel, err := openTopology(cmd)
 		if err != nil {
 			return err
 		}
-		defer s.close()
+		defer s.Close()
 		defer cancel()
-		if isMemory(s.url) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", memoryNote(s.url))
+		if IsMemory(s.URL) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", MemoryNote(s.URL))
 		}
-		if err := topo.Apply(ctx, s.conn); err != nil {
-			return withCode(exitFailure, err)
+		if err := topo.Apply(ctx, s.Conn); err != nil {
+			return WithCode(ExitFailure, err)
 		}
 	}
 	out := declaredJSON{DryRun: dryRun, Declarations: []declarationJSON{}}
@@ -197,31 +197,31 @@ type lister struct {
 // newLister finds the command's source of names. mgmt is the --management
 // flag: "" takes $ACEMQ_MANAGEMENT_URL, else derives the API's URL from
 // --url (port 15672, --url's credentials).
-func newLister(s *session, mgmt string) (*lister, error) {
-	if isMemory(s.url) {
-		fmt.Fprintf(s.cmd.ErrOrStderr(), "note: %s\n", memoryNote(s.url))
-		return &lister{source: "memory", conn: s.conn}, nil
+func newLister(s *Session, mgmt string) (*lister, error) {
+	if IsMemory(s.URL) {
+		fmt.Fprintf(s.Cmd.ErrOrStderr(), "note: %s\n", MemoryNote(s.URL))
+		return &lister{source: "memory", conn: s.Conn}, nil
 	}
-	derived, vhost, ok := managementURL(s.url)
+	derived, vhost, ok := ManagementURL(s.URL)
 	if mgmt == "" {
 		mgmt = os.Getenv("ACEMQ_MANAGEMENT_URL")
 	}
 	if mgmt == "" {
 		if !ok {
-			return nil, withCode(exitFailure, errors.New("cannot tell the management API's URL from --url; give --management http://user:pass@host:15672/"))
+			return nil, WithCode(ExitFailure, errors.New("cannot tell the management API's URL from --url; give --management http://user:pass@host:15672/"))
 		}
 		mgmt = derived
 	}
 	api, err := management.New(mgmt, vhost)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("--management: %w", err))
+		return nil, WithCode(ExitFailure, fmt.Errorf("--management: %w", err))
 	}
 	return &lister{source: "management", api: api}, nil
 }
 
 // notAnswering explains a management API that failed.
 func notAnswering(err error) error {
-	return withCode(exitFailure, fmt.Errorf("%w (listing needs RabbitMQ's management API: rabbitmq-plugins enable rabbitmq_management, or give --management URL)", err))
+	return WithCode(ExitFailure, fmt.Errorf("%w (listing needs RabbitMQ's management API: rabbitmq-plugins enable rabbitmq_management, or give --management URL)", err))
 }
 
 func (l *lister) queues(ctx context.Context) ([]queueJSON, error) {
@@ -253,7 +253,7 @@ func (l *lister) queues(ctx context.Context) ([]queueJSON, error) {
 		return err
 	})
 	if err != nil {
-		return nil, withCode(exitFailure, err)
+		return nil, WithCode(ExitFailure, err)
 	}
 	return out, nil
 }
@@ -284,7 +284,7 @@ func (l *lister) exchanges(ctx context.Context) ([]exchangeJSON, error) {
 		return err
 	})
 	if err != nil {
-		return nil, withCode(exitFailure, err)
+		return nil, WithCode(ExitFailure, err)
 	}
 	return out, nil
 }
@@ -309,7 +309,7 @@ durable queue is a quorum queue; --dead-lettering adds Q.dlq and Q.parked;
 holds messages or has consumers, unless --force), or purges one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withCode(exitFailure, fmt.Errorf("%s needs a subcommand: list, declare, delete or purge (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
+			return WithCode(ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare, delete or purge (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
 	cmd.AddCommand(newQueueListCmd(), newQueueDeclareCmd(), newQueueDeleteCmd(), newQueuePurgeCmd())
@@ -335,7 +335,7 @@ few seconds. On memory:// the list is the in-process broker's.`,
 			if err != nil {
 				return err
 			}
-			defer s.close()
+			defer s.Close()
 			defer cancel()
 			l, err := newLister(s, mgmt)
 			if err != nil {
@@ -436,7 +436,7 @@ func (f *queueDeclareFlags) options(cmd *cobra.Command) ([]acemq.DeclareOption, 
 		case acemq.QueueQuorum, acemq.QueueClassic, acemq.QueueStream:
 			opts = append(opts, acemq.WithQueueType(t))
 		default:
-			return nil, withCode(exitFailure, fmt.Errorf("--type %q: want quorum, classic or stream", f.typ))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--type %q: want quorum, classic or stream", f.typ))
 		}
 	}
 	if f.deadLetter {
@@ -445,13 +445,13 @@ func (f *queueDeclareFlags) options(cmd *cobra.Command) ([]acemq.DeclareOption, 
 	if f.retry != "" {
 		p, err := parseRetryPolicy(f.retry)
 		if err != nil {
-			return nil, withCode(exitFailure, err)
+			return nil, WithCode(ExitFailure, err)
 		}
 		opts = append(opts, acemq.WithRetry(p))
 	}
 	if fl.Changed("max-priority") {
 		if f.maxPriority < 1 || f.maxPriority > 255 {
-			return nil, withCode(exitFailure, fmt.Errorf("--max-priority %d: want 1 to 255", f.maxPriority))
+			return nil, WithCode(ExitFailure, fmt.Errorf("--max-priority %d: want 1 to 255", f.maxPriority))
 		}
 		opts = append(opts, acemq.WithMaxPriority(uint8(f.maxPriority)))
 	}
@@ -537,7 +537,7 @@ exchanges acemq.dlx and acemq.retry stay: other queues use them.`,
 
 func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 	if f.retry != "" && !f.deadLetters {
-		return withCode(exitFailure, errors.New("--retry names the rungs --with-dead-letters deletes; give both"))
+		return WithCode(ExitFailure, errors.New("--retry names the rungs --with-dead-letters deletes; give both"))
 	}
 	names := []string{q}
 	if f.deadLetters {
@@ -545,14 +545,14 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 		if f.retry != "" {
 			p, err := parseRetryPolicy(f.retry)
 			if err != nil {
-				return withCode(exitFailure, err)
+				return WithCode(ExitFailure, err)
 			}
 			opts = append(opts, acemq.WithRetry(p))
 		}
 		// The halves are named by the rules that declare them.
 		plan, err := acemq.NewTopology().Queue(q, opts...).Plan()
 		if err != nil {
-			return withCode(exitFailure, err)
+			return WithCode(ExitFailure, err)
 		}
 		for _, d := range plan {
 			if d.Kind == acemq.QueueDeclaration && d.Queue.Name != q {
@@ -564,7 +564,7 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	defer cancel()
 	if f.deadLetters && f.retry == "" {
 		rungs, err := findRungs(ctx, s, q, f.mgmt)
@@ -576,15 +576,15 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 	var found []deletedItemJSON
 	var busy []string
 	for i, n := range names {
-		info, err := s.conn.Inspect(ctx, n)
+		info, err := s.Conn.Inspect(ctx, n)
 		if errors.Is(err, acemq.ErrNotFound) {
 			if i == 0 {
-				return withCode(exitFailure, fmt.Errorf("queue %q does not exist%s", q, s.hint()))
+				return WithCode(ExitFailure, fmt.Errorf("queue %q does not exist%s", q, s.Hint()))
 			}
 			continue
 		}
 		if err != nil {
-			return withCode(exitFailure, err)
+			return WithCode(ExitFailure, err)
 		}
 		found = append(found, deletedItemJSON{Kind: "queue", Name: n, Messages: info.Messages})
 		if info.Messages > 0 || info.Consumers > 0 {
@@ -599,7 +599,7 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 		}
 	}
 	if len(busy) > 0 && !f.force {
-		return withCode(exitFailure, fmt.Errorf("%s: nothing was deleted (add --force to delete them with their messages)", strings.Join(busy, "; ")))
+		return WithCode(ExitFailure, fmt.Errorf("%s: nothing was deleted (add --force to delete them with their messages)", strings.Join(busy, "; ")))
 	}
 	topo := acemq.NewTopology()
 	for _, d := range found {
@@ -607,8 +607,8 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 		// topology needs to be valid.
 		topo.Queue(d.Name, acemq.WithQueueType(acemq.QueueClassic))
 	}
-	if err := topo.Delete(ctx, s.conn); err != nil {
-		return withCode(exitFailure, err)
+	if err := topo.Delete(ctx, s.Conn); err != nil {
+		return WithCode(ExitFailure, err)
 	}
 	return writeResult(cmd, f.json, deletedJSON{Deleted: found}, func(w io.Writer) {
 		for _, d := range found {
@@ -618,14 +618,14 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 }
 
 // findRungs lists the queues named q.retry.DELAY.
-func findRungs(ctx context.Context, s *session, q, mgmt string) ([]string, error) {
+func findRungs(ctx context.Context, s *Session, q, mgmt string) ([]string, error) {
 	l, err := newLister(s, mgmt)
 	if err != nil {
 		return nil, err
 	}
 	qs, err := l.queues(ctx)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("finding the retry rungs of %s: %w (or name them with --retry POLICY)", q, err))
+		return nil, WithCode(ExitFailure, fmt.Errorf("finding the retry rungs of %s: %w (or name them with --retry POLICY)", q, err))
 	}
 	var rungs []string
 	for _, have := range qs {
@@ -674,22 +674,22 @@ purged message is gone: it is not dead-lettered. To look first, use
 			if err != nil {
 				return err
 			}
-			defer s.close()
+			defer s.Close()
 			defer cancel()
 			var n int
-			err = s.conn.Raw(func(dc driver.Conn) error {
+			err = s.Conn.Raw(func(dc driver.Conn) error {
 				p, ok := dc.(driver.Purger)
 				if !ok {
-					return fmt.Errorf("the driver of %s cannot purge: %w", s.conn, acemq.ErrUnsupported)
+					return fmt.Errorf("the driver of %s cannot purge: %w", s.Conn, acemq.ErrUnsupported)
 				}
 				n, err = p.PurgeQueue(ctx, q)
 				return err
 			})
 			if errors.Is(err, acemq.ErrNotFound) {
-				return withCode(exitFailure, fmt.Errorf("queue %q does not exist%s", q, s.hint()))
+				return WithCode(ExitFailure, fmt.Errorf("queue %q does not exist%s", q, s.Hint()))
 			}
 			if err != nil {
-				return withCode(exitFailure, fmt.Errorf("purging %s: %w", q, err))
+				return WithCode(ExitFailure, fmt.Errorf("purging %s: %w", q, err))
 			}
 			return writeResult(cmd, f.json, purgedJSON{Queue: q, Purged: n}, func(w io.Writer) {
 				fmt.Fprintf(w, "purged %d message%s from %s\n", n, plural(n), q)
@@ -709,7 +709,7 @@ func newExchangeCmd() *cobra.Command {
 Topology (durable unless --transient), or deletes one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withCode(exitFailure, fmt.Errorf("%s needs a subcommand: list, declare or delete (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
+			return WithCode(ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare or delete (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
 	cmd.AddCommand(newExchangeListCmd(), newExchangeDeclareCmd(), newExchangeDeleteCmd())
@@ -734,7 +734,7 @@ is the in-process broker's.`,
 			if err != nil {
 				return err
 			}
-			defer s.close()
+			defer s.Close()
 			defer cancel()
 			l, err := newLister(s, mgmt)
 			if err != nil {
@@ -780,7 +780,7 @@ with other settings fails, naming the difference.`,
 		Args: oneName("exchange"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if kind == "" {
-				return withCode(exitFailure, errors.New(`required flag(s) "type" not set: direct, topic, fanout, headers or a plugin's x-… type`))
+				return WithCode(ExitFailure, errors.New(`required flag(s) "type" not set: direct, topic, fanout, headers or a plugin's x-… type`))
 			}
 			var opts []acemq.DeclareOption
 			if internal {
@@ -829,17 +829,17 @@ acemq.retry, which every queue's dead-letter half and retry rungs use.`,
 			name := args[0]
 			switch {
 			case strings.HasPrefix(name, "amq."):
-				return withCode(exitFailure, fmt.Errorf("the exchange %q belongs to the broker and cannot be deleted", name))
+				return WithCode(ExitFailure, fmt.Errorf("the exchange %q belongs to the broker and cannot be deleted", name))
 			case name == acemq.DeadLetterExchange || name == acemq.RetryExchange:
-				return withCode(exitFailure, fmt.Errorf("the exchange %q is shared by every queue's dead-letter half and retry rungs; it is not deleted (delete the queues' halves with 'acemq queue delete --with-dead-letters')", name))
+				return WithCode(ExitFailure, fmt.Errorf("the exchange %q is shared by every queue's dead-letter half and retry rungs; it is not deleted (delete the queues' halves with 'acemq queue delete --with-dead-letters')", name))
 			}
 			s, ctx, cancel, err := openTopology(cmd)
 			if err != nil {
 				return err
 			}
-			defer s.close()
+			defer s.Close()
 			defer cancel()
-			err = s.conn.Raw(func(dc driver.Conn) error {
+			err = s.Conn.Raw(func(dc driver.Conn) error {
 				ins, ok := dc.(driver.Inspector)
 				if !ok {
 					return nil // deleting a missing exchange succeeds anyway
@@ -847,15 +847,15 @@ acemq.retry, which every queue's dead-letter half and retry rungs use.`,
 				return ins.InspectExchange(ctx, name)
 			})
 			if errors.Is(err, acemq.ErrNotFound) {
-				return withCode(exitFailure, fmt.Errorf("exchange %q does not exist%s", name, s.hint()))
+				return WithCode(ExitFailure, fmt.Errorf("exchange %q does not exist%s", name, s.Hint()))
 			}
 			if err != nil {
-				return withCode(exitFailure, err)
+				return WithCode(ExitFailure, err)
 			}
 			// Only the name counts for deleting; the kind is one a
 			// topology needs to be valid.
-			if err := acemq.NewTopology().Exchange(name, acemq.ExchangeDirect).Delete(ctx, s.conn); err != nil {
-				return withCode(exitFailure, err)
+			if err := acemq.NewTopology().Exchange(name, acemq.ExchangeDirect).Delete(ctx, s.Conn); err != nil {
+				return WithCode(ExitFailure, err)
 			}
 			out := deletedJSON{Deleted: []deletedItemJSON{{Kind: "exchange", Name: name}}}
 			return writeResult(cmd, f.json, out, func(w io.Writer) { fmt.Fprintf(w, "deleted exchange %s\n", name) })
@@ -894,7 +894,7 @@ func (f *bindFlags) check() error {
 		missing = append(missing, `"queue"`)
 	}
 	if len(missing) > 0 {
-		return withCode(exitFailure, fmt.Errorf("required flag(s) %s not set", strings.Join(missing, ", ")))
+		return WithCode(ExitFailure, fmt.Errorf("required flag(s) %s not set", strings.Join(missing, ", ")))
 	}
 	return nil
 }
@@ -959,21 +959,21 @@ fails.`,
 			if err != nil {
 				return err
 			}
-			defer s.close()
+			defer s.Close()
 			defer cancel()
 			b := driver.Binding{Exchange: f.exchange, Queue: f.queue, RoutingKey: f.key}
 			if m != nil {
 				b.Args = m
 			}
-			err = s.conn.Raw(func(dc driver.Conn) error {
+			err = s.Conn.Raw(func(dc driver.Conn) error {
 				u, ok := dc.(driver.Unbinder)
 				if !ok {
-					return fmt.Errorf("the driver of %s cannot remove bindings: %w", s.conn, acemq.ErrUnsupported)
+					return fmt.Errorf("the driver of %s cannot remove bindings: %w", s.Conn, acemq.ErrUnsupported)
 				}
 				return u.Unbind(ctx, b)
 			})
 			if err != nil {
-				return withCode(exitFailure, fmt.Errorf("unbinding %s from %s: %w%s", f.queue, f.exchange, err, s.hint()))
+				return WithCode(ExitFailure, fmt.Errorf("unbinding %s from %s: %w%s", f.queue, f.exchange, err, s.Hint()))
 			}
 			return writeResult(cmd, f.json, unboundJSON{Exchange: f.exchange, Queue: f.queue, RoutingKey: f.key}, func(w io.Writer) {
 				fmt.Fprintf(w, "unbound %s -> %s on %q\n", f.exchange, f.queue, f.key)

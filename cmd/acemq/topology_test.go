@@ -271,7 +271,7 @@ func TestTopologyCommandsOnMemory(t *testing.T) {
 
 func TestTopologyCommandsRabbitMQ(t *testing.T) {
 	conn, url := brokerConn(t)
-	sfx := suffix()
+	sfx := Suffix()
 	q, x := "acemq-cli-test.topo."+sfx, "acemq-cli-test.topo-x."+sfx
 	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), acemq.RungQueue(q, time.Minute))
 	t.Cleanup(func() {
