@@ -1,12 +1,11 @@
 // Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
 // and reads messages, asks and answers requests, replays dead letters,
-// serves the operator console, measures a broker, encodes and decodes
-// envelopes, writes development certificates, looks into a transactional
+// serves the operator console, encodes and decodes envelopes, writes development certificates, looks into a transactional
 // outbox's table (outbox), and lists, declares and deletes queues,
 // exchanges and bindings (queue, exchange, bind, unbind).
 //
 // The commands that connect to a broker (demo, publish, consume, ask, serve,
-// replay, console, bench, queue, exchange, bind, unbind) take --url (default $ACEMQ_URL, else
+// replay, console, queue, exchange, bind, unbind) take --url (default $ACEMQ_URL, else
 // amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo)
 // and the TLS flags; every command takes --help. Exit codes:
 //
@@ -16,51 +15,43 @@
 //	3  timed out (ask, consume)
 //	4  unroutable (publish)
 //
-// See docs/cli/README.md in the repository for one page per command.
+// See docs/cli/README.md in the repository for one page per command. The
+// benchmark harness is a command of its own, acemq-bench (cmd/acemq-bench),
+// so that this binary links no package testing.
+//
+// The code: each command is a package of its own under internal/cli (one
+// cobra command, built by NewCmd, and its Options, which validate and run),
+// the pieces they share (the broker and TLS flags, the session, the keyring,
+// JSON lines, exit codes) are package internal/cli, and this package only
+// puts the commands together.
 package main
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
+	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/cli/ask"
+	"github.com/acemq/acemq/internal/cli/bind"
+	"github.com/acemq/acemq/internal/cli/certs"
+	"github.com/acemq/acemq/internal/cli/console"
+	"github.com/acemq/acemq/internal/cli/consume"
+	"github.com/acemq/acemq/internal/cli/demo"
+	"github.com/acemq/acemq/internal/cli/envelope"
+	"github.com/acemq/acemq/internal/cli/exchange"
+	"github.com/acemq/acemq/internal/cli/outbox"
+	"github.com/acemq/acemq/internal/cli/partition"
+	"github.com/acemq/acemq/internal/cli/publish"
+	"github.com/acemq/acemq/internal/cli/queue"
+	"github.com/acemq/acemq/internal/cli/replay"
+	"github.com/acemq/acemq/internal/cli/serve"
+	"github.com/acemq/acemq/internal/cli/unbind"
 	"github.com/spf13/cobra"
 )
-
-// Exit codes.
-const (
-	ExitOK         = 0
-	ExitFailure    = 1
-	ExitResponder  = 2
-	ExitTimeout    = 3
-	ExitUnroutable = 4
-)
-
-// DefaultAMQPURL is used when neither --url nor $ACEMQ_URL is given.
-const DefaultAMQPURL = "amqp://guest:guest@localhost:5672/"
-
-// ExitError carries an exit code out of a command.
-type ExitError struct {
-	code int
-	err  error
-}
-
-func (e *ExitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.err }
-
-// WithCode wraps err so that the process exits with code.
-func WithCode(code int, err error) error { return &ExitError{code: code, err: err} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,24 +62,7 @@ func main() {
 
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return ExitOK
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(ee.err.Error(), "acemq: "))
-		}
-		return ee.code
-	}
-	fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(err.Error(), "acemq: "))
-	return ExitFailure
+	return cli.Execute(ctx, newRootCmd(), args, stdin, stdout, stderr)
 }
 
 func newRootCmd() *cobra.Command {
@@ -96,35 +70,46 @@ func newRootCmd() *cobra.Command {
 		Use:   "acemq",
 		Short: "The AceMQ operator's tool",
 		Long: `acemq runs the AceMQ demo, publishes and reads messages, asks and answers
-requests, replays dead letters, serves the operator console, measures a
-broker, encodes and decodes envelopes, writes development certificates, and
-lists, declares and deletes queues, exchanges and bindings.
+requests, replays dead letters, serves the operator console, encodes and
+decodes envelopes, writes development certificates, and lists, declares and
+deletes queues, exchanges and bindings. The benchmark harness is a command
+of its own, acemq-bench.
 
 Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 3 timed out, 4 unroutable.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return WithCode(ExitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
-	})
 	root.AddCommand(
-		newDemoCmd(),
-		newEnvelopeCmd(),
-		newPublishCmd(),
-		newConsumeCmd(),
-		newAskCmd(),
-		newServeCmd(),
-		newReplayCmd(),
-		newConsoleCmd(),
-		newBenchCmd(),
-		newCertsCmd(),
-		newOutboxCmd(),
-		newPartitionCmd(),
-		newQueueCmd(),
-		newExchangeCmd(),
-		newBindCmd(),
-		newUnbindCmd(),
+		demo.NewCmd(),
+		envelope.NewCmd(),
+		publish.NewCmd(),
+		consume.NewCmd(),
+		ask.NewCmd(),
+		serve.NewCmd(),
+		replay.NewCmd(),
+		console.NewCmd(),
+		certs.NewCmd(),
+		outbox.NewCmd(),
+		partition.NewCmd(),
+		queue.NewCmd(),
+		exchange.NewCmd(),
+		bind.NewCmd(),
+		unbind.NewCmd(),
+		newBenchMovedCmd(),
 	)
 	return root
+}
+
+// newBenchMovedCmd is the place bench had: the benchmark harness links
+// package testing, which the operator's binary does not, so it is a command
+// of its own (cmd/acemq-bench).
+func newBenchMovedCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "bench",
+		Short:              "Moved: the benchmark harness is the acemq-bench command",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cli.WithCode(cli.ExitFailure, errors.New("bench is a command of its own: acemq-bench (go install github.com/acemq/acemq/cmd/acemq-bench@latest), with the same flags"))
+		},
+	}
 }

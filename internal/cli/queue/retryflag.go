@@ -1,0 +1,124 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acemq/acemq"
+)
+
+// parseRetryPolicy reads a retry policy in the family's notation, the one
+// RetryPolicy.String writes: none(), fixed(N, D) or exponential(N, D, MAX),
+// followed by any of .giveUpAfter(D), .withJitter(F) and
+// .waitInBrokerFrom(D). Delays are Go durations (500ms, 5s, 1m, 1h).
+func parseRetryPolicy(s string) (acemq.RetryPolicy, error) {
+	fail := func(format string, args ...any) (acemq.RetryPolicy, error) {
+		return acemq.RetryPolicy{}, fmt.Errorf("--retry %q: "+format+"; write for example exponential(5, 1s, 1m) or fixed(3, 30s).giveUpAfter(1h)", append([]any{s}, args...)...)
+	}
+	calls, err := splitCalls(s)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var p acemq.RetryPolicy
+	for i, c := range calls {
+		if i == 0 {
+			switch c.name {
+			case "none":
+				if len(c.args) != 0 {
+					return fail("none() takes nothing")
+				}
+				p = acemq.NoRetry()
+			case "fixed":
+				if len(c.args) != 2 {
+					return fail("fixed takes the attempts and a delay")
+				}
+				n, err1 := strconv.Atoi(c.args[0])
+				d, err2 := time.ParseDuration(c.args[1])
+				if err := errors.Join(err1, err2); err != nil {
+					return fail("%v", err)
+				}
+				p = acemq.FixedRetry(n, d)
+			case "exponential":
+				if len(c.args) != 3 {
+					return fail("exponential takes the attempts, the first delay and the cap")
+				}
+				n, err1 := strconv.Atoi(c.args[0])
+				d, err2 := time.ParseDuration(c.args[1])
+				m, err3 := time.ParseDuration(c.args[2])
+				if err := errors.Join(err1, err2, err3); err != nil {
+					return fail("%v", err)
+				}
+				p = acemq.ExponentialRetry(n, d, m)
+			default:
+				return fail("a policy starts with none(), fixed(…) or exponential(…), not %s(…)", c.name)
+			}
+			continue
+		}
+		if len(c.args) != 1 {
+			return fail("%s takes one value", c.name)
+		}
+		switch c.name {
+		case "giveUpAfter", "waitInBrokerFrom":
+			d, err := time.ParseDuration(c.args[0])
+			if err != nil {
+				return fail("%v", err)
+			}
+			if c.name == "giveUpAfter" {
+				p = p.GiveUpAfter(d)
+			} else {
+				p = p.WaitInBrokerFrom(d)
+			}
+		case "withJitter":
+			f, err := strconv.ParseFloat(c.args[0], 64)
+			if err != nil {
+				return fail("%v", err)
+			}
+			p = p.WithJitter(f)
+		default:
+			return fail("unknown modifier .%s(…) (want .giveUpAfter, .withJitter or .waitInBrokerFrom)", c.name)
+		}
+	}
+	if err := p.Err(); err != nil {
+		return fail("%s", strings.TrimPrefix(err.Error(), "acemq: "))
+	}
+	return p, nil
+}
+
+type call struct {
+	name string
+	args []string
+}
+
+// splitCalls splits "a(x, y).b(z)" into its calls.
+func splitCalls(s string) ([]call, error) {
+	var out []call
+	rest := strings.TrimSpace(s)
+	for rest != "" {
+		if len(out) > 0 {
+			if !strings.HasPrefix(rest, ".") {
+				return nil, fmt.Errorf("expected .modifier(…) at %q", rest)
+			}
+			rest = rest[1:]
+		}
+		open := strings.IndexByte(rest, '(')
+		end := strings.IndexByte(rest, ')')
+		if open <= 0 || end < open {
+			return nil, fmt.Errorf("expected name(…) at %q", rest)
+		}
+		c := call{name: strings.TrimSpace(rest[:open])}
+		if inner := strings.TrimSpace(rest[open+1 : end]); inner != "" {
+			for _, a := range strings.Split(inner, ",") {
+				c.args = append(c.args, strings.TrimSpace(a))
+			}
+		}
+		out = append(out, c)
+		rest = strings.TrimSpace(rest[end+1:])
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty")
+	}
+	return out, nil
+}
