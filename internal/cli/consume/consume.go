@@ -11,11 +11,18 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
+	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/stream"
 	"github.com/spf13/cobra"
 )
 
+// Options are consume's flags, read by NewCmd's command.
 type Options struct {
+	cmd    *cobra.Command
+	stream bool          // --offset was given: a stream read
+	start  stream.Offset // --offset, parsed
+
 	queue   string
 	count   int
 	timeout time.Duration
@@ -45,8 +52,10 @@ type deliveryJSON struct {
 	Decrypted bool `json:"decrypted,omitempty"`
 }
 
-func NewCmd() *cobra.Command {
-	var f Options
+// NewCmd is the consume command. When runF is not nil it runs instead of
+// the command's own run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "consume --queue Q [--count N] [--timeout D] [--requeue] [--offset O] [--json] [--keyring FILE]",
 		Short: "Read messages from a queue, acknowledging them (or putting them back)",
@@ -84,9 +93,25 @@ stream has no "empty") or at --timeout.`,
   acemq consume --queue orders.events --offset 2026-01-02T15:00:00Z`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runConsume(cmd, f)
+			f.cmd, f.stream = cmd, cmd.Flags().Changed("offset")
+			if err := f.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(f)
+			}
+			if f.stream {
+				return f.runStream()
+			}
+			return f.run()
 		},
 	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags defines consume's flags on cmd.
+func (f *Options) addFlags(cmd *cobra.Command) {
 	cli.AddBrokerFlags(cmd, cli.SharedURLDefault)
 	cli.AddWaitFlag(cmd)
 	fl := cmd.Flags()
@@ -98,19 +123,34 @@ stream has no "empty") or at --timeout.`,
 	fl.StringVar(&f.offset, "offset", "", "read a stream from first, last, next, an offset N or an RFC 3339 time")
 	cli.AddKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
-	return cmd
 }
 
-func runConsume(cmd *cobra.Command, f Options) (err error) {
+// validate checks the flags before anything connects.
+func (f *Options) validate() error {
 	if f.count < 0 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--count must not be negative, not %d", f.count))
 	}
 	if f.timeout <= 0 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
 	}
-	if cmd.Flags().Changed("offset") {
-		return runConsumeStream(cmd, f)
+	if !f.stream {
+		return nil
 	}
+	if f.requeue {
+		return cli.WithCode(cli.ExitFailure, errors.New("--requeue does not apply with --offset: reading a stream never removes messages, so there is nothing to put back"))
+	}
+	start, err := stream.ParseOffset(f.offset)
+	if err != nil {
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--offset: %w", err))
+	}
+	f.start = start
+	return nil
+}
+
+// run reads the queue through a browser, taking each message printed
+// (or, with --requeue, putting every one back at the end).
+func (f *Options) run() (err error) {
+	cmd := f.cmd
 	keys, err := cli.LoadKeyring(f.keyring)
 	if err != nil {
 		return err
@@ -136,49 +176,9 @@ func runConsume(cmd *cobra.Command, f Options) (err error) {
 			err = fmt.Errorf("putting the messages back on %s: %w", f.queue, cerr)
 		}
 	}()
-
-	out := cmd.OutOrStdout()
-	read, unopened := 0, 0
-	wait := 10 * time.Millisecond
-	for f.count == 0 || read < f.count {
-		m, ok, gerr := b.Next(ctx)
-		if gerr != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			return cli.WithCode(cli.ExitFailure, fmt.Errorf("reading %s: %w", f.queue, gerr))
-		}
-		if !ok {
-			if f.count == 0 {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-				wait = min(wait*2, 250*time.Millisecond)
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		wait = 10 * time.Millisecond
-		read++
-		o := cli.OpenBody(keys, m)
-		if perr := PrintMessage(out, read, m, f.json, o); perr != nil {
-			return cli.WithCode(cli.ExitFailure, perr) // m is held: Close puts it back
-		}
-		if o.Failed() {
-			// Held, never taken: Close puts it back on the queue.
-			unopened++
-			cli.ReportUnopened(cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
-			continue
-		}
-		if !f.requeue {
-			if terr := b.Take(m); terr != nil {
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("acknowledging message %d: %w", read, terr))
-			}
-		}
+	read, unopened, err := f.read(ctx, b, keys)
+	if err != nil {
+		return err
 	}
 	if !f.json {
 		verb := "took"
@@ -187,7 +187,65 @@ func runConsume(cmd *cobra.Command, f Options) (err error) {
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s %d message(s) from %s\n", verb, read, f.queue)
 	}
-	if cmd.Context().Err() != nil {
+	return f.outcome(ctx, read, unopened)
+}
+
+// read prints the queue's messages until --count were read, the queue is
+// empty (without --count) or ctx ends, and takes each one printed unless
+// --requeue, or the keyring could not open it.
+func (f *Options) read(ctx context.Context, b *acemq.Browser, keys *encrypted.Codec) (read, unopened int, err error) {
+	out := f.cmd.OutOrStdout()
+	wait := 10 * time.Millisecond
+	for f.count == 0 || read < f.count {
+		m, ok, gerr := b.Next(ctx)
+		if gerr != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return read, unopened, cli.WithCode(cli.ExitFailure, fmt.Errorf("reading %s: %w", f.queue, gerr))
+		}
+		if !ok {
+			if f.count == 0 || !sleep(ctx, &wait) {
+				break
+			}
+			continue
+		}
+		wait = 10 * time.Millisecond
+		read++
+		o := cli.OpenBody(keys, m)
+		if perr := PrintMessage(out, read, m, f.json, o); perr != nil {
+			return read, unopened, cli.WithCode(cli.ExitFailure, perr) // m is held: Close puts it back
+		}
+		if o.Failed() {
+			// Held, never taken: Close puts it back on the queue.
+			unopened++
+			cli.ReportUnopened(f.cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
+			continue
+		}
+		if !f.requeue {
+			if terr := b.Take(m); terr != nil {
+				return read, unopened, cli.WithCode(cli.ExitFailure, fmt.Errorf("acknowledging message %d: %w", read, terr))
+			}
+		}
+	}
+	return read, unopened, nil
+}
+
+// sleep waits *wait, doubling it up to 250ms for the next time, and
+// reports whether ctx is still live.
+func sleep(ctx context.Context, wait *time.Duration) bool {
+	select {
+	case <-ctx.Done():
+	case <-time.After(*wait):
+		*wait = min(*wait*2, 250*time.Millisecond)
+	}
+	return ctx.Err() == nil
+}
+
+// outcome is the command's result once read messages were read, unopened
+// of them not opened by the keyring.
+func (f *Options) outcome(ctx context.Context, read, unopened int) error {
+	if f.cmd.Context().Err() != nil {
 		return cli.WithCode(cli.ExitFailure, errors.New("interrupted"))
 	}
 	if unopened > 0 {
@@ -242,57 +300,73 @@ func PrintMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o cl
 		_, err = w.Write(line)
 		return err
 	}
-	env := m.Envelope
 	var b strings.Builder
-	fmt.Fprintf(&b, "--- message %d: exchange=%q routingKey=%q contentType=%q redelivered=%t", n, m.Exchange, m.RoutingKey, m.ContentType, m.Redelivered)
+	if err := writeEnvelope(&b, n, m); err != nil {
+		return err
+	}
+	writeBody(&b, m, o)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeEnvelope writes the text form of m's delivery and envelope.
+func writeEnvelope(b *strings.Builder, n int, m acemq.Message[[]byte]) error {
+	env := m.Envelope
+	fmt.Fprintf(b, "--- message %d: exchange=%q routingKey=%q contentType=%q redelivered=%t", n, m.Exchange, m.RoutingKey, m.ContentType, m.Redelivered)
 	if m.FromStream {
-		fmt.Fprintf(&b, " offset=%d", m.Offset)
+		fmt.Fprintf(b, " offset=%d", m.Offset)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "    id=%s type=%s version=%d attempt=%d correlation=%s", env.ID(), env.Type(), env.Version(), env.Attempt(), env.CorrelationID())
+	fmt.Fprintf(b, "    id=%s type=%s version=%d attempt=%d correlation=%s", env.ID(), env.Type(), env.Version(), env.Attempt(), env.CorrelationID())
 	if c := env.CausationID(); c != "" {
-		fmt.Fprintf(&b, " causation=%s", c)
+		fmt.Fprintf(b, " causation=%s", c)
 	}
 	if o := env.Origin(); o != "" {
-		fmt.Fprintf(&b, " origin=%s", o)
+		fmt.Fprintf(b, " origin=%s", o)
 	}
 	if _, known := env.Age(); known {
-		fmt.Fprintf(&b, " firstSeen=%s", env.FirstSeen().UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(b, " firstSeen=%s", env.FirstSeen().UTC().Format(time.RFC3339Nano))
 	}
 	b.WriteString("\n")
 	if e := env.Reason(); e != "" {
-		fmt.Fprintf(&b, "    error: %s\n", e)
+		fmt.Fprintf(b, "    error: %s\n", e)
 	}
 	if c := env.Claim(); c != "" {
-		fmt.Fprintf(&b, "    claim: %s\n", c)
+		fmt.Fprintf(b, "    claim: %s\n", c)
 	}
 	if r := env.Route(); len(r) > 0 {
-		fmt.Fprintf(&b, "    route: %s (position %d, run %s)\n", strings.Join(r, " → "), env.RoutePosition(), env.RouteID())
+		fmt.Fprintf(b, "    route: %s (position %d, run %s)\n", strings.Join(r, " → "), env.RoutePosition(), env.RouteID())
 	}
 	if m.ReplyTo != "" {
-		fmt.Fprintf(&b, "    replyTo: %s\n", m.ReplyTo)
+		fmt.Fprintf(b, "    replyTo: %s\n", m.ReplyTo)
 	}
 	headers, err := cli.HeadersJSON(env)
 	if err != nil {
 		return err
 	}
 	for _, k := range cli.SortedKeys(env.Headers()) {
-		fmt.Fprintf(&b, "    header %s: %s\n", k, headers[jsonName(k)])
+		fmt.Fprintf(b, "    header %s: %s\n", k, headers[jsonName(k)])
 	}
+	return nil
+}
+
+// writeBody writes the text form of m's body: what claim check and
+// encryption say about it, then the body (or the plaintext o opened).
+func writeBody(b *strings.Builder, m acemq.Message[[]byte], o cli.Opened) {
 	if key, ok := claimcheck.KeyOf(m.Body); ok {
-		fmt.Fprintf(&b, "    claim check: the payload is in the producer's store under key %s; the body is only the reference\n", key)
+		fmt.Fprintf(b, "    claim check: the payload is in the producer's store under key %s; the body is only the reference\n", key)
 	} else if claimcheck.IsFramed(m.Body) {
-		fmt.Fprintf(&b, "    claim check: an inline payload behind a 3-byte frame\n")
+		fmt.Fprintf(b, "    claim check: an inline payload behind a 3-byte frame\n")
 	}
 	body := m.Body
 	switch {
 	case o.Decrypted:
-		fmt.Fprintf(&b, "    encrypted: key id %s; decrypted with --keyring, the plaintext follows\n", o.KeyID)
+		fmt.Fprintf(b, "    encrypted: key id %s; decrypted with --keyring, the plaintext follows\n", o.KeyID)
 		body = o.Plain
 	case o.Err != nil:
-		fmt.Fprintf(&b, "    encrypted: key id %s; the keyring cannot open it: %v\n", o.KeyID, o.Err)
+		fmt.Fprintf(b, "    encrypted: key id %s; the keyring cannot open it: %v\n", o.KeyID, o.Err)
 	case o.Encrypted && o.KeyID != "":
-		fmt.Fprintf(&b, "    encrypted: key id %s; give --keyring FILE to read it\n", o.KeyID)
+		fmt.Fprintf(b, "    encrypted: key id %s; give --keyring FILE to read it\n", o.KeyID)
 	}
 	text, b64 := cli.BodyJSON(body)
 	if text != nil {
@@ -301,10 +375,8 @@ func PrintMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o cl
 			b.WriteString("\n")
 		}
 	} else {
-		fmt.Fprintf(&b, "(%d bytes, not UTF-8; base64) %s\n", len(body), *b64)
+		fmt.Fprintf(b, "(%d bytes, not UTF-8; base64) %s\n", len(body), *b64)
 	}
-	_, err = io.WriteString(w, b.String())
-	return err
 }
 
 // jsonName is name as a JSON object's key reads back: encoding/json writes

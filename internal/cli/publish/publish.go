@@ -26,7 +26,12 @@ const publishBatch = 200
 // its confirm is sent again.
 const publishLostRetries = 5
 
+// Options are publish's flags and arguments, read by NewCmd's command.
 type Options struct {
+	cmd         *cobra.Command
+	args        []string
+	headerValue map[string]any // --header, parsed
+
 	exchange, routingKey, typ      string
 	headers                        []string
 	correlationID, causationID, ct string
@@ -38,12 +43,8 @@ type Options struct {
 	encrypt                        bool
 }
 
-func NewCmd() *cobra.Command {
-	var f Options
-	cmd := &cobra.Command{
-		Use:   "publish --exchange E --routing-key K [flags] [BODY | -]",
-		Short: "Publish a message, confirmed and mandatory; print its id",
-		Long: `publish sends one message (or --count copies) with an AceMQ envelope,
+// long is the command's help.
+const long = `publish sends one message (or --count copies) with an AceMQ envelope,
 persistent, mandatory and confirmed by the broker, and prints the message id
 of each on standard output.
 
@@ -80,7 +81,16 @@ language's scheduler on the broker). The printed id is the delivered
 message's. A time less than a second away, or past, is delivered at once.
 
 Exit codes: 0 every message confirmed; 4 unroutable (no queue is bound for
-the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
+the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`
+
+// NewCmd is the publish command. When runF is not nil it runs instead of
+// the command's own run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
+	cmd := &cobra.Command{
+		Use:   "publish --exchange E --routing-key K [flags] [BODY | -]",
+		Short: "Publish a message, confirmed and mandatory; print its id",
+		Long:  long,
 		Example: `  acemq publish --exchange orders --routing-key order.placed '{"id":"o-1"}'
   echo '{"id":"o-2"}' | acemq publish --exchange "" --routing-key orders.new --header x-tenant=acme -
   acemq publish --exchange orders --routing-key order.placed --count 10000 '{"load":"test"}'
@@ -89,9 +99,22 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
   acemq publish --exchange "" --routing-key jobs --priority 9 --ttl 30s '{"job":"urgent"}'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPublish(cmd, args, f)
+			f.cmd, f.args = cmd, args
+			if err := f.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(f)
+			}
+			return f.run()
 		},
 	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags defines publish's flags on cmd.
+func (f *Options) addFlags(cmd *cobra.Command) {
 	cli.AddBrokerFlags(cmd, cli.SharedURLDefault)
 	cli.AddWaitFlag(cmd)
 	fl := cmd.Flags()
@@ -111,10 +134,10 @@ the routing key; nothing more is sent); 3 --timeout passed; 1 anything else.`,
 	fl.BoolVar(&f.encrypt, "encrypt", false, "encrypt the body with the current key of --keyring")
 	_ = cmd.MarkFlagRequired("exchange")
 	_ = cmd.MarkFlagRequired("routing-key")
-	return cmd
 }
 
-func runPublish(cmd *cobra.Command, args []string, f Options) error {
+// validate checks the flags before anything is read or connected.
+func (f *Options) validate() error {
 	if f.count < 1 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--count must be at least 1, not %d", f.count))
 	}
@@ -125,10 +148,14 @@ func runPublish(cmd *cobra.Command, args []string, f Options) error {
 	if err != nil {
 		return err
 	}
-	if err := f.later.check(f); err != nil {
-		return err
-	}
-	body, err := cli.ReadBody(cmd, args)
+	f.headerValue = headers
+	return f.later.check(*f)
+}
+
+// run reads the body and publishes it, or schedules it.
+func (f *Options) run() error {
+	cmd := f.cmd
+	body, err := cli.ReadBody(cmd, f.args)
 	if err != nil {
 		return err
 	}
@@ -137,7 +164,7 @@ func runPublish(cmd *cobra.Command, args []string, f Options) error {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
 	if f.later.scheduled() {
-		return runSchedule(cmd, f, headers, body)
+		return runSchedule(cmd, *f, f.headerValue, body)
 	}
 	ctx, cancel := cli.Within(cmd.Context(), f.timeout)
 	defer cancel()
@@ -152,91 +179,115 @@ func runPublish(cmd *cobra.Command, args []string, f Options) error {
 		opts = append(opts, acemq.WithPersistent(false))
 	}
 	pub := acemq.NewPublisher[[]byte](s.Conn, f.exchange, opts...)
-	newEnv := func(seq int) (acemq.Envelope, error) {
-		h := headers
-		if f.count > 1 {
-			h = make(map[string]any, len(headers)+1)
-			for k, v := range headers {
-				h[k] = v
-			}
-			h[SeqHeader] = int64(seq)
-		}
-		return acemq.NewEnvelope(acemq.Fields{Type: f.typ, CorrelationID: f.correlationID, CausationID: f.causationID, Headers: h})
-	}
-
-	out := cmd.OutOrStdout()
 	if f.count == 1 {
-		env, err := newEnv(1)
-		if err != nil {
-			return cli.WithCode(cli.ExitFailure, err)
-		}
-		sendOpts := append([]acemq.SendOption{acemq.WithEnvelope(env)}, f.later.sendOptions()...)
-		sent, err := pub.Send(ctx, f.routingKey, body, sendOpts...)
-		for try := 0; errors.Is(err, acemq.ErrLost) && try < publishLostRetries && ctx.Err() == nil; try++ {
-			fmt.Fprintf(cmd.ErrOrStderr(), "the connection was lost before the broker confirmed %s; sending it again with the same id (a consumer may see it twice)\n", env.ID())
-			sent, err = pub.Send(ctx, f.routingKey, body, sendOpts...)
-		}
-		if err != nil {
-			return publishError(ctx, s, err)
-		}
-		fmt.Fprintln(out, sent.ID())
-		return nil
+		return f.sendOne(ctx, s, pub, body)
 	}
+	return f.sendCopies(ctx, s, pub, body)
+}
 
-	var bar *progressbar.ProgressBar
+// envelope is the envelope of copy seq (numbered with SeqHeader when
+// --count sends more than one).
+func (f *Options) envelope(seq int) (acemq.Envelope, error) {
+	h := f.headerValue
+	if f.count > 1 {
+		h = make(map[string]any, len(f.headerValue)+1)
+		for k, v := range f.headerValue {
+			h[k] = v
+		}
+		h[SeqHeader] = int64(seq)
+	}
+	return acemq.NewEnvelope(acemq.Fields{Type: f.typ, CorrelationID: f.correlationID, CausationID: f.causationID, Headers: h})
+}
+
+// sendOne publishes one message, again with the same id while its
+// connection dies before the confirm, and prints its id.
+func (f *Options) sendOne(ctx context.Context, s *cli.Session, pub *acemq.Publisher[[]byte], body []byte) error {
+	env, err := f.envelope(1)
+	if err != nil {
+		return cli.WithCode(cli.ExitFailure, err)
+	}
+	sendOpts := append([]acemq.SendOption{acemq.WithEnvelope(env)}, f.later.sendOptions()...)
+	sent, err := pub.Send(ctx, f.routingKey, body, sendOpts...)
+	for try := 0; errors.Is(err, acemq.ErrLost) && try < publishLostRetries && ctx.Err() == nil; try++ {
+		fmt.Fprintf(f.cmd.ErrOrStderr(), "the connection was lost before the broker confirmed %s; sending it again with the same id (a consumer may see it twice)\n", env.ID())
+		sent, err = pub.Send(ctx, f.routingKey, body, sendOpts...)
+	}
+	if err != nil {
+		return publishError(ctx, s, err)
+	}
+	fmt.Fprintln(f.cmd.OutOrStdout(), sent.ID())
+	return nil
+}
+
+// copies counts what publish --count did.
+type copies struct {
+	confirmed, resent int
+	stopErr           error // the first failure other than a lost connection
+	bar               *progressbar.ProgressBar
+}
+
+// sendCopies publishes --count copies in batches of publishBatch, prints
+// each confirmed id, and reports the count on standard error.
+func (f *Options) sendCopies(ctx context.Context, s *cli.Session, pub *acemq.Publisher[[]byte], body []byte) error {
+	cmd := f.cmd
+	var c copies
 	if cli.StderrIsTerminal(cmd) {
-		bar = progressbar.NewOptions(f.count, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
+		c.bar = progressbar.NewOptions(f.count, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
 			progressbar.OptionSetDescription("publishing"), progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish())
 	}
-	confirmed, resent := 0, 0
-	var stopErr error
-	for start := 1; start <= f.count && stopErr == nil; start += publishBatch {
-		n := min(publishBatch, f.count-start+1)
-		batch := make([]acemq.Outgoing[[]byte], n)
+	for start := 1; start <= f.count && c.stopErr == nil; start += publishBatch {
+		batch := make([]acemq.Outgoing[[]byte], min(publishBatch, f.count-start+1))
 		for i := range batch {
-			env, err := newEnv(start + i)
+			env, err := f.envelope(start + i)
 			if err != nil {
 				return cli.WithCode(cli.ExitFailure, err)
 			}
 			batch[i] = acemq.Outgoing[[]byte]{RoutingKey: f.routingKey, Payload: body, Envelope: env}
 		}
-		for try := 0; len(batch) > 0; try++ {
-			results, _ := pub.SendAll(ctx, batch)
-			var again []acemq.Outgoing[[]byte]
-			for i, r := range results {
-				switch {
-				case r.Err == nil:
-					confirmed++
-					fmt.Fprintln(out, r.Envelope.ID())
-					if bar != nil {
-						_ = bar.Add(1)
-					}
-				case errors.Is(r.Err, acemq.ErrLost) && try < publishLostRetries && ctx.Err() == nil:
-					again = append(again, batch[i])
-				case stopErr == nil:
-					stopErr = r.Err
-				}
-			}
-			resent += len(again)
-			batch = again
-			if stopErr != nil {
-				break
-			}
-		}
+		f.sendBatch(ctx, pub, batch, &c)
 	}
-	if bar != nil {
-		_ = bar.Finish()
+	if c.bar != nil {
+		_ = c.bar.Finish()
 	}
-	msg := fmt.Sprintf("confirmed %d of %d", confirmed, f.count)
-	if resent > 0 {
-		msg += fmt.Sprintf(" (%d sent again after the connection was lost; a consumer may see those twice)", resent)
+	msg := fmt.Sprintf("confirmed %d of %d", c.confirmed, f.count)
+	if c.resent > 0 {
+		msg += fmt.Sprintf(" (%d sent again after the connection was lost; a consumer may see those twice)", c.resent)
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), msg)
-	if stopErr != nil {
-		return publishError(ctx, s, stopErr)
+	if c.stopErr != nil {
+		return publishError(ctx, s, c.stopErr)
 	}
 	return nil
+}
+
+// sendBatch publishes batch, and again what a lost connection left
+// unconfirmed, until all is confirmed or something else fails.
+func (f *Options) sendBatch(ctx context.Context, pub *acemq.Publisher[[]byte], batch []acemq.Outgoing[[]byte], c *copies) {
+	out := f.cmd.OutOrStdout()
+	for try := 0; len(batch) > 0; try++ {
+		results, _ := pub.SendAll(ctx, batch)
+		var again []acemq.Outgoing[[]byte]
+		for i, r := range results {
+			switch {
+			case r.Err == nil:
+				c.confirmed++
+				fmt.Fprintln(out, r.Envelope.ID())
+				if c.bar != nil {
+					_ = c.bar.Add(1)
+				}
+			case errors.Is(r.Err, acemq.ErrLost) && try < publishLostRetries && ctx.Err() == nil:
+				again = append(again, batch[i])
+			case c.stopErr == nil:
+				c.stopErr = r.Err
+			}
+		}
+		c.resent += len(again)
+		batch = again
+		if c.stopErr != nil {
+			return
+		}
+	}
 }
 
 // prepare encodes body with --codec and encrypts it with --encrypt, and

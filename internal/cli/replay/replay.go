@@ -1,18 +1,23 @@
 package replay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/replay"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
+// Options are replay's flags, read by NewCmd's command.
 type Options struct {
+	cmd *cobra.Command
+
 	queue         string
 	toExchange    string
 	toRoutingKey  string
@@ -41,8 +46,10 @@ type replayJSON struct {
 	Error      string `json:"error,omitempty"`
 }
 
-func NewCmd() *cobra.Command {
-	var f Options
+// NewCmd is the replay command. When runF is not nil it runs instead of
+// the command's own run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "replay --queue Q.dlq [--to-exchange E --to-routing-key K] [--limit N] [--type T] [--keep-attempts]",
 		Short: "Move dead-lettered (or parked) messages back into circulation",
@@ -76,11 +83,24 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
   acemq replay --queue orders.new.dlq --to-exchange orders --to-routing-key order.retry --keep-attempts`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.cmd = cmd
 			f.setExchange = cmd.Flags().Changed("to-exchange")
 			f.setRoutingKey = cmd.Flags().Changed("to-routing-key")
-			return runReplay(cmd, f)
+			if err := f.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(f)
+			}
+			return f.run()
 		},
 	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags defines replay's flags on cmd.
+func (f *Options) addFlags(cmd *cobra.Command) {
 	cli.AddBrokerFlags(cmd, cli.SharedURLDefault)
 	cli.AddWaitFlag(cmd)
 	fl := cmd.Flags()
@@ -94,10 +114,10 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	cli.AddKeyringFlag(cmd, &f.keyring)
 	_ = cmd.MarkFlagRequired("queue")
-	return cmd
 }
 
-func runReplay(cmd *cobra.Command, f Options) error {
+// validate checks the flags before anything connects.
+func (f *Options) validate() error {
 	if f.limit < 0 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--limit must not be negative, not %d", f.limit))
 	}
@@ -109,6 +129,12 @@ func runReplay(cmd *cobra.Command, f Options) error {
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%q ends in neither .dlq nor .parked, so there is no queue to put its messages back on: give --to-exchange and --to-routing-key", f.queue))
 		}
 	}
+	return nil
+}
+
+// run moves the messages and reports what it did.
+func (f *Options) run() error {
+	cmd := f.cmd
 	keys, err := cli.LoadKeyring(f.keyring)
 	if err != nil {
 		return err
@@ -120,12 +146,24 @@ func runReplay(cmd *cobra.Command, f Options) error {
 		return err
 	}
 	defer s.Close()
-	conn := s.Conn
 	info, err := s.RequireQueue(ctx, f.queue, "")
 	if err != nil {
 		return err
 	}
+	bar := f.progress(info.Messages)
+	res := f.move(ctx, s.Conn, f.options(keys), bar)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err := f.report(res); err != nil {
+		return err
+	}
+	return f.exit(res)
+}
 
+// options are the replay options the flags ask for; with keys, only the
+// bodies the keyring opens move.
+func (f *Options) options(keys *encrypted.Codec) []replay.Option {
 	var opts []replay.Option
 	if f.setExchange {
 		opts = append(opts, replay.WithTarget(f.toExchange, f.toRoutingKey))
@@ -140,7 +178,7 @@ func runReplay(cmd *cobra.Command, f Options) error {
 
 	if keys != nil {
 		seen := 0
-		stderr := cmd.ErrOrStderr()
+		stderr := f.cmd.ErrOrStderr()
 		opts = append(opts, replay.WithMessageFilter(func(m acemq.Message[[]byte]) bool {
 			seen++
 			o := cli.OpenBody(keys, m)
@@ -151,19 +189,27 @@ func runReplay(cmd *cobra.Command, f Options) error {
 			return true
 		}))
 	}
+	return opts
+}
 
-	var bar *progressbar.ProgressBar
-	if cli.StderrIsTerminal(cmd) && !f.json {
-		total := info.Messages
-		if f.limit > 0 {
-			total = min(total, f.limit)
-		}
-		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying"),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+// progress is the progress bar for moving up to total messages, nil when
+// standard error is no terminal or the output is JSON.
+func (f *Options) progress(total int) *progressbar.ProgressBar {
+	if !cli.StderrIsTerminal(f.cmd) || f.json {
+		return nil
 	}
+	if f.limit > 0 {
+		total = min(total, f.limit)
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f.cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying"),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
 
+// move runs the replay: a filtered one (--type, --keyring) in one piece,
+// the others in pieces of replayChunk, to show progress.
+func (f *Options) move(ctx context.Context, conn *acemq.Conn, opts []replay.Option, bar *progressbar.ProgressBar) replay.Result {
 	var res replay.Result
-	if f.typ != "" || keys != nil {
+	if f.typ != "" || f.keyring != "" {
 		// A filtered replay holds what it declines until it ends, so it
 		// runs in one piece: in pieces, each would fetch the declined
 		// messages again.
@@ -194,11 +240,12 @@ func runReplay(cmd *cobra.Command, f Options) error {
 			}
 		}
 	}
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	return res
+}
 
-	out := cmd.OutOrStdout()
+// report prints what the replay did: one JSON object, or a line.
+func (f *Options) report(res replay.Result) error {
+	out := f.cmd.OutOrStdout()
 	if f.json {
 		j := replayJSON{Source: f.queue, Exchange: res.Exchange, RoutingKey: res.RoutingKey, Moved: res.Moved, Skipped: res.Skipped, Reason: string(res.Reason)}
 		if res.Err != nil {
@@ -216,6 +263,11 @@ func runReplay(cmd *cobra.Command, f Options) error {
 		}
 		fmt.Fprintf(out, "moved %d, skipped %d from %s to %s; stopped: %s\n", res.Moved, res.Skipped, f.queue, target, describeReason(res.Reason))
 	}
+	return nil
+}
+
+// exit is the command's outcome for why the replay stopped.
+func (f *Options) exit(res replay.Result) error {
 	switch res.Reason {
 	case replay.Drained, replay.LimitReached:
 		return nil
