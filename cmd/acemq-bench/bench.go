@@ -18,7 +18,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Options are acemq-bench's flags, read by newRootCmd's command.
 type Options struct {
+	cmd *cobra.Command
+	url string // --url (or its default)
+
 	messages   int
 	size       int
 	queueType  string
@@ -93,8 +97,9 @@ type benchReport struct {
 	FailReason    string `json:"failReason,omitempty"`
 }
 
+// newRootCmd is the acemq-bench command.
 func newRootCmd() *cobra.Command {
-	var f Options
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "acemq-bench [--url URL] [--messages N] [--size B] [--queue-type quorum|classic] [--producers P] [--consumers C] [--confirm-window W] [--rpc] [--compare-raw] [--json]",
 		Short: "Measure publish, consume and request/reply throughput and latency",
@@ -133,9 +138,20 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
   acemq-bench --rpc --compare-raw --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(cmd, f)
+			f.cmd = cmd
+			f.url, _ = cli.BrokerURL(cmd)
+			if err := f.validate(); err != nil {
+				return cli.WithCode(cli.ExitFailure, err)
+			}
+			return f.run()
 		},
 	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags defines acemq-bench's flags on cmd.
+func (f *Options) addFlags(cmd *cobra.Command) {
 	cli.AddBrokerFlags(cmd, cli.SharedURLDefault)
 	cli.AddWaitFlag(cmd)
 	fl := cmd.Flags()
@@ -152,10 +168,11 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
 	cli.AddMetricsFlag(fl, &f.metricsAddr)
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
-	return cmd
 }
 
-func (f Options) validate(url string) error {
+// validate checks the flags before anything connects.
+func (f *Options) validate() error {
+	url := f.url
 	switch {
 	case f.messages < 1:
 		return fmt.Errorf("--messages must be at least 1, not %d", f.messages)
@@ -177,11 +194,9 @@ func (f Options) validate(url string) error {
 	return nil
 }
 
-func runBench(cmd *cobra.Command, f Options) error {
-	url, _ := cli.BrokerURL(cmd)
-	if err := f.validate(url); err != nil {
-		return cli.WithCode(cli.ExitFailure, err)
-	}
+// run measures the broker and prints the report.
+func (f *Options) run() error {
+	cmd := f.cmd
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	rawTLS, err := cli.TLSConfig(cmd)
@@ -194,83 +209,88 @@ func runBench(cmd *cobra.Command, f Options) error {
 	}
 	defer s.Close()
 
-	b := &bench{f: f, conn: s.Conn, url: endpointURL(url, s.Conn.Endpoint()), tls: rawTLS, sfx: cli.Suffix(), progress: cli.StderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
+	b := &bench{f: *f, conn: s.Conn, url: endpointURL(f.url, s.Conn.Endpoint()), tls: rawTLS, sfx: cli.Suffix(), progress: cli.StderrIsTerminal(cmd) && !f.json, errOut: cmd.ErrOrStderr()}
 	defer b.cleanup()
 	rep := benchReport{URL: s.Conn.URL(), Endpoint: s.Conn.Endpoint(), QueuePrefix: "acemq-bench-" + b.sfx + ".", Messages: f.messages, Size: f.size, QueueType: f.queueType,
 		Producers: f.producers, Consumers: f.consumers, Window: f.window, Prefetch: f.prefetch, OK: true}
 	if f.rpc {
 		rep.Requests = f.requests
 	}
-	fail := func(err error) {
-		if rep.OK {
-			rep.OK, rep.FailReason = false, err.Error()
-		}
+	b.pubSub(ctx, &rep)
+	if f.rpc && ctx.Err() == nil {
+		b.requestReply(ctx, &rep)
 	}
-	add := func(rs ...benchResult) {
-		for _, r := range rs {
-			rep.Results = append(rep.Results, r)
-			if r.Errors > 0 {
-				fail(fmt.Errorf("%s (%s): %d of %d failed", r.Phase, r.Client, r.Errors, r.Messages))
-			}
-		}
+	if ctx.Err() != nil {
+		rep.fail(fmt.Errorf("stopped: %w", ctx.Err()))
 	}
+	return f.print(rep)
+}
 
+// fail marks the report failed, with the first reason given.
+func (rep *benchReport) fail(err error) {
+	if rep.OK {
+		rep.OK, rep.FailReason = false, err.Error()
+	}
+}
+
+// add adds results to the report; one with errors fails it.
+func (rep *benchReport) add(err error, rs ...benchResult) {
+	if err != nil {
+		rep.fail(err)
+	}
+	for _, r := range rs {
+		rep.Results = append(rep.Results, r)
+		if r.Errors > 0 {
+			rep.fail(fmt.Errorf("%s (%s): %d of %d failed", r.Phase, r.Client, r.Errors, r.Messages))
+		}
+	}
+}
+
+// pubSub measures publishing and consuming through acemq, and with
+// --compare-raw through plain amqp091-go, with and without the headers.
+func (b *bench) pubSub(ctx context.Context, rep *benchReport) {
 	b.status("publish and consume through acemq")
 	pub, con, err := b.acemqPubSub(ctx)
-	if err != nil {
-		fail(err)
-	}
-	add(pub, con)
-	if f.compareRaw && ctx.Err() == nil {
+	rep.add(err, pub, con)
+	if b.f.compareRaw && ctx.Err() == nil {
 		rep.ReferenceNote = referenceNote
 		b.status("publish and consume through plain amqp091-go, with the contract's headers")
 		hpub, hcon, err := b.rawPubSub(ctx, true)
-		if err != nil {
-			fail(err)
-		}
-		add(hpub, hcon)
+		rep.add(err, hpub, hcon)
 		rep.SameWorkRatios = append(rep.SameWorkRatios, ratio("publish", pub, hpub), ratio("consume", con, hcon))
 	}
-	if f.compareRaw && ctx.Err() == nil {
+	if b.f.compareRaw && ctx.Err() == nil {
 		b.status("publish and consume through plain amqp091-go, bare bodies")
 		rpub, rcon, err := b.rawPubSub(ctx, false)
-		if err != nil {
-			fail(err)
-		}
-		add(rpub, rcon)
+		rep.add(err, rpub, rcon)
 		rep.Ratios = append(rep.Ratios, ratio("publish", pub, rpub), ratio("consume", con, rcon))
 	}
-	if f.rpc && ctx.Err() == nil {
-		b.status("request/reply through acemq")
-		req, err := b.acemqRPC(ctx)
-		if err != nil {
-			fail(err)
-		}
-		add(req)
-		if f.compareRaw && ctx.Err() == nil {
-			b.status("request/reply through plain amqp091-go, with the contract's headers")
-			hreq, err := b.rawRPC(ctx, true)
-			if err != nil {
-				fail(err)
-			}
-			add(hreq)
-			rep.SameWorkRatios = append(rep.SameWorkRatios, ratio("request", req, hreq))
-		}
-		if f.compareRaw && ctx.Err() == nil {
-			b.status("request/reply through plain amqp091-go, bare bodies")
-			rreq, err := b.rawRPC(ctx, false)
-			if err != nil {
-				fail(err)
-			}
-			add(rreq)
-			rep.Ratios = append(rep.Ratios, ratio("request", req, rreq))
-		}
-	}
-	if ctx.Err() != nil {
-		fail(fmt.Errorf("stopped: %w", ctx.Err()))
-	}
+}
 
-	out := cmd.OutOrStdout()
+// requestReply measures request/reply through acemq, and with
+// --compare-raw through plain amqp091-go, with and without the headers.
+func (b *bench) requestReply(ctx context.Context, rep *benchReport) {
+	b.status("request/reply through acemq")
+	req, err := b.acemqRPC(ctx)
+	rep.add(err, req)
+	if b.f.compareRaw && ctx.Err() == nil {
+		b.status("request/reply through plain amqp091-go, with the contract's headers")
+		hreq, err := b.rawRPC(ctx, true)
+		rep.add(err, hreq)
+		rep.SameWorkRatios = append(rep.SameWorkRatios, ratio("request", req, hreq))
+	}
+	if b.f.compareRaw && ctx.Err() == nil {
+		b.status("request/reply through plain amqp091-go, bare bodies")
+		rreq, err := b.rawRPC(ctx, false)
+		rep.add(err, rreq)
+		rep.Ratios = append(rep.Ratios, ratio("request", req, rreq))
+	}
+}
+
+// print prints the report, as JSON or a table, and fails the command when
+// the run failed.
+func (f *Options) print(rep benchReport) error {
+	out := f.cmd.OutOrStdout()
 	if f.json {
 		bs, err := cli.MarshalLine(rep)
 		if err != nil {

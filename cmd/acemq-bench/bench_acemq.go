@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/perf"
 	"github.com/acemq/acemq/rpc"
+	"github.com/schollz/progressbar/v3"
 )
 
 // acemqPubSub publishes and consumes through the library: f.consumers
@@ -28,22 +29,14 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 	var conLat perf.Latencies
 	done := perf.NewCountdown(f.messages)
 	codec := acemq.WithCodec(cli.RawCodec{Type: "application/octet-stream"})
-	var consumers []*acemq.Consumer
+	consumers, err := b.acemqConsumers(ctx, q, codec, &conLat, done)
 	defer func() {
 		for _, c := range consumers {
 			cli.CloseQuietly(c.Close)
 		}
 	}()
-	for i := 0; i < f.consumers; i++ {
-		c, err := acemq.Consume(ctx, b.conn, q, func(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
-			delivered(&conLat, m.Body)
-			done.Tick()
-			return acemq.Accept()
-		}, codec, acemq.WithPrefetch(f.prefetch), acemq.WithConsumerTag(fmt.Sprintf("acemq-bench-%d", i+1)))
-		if err != nil {
-			return benchResult{Phase: "publish", Client: "acemq"}, benchResult{Phase: "consume", Client: "acemq"}, err
-		}
-		consumers = append(consumers, c)
+	if err != nil {
+		return benchResult{Phase: "publish", Client: "acemq"}, benchResult{Phase: "consume", Client: "acemq"}, err
 	}
 
 	p := acemq.NewPublisher[[]byte](b.conn, "", codec)
@@ -52,10 +45,46 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 	var firstErr firstError
 	bar := b.bar(f.messages, "publish")
 	start := time.Now()
+	b.acemqPublish(ctx, p, q, bar, &pubLat, &failed, &firstErr)
+	pubElapsed := time.Since(start)
+	finish(bar)
+	pub = phaseResult("publish", "acemq", &pubLat, f.messages, int(failed.Load()), pubElapsed)
+	if failed.Load() == 0 {
+		done.Wait(ctx, benchStall)
+	}
+	con = phaseResult("consume", "acemq", &conLat, f.messages, f.messages-conLat.Count(), conLat.Summary().Last.Sub(start))
+	if e := firstErr.get(); e != nil {
+		return pub, con, fmt.Errorf("publishing through acemq: %w", e)
+	}
+	return pub, con, ctx.Err()
+}
+
+// acemqConsumers starts f.consumers consumers on q, each recording the
+// latency of what it is delivered and counting it down; it returns those
+// it started, also when one fails to start.
+func (b *bench) acemqConsumers(ctx context.Context, q string, codec acemq.CodecOption, lat *perf.Latencies, done *perf.Countdown) ([]*acemq.Consumer, error) {
+	var consumers []*acemq.Consumer
+	for i := 0; i < b.f.consumers; i++ {
+		c, err := acemq.Consume(ctx, b.conn, q, func(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
+			delivered(lat, m.Body)
+			done.Tick()
+			return acemq.Accept()
+		}, codec, acemq.WithPrefetch(b.f.prefetch), acemq.WithConsumerTag(fmt.Sprintf("acemq-bench-%d", i+1)))
+		if err != nil {
+			return consumers, err
+		}
+		consumers = append(consumers, c)
+	}
+	return consumers, nil
+}
+
+// acemqPublish sends f.messages to q through p from f.producers
+// producers, each keeping up to f.window Sends waiting for their confirm.
+func (b *bench) acemqPublish(ctx context.Context, p *acemq.Publisher[[]byte], q string, bar *progressbar.ProgressBar, lat *perf.Latencies, failed *atomic.Int64, firstErr *firstError) {
 	var wg sync.WaitGroup
-	for _, n := range perf.Shares(f.messages, f.producers) {
+	for _, n := range perf.Shares(b.f.messages, b.f.producers) {
 		wg.Go(func() {
-			sem := make(chan struct{}, f.window)
+			sem := make(chan struct{}, b.f.window)
 			var inner sync.WaitGroup
 			for i := 0; i < n && ctx.Err() == nil; i++ {
 				sem <- struct{}{}
@@ -68,7 +97,7 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 						firstErr.set(err)
 						return
 					}
-					pubLat.Since(t0)
+					lat.Since(t0)
 					tick(bar)
 				})
 			}
@@ -76,17 +105,6 @@ func (b *bench) acemqPubSub(ctx context.Context) (pub, con benchResult, err erro
 		})
 	}
 	wg.Wait()
-	pubElapsed := time.Since(start)
-	finish(bar)
-	pub = phaseResult("publish", "acemq", &pubLat, f.messages, int(failed.Load()), pubElapsed)
-	if failed.Load() == 0 {
-		done.Wait(ctx, benchStall)
-	}
-	con = phaseResult("consume", "acemq", &conLat, f.messages, f.messages-conLat.Count(), conLat.Summary().Last.Sub(start))
-	if e := firstErr.get(); e != nil {
-		return pub, con, fmt.Errorf("publishing through acemq: %w", e)
-	}
-	return pub, con, ctx.Err()
 }
 
 // acemqRPC measures request/reply through the rpc package.

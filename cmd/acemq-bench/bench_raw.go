@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq/internal/perf"
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/schollz/progressbar/v3"
 )
 
 // The --compare-raw half of bench: the same work through plain amqp091-go,
@@ -64,67 +65,33 @@ func (b *bench) rawPubSub(ctx context.Context, headers bool) (pub, con benchResu
 
 	var conLat perf.Latencies
 	done := perf.NewCountdown(f.messages)
-	var consumers []*perf.RawConsumer
+	consumers, err := b.rawConsumers(conn, q, client, &conLat, done)
 	defer func() {
 		for _, c := range consumers {
 			_ = c.Close()
 		}
 	}()
-	for i := range f.consumers {
-		c, err := perf.StartRawConsumer(conn, perf.RawConsumerConfig{
-			Queue: q, Tag: fmt.Sprintf("acemq-bench-%s-%d", client, i+1), Prefetch: f.prefetch, Handlers: 1, Done: done,
-			Handle: func(d amqp.Delivery) { delivered(&conLat, d.Body) },
-		})
-		if err != nil {
-			return pub, con, err
-		}
-		consumers = append(consumers, c)
+	if err != nil {
+		return pub, con, err
 	}
-
-	var publishers []*perf.RawPublisher
+	shares := perf.Shares(f.messages, f.producers)
+	publishers, err := rawPublishers(conn, len(shares))
 	defer func() {
 		for _, p := range publishers {
 			_ = p.Close()
 		}
 	}()
-	shares := perf.Shares(f.messages, f.producers)
-	for range shares {
-		p, err := perf.NewRawPublisher(conn)
-		if err != nil {
-			return pub, con, err
-		}
-		publishers = append(publishers, p)
+	if err != nil {
+		return pub, con, err
 	}
 	var pubLat perf.Latencies
 	var firstErr firstError
 	bar := b.bar(f.messages, "publish ("+client+")")
 	start := time.Now()
-	var wg sync.WaitGroup
-	for i, n := range shares {
-		p := publishers[i]
-		wg.Go(func() {
-			err := p.Window(ctx, "", q, n, f.window, false, func(int) amqp.Publishing {
-				return perf.RawMessage(0, q, "application/octet-stream", b.body(), env)
-			}, func(started time.Time) {
-				pubLat.Since(started)
-				tick(bar)
-			})
-			if err != nil {
-				firstErr.set(err)
-			}
-		})
-	}
-	wg.Wait()
+	b.rawPublish(ctx, publishers, shares, q, env, bar, &pubLat, &firstErr)
 	pubElapsed := time.Since(start)
 	finish(bar)
-	failed := f.messages - pubLat.Count()
-	for _, p := range publishers {
-		n, err := p.Returned()
-		failed += int(n)
-		if err != nil {
-			firstErr.set(err)
-		}
-	}
+	failed := f.messages - pubLat.Count() + returned(publishers, &firstErr)
 	pub = phaseResult("publish", client, &pubLat, f.messages, failed, pubElapsed)
 	if failed == 0 {
 		done.Wait(ctx, benchStall)
@@ -134,6 +101,72 @@ func (b *bench) rawPubSub(ctx context.Context, headers bool) (pub, con benchResu
 		return pub, con, fmt.Errorf("publishing through amqp091-go: %w", e)
 	}
 	return pub, con, ctx.Err()
+}
+
+// rawPublish sends shares[i] messages to q through publishers[i], each
+// keeping up to f.window publishes waiting for their confirm.
+func (b *bench) rawPublish(ctx context.Context, publishers []*perf.RawPublisher, shares []int, q string, env *perf.EnvelopeTable, bar *progressbar.ProgressBar, lat *perf.Latencies, firstErr *firstError) {
+	var wg sync.WaitGroup
+	for i, n := range shares {
+		p := publishers[i]
+		wg.Go(func() {
+			err := p.Window(ctx, "", q, n, b.f.window, false, func(int) amqp.Publishing {
+				return perf.RawMessage(0, q, "application/octet-stream", b.body(), env)
+			}, func(started time.Time) {
+				lat.Since(started)
+				tick(bar)
+			})
+			if err != nil {
+				firstErr.set(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// returned is how many messages the publishers had returned unroutable.
+func returned(publishers []*perf.RawPublisher, firstErr *firstError) int {
+	n := 0
+	for _, p := range publishers {
+		r, err := p.Returned()
+		n += int(r)
+		if err != nil {
+			firstErr.set(err)
+		}
+	}
+	return n
+}
+
+// rawConsumers starts f.consumers consumers on q, each on a channel of
+// its own, recording the latency of what it is delivered; it returns those
+// it started, also when one fails to start.
+func (b *bench) rawConsumers(conn *amqp.Connection, q, client string, lat *perf.Latencies, done *perf.Countdown) ([]*perf.RawConsumer, error) {
+	var consumers []*perf.RawConsumer
+	for i := range b.f.consumers {
+		c, err := perf.StartRawConsumer(conn, perf.RawConsumerConfig{
+			Queue: q, Tag: fmt.Sprintf("acemq-bench-%s-%d", client, i+1), Prefetch: b.f.prefetch, Handlers: 1, Done: done,
+			Handle: func(d amqp.Delivery) { delivered(lat, d.Body) },
+		})
+		if err != nil {
+			return consumers, err
+		}
+		consumers = append(consumers, c)
+	}
+	return consumers, nil
+}
+
+// rawPublishers opens n confirm-mode publishers on conn; it returns those
+// it opened, also when one fails to open.
+func rawPublishers(conn *amqp.Connection, n int) ([]*perf.RawPublisher, error) {
+	var publishers []*perf.RawPublisher
+	for range n {
+		p, err := perf.NewRawPublisher(conn)
+		if err != nil {
+			return publishers, err
+		}
+		publishers = append(publishers, p)
+	}
+	return publishers, nil
 }
 
 // rawRPC measures request/reply through amqp091-go, on one connection as
