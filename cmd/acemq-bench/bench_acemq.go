@@ -179,7 +179,7 @@ func printBench(w io.Writer, rep benchReport) {
 	if rep.Endpoint != "" && rep.Endpoint != rep.URL {
 		on = rep.Endpoint + " (of " + rep.URL + ")"
 	}
-	fmt.Fprintf(w, "acemq bench on %s: %d messages of %d bytes, %s queue, %d producer(s), %d consumer(s), confirm window %d, prefetch %d\n\n",
+	fmt.Fprintf(w, "acemq-bench on %s: %d messages of %d bytes, %s queue, %d producer(s), %d consumer(s), confirm window %d, prefetch %d\n\n",
 		on, rep.Messages, rep.Size, rep.QueueType, rep.Producers, rep.Consumers, rep.Window, rep.Prefetch)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PHASE\tCLIENT\tMESSAGES\tFAILED\tSECONDS\tMSG/S\tP50 MS\tP95 MS\tP99 MS\tMAX MS\t")

@@ -23,7 +23,7 @@ import (
 
 // rawDial opens the raw client's connection.
 func (b *bench) rawDial() (*amqp.Connection, error) {
-	return perf.DialRaw(b.url, "acemq bench (raw amqp091-go)", b.tls)
+	return perf.DialRaw(b.url, "acemq-bench (raw amqp091-go)", b.tls)
 }
 
 // rawEnvelope writes the headers acemq writes on a message published with

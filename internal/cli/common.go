@@ -187,7 +187,7 @@ func ConnectError(url string, builtin bool, err error) error {
 		if !errors.As(err, &dial) { // something answered, and refused
 			what = "could not connect to the default URL"
 		}
-		return WithCode(ExitFailure, fmt.Errorf("%s %s: set --url or ACEMQ_URL to your broker's URL, e.g. amqp://user:pass@host:5672/vhost (memory://NAME is a broker inside this one command, which suits only demo and bench) (%w)", what, driver.RedactURL(url), err))
+		return WithCode(ExitFailure, fmt.Errorf("%s %s: set --url or ACEMQ_URL to your broker's URL, e.g. amqp://user:pass@host:5672/vhost (memory://NAME is a broker inside this one command, which suits only demo and acemq-bench) (%w)", what, driver.RedactURL(url), err))
 	}
 	if !strings.Contains(err.Error(), driver.RedactURL(url)) {
 		return WithCode(ExitFailure, fmt.Errorf("could not connect to %s: %w", driver.RedactURL(url), err))
