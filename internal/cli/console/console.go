@@ -27,7 +27,11 @@ import (
 // DefaultListen is where the console listens unless told.
 const DefaultListen = "127.0.0.1:8484"
 
+// Options are console's flags, read by NewCmd's command; the demo fills
+// them in to serve the console on its broker.
 type Options struct {
+	cmd *cobra.Command
+
 	Listen     string
 	Token      string
 	Queues     []string
@@ -37,12 +41,8 @@ type Options struct {
 	Keyring    string
 }
 
-func NewCmd() *cobra.Command {
-	var f Options
-	cmd := &cobra.Command{
-		Use:   "console [--listen 127.0.0.1:8484] [--queues Q,…] [--management URL|off] [--token T] [--keyring FILE]",
-		Short: "Serve a web page to see every queue's dead letters, grouped by reason, and replay them",
-		Long: `console serves the operator console on --listen: a web page listing the
+// long is the command's help.
+const long = `console serves the operator console on --listen: a web page listing the
 broker's queues with their depth, consumers and rates, each with its
 dead-letter half (Q.dlq, Q.parked) and retry rungs; a queue's messages,
 peeked (never taken) and grouped by reason with counts and first and last
@@ -62,32 +62,65 @@ Looking at a queue puts every message back, marked redelivered; on a quorum
 queue that counts towards its delivery limit (see docs/console.md).
 
 With --keyring FILE, encrypted bodies are shown decrypted; without it the
-page says which key id would open them.`,
+page says which key id would open them.`
+
+// NewCmd is the console command. When runF is not nil it runs instead of
+// the command's own run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
+	cmd := &cobra.Command{
+		Use:   "console [--listen 127.0.0.1:8484] [--queues Q,…] [--management URL|off] [--token T] [--keyring FILE]",
+		Short: "Serve a web page to see every queue's dead letters, grouped by reason, and replay them",
+		Long:  long,
 		Example: `  acemq console --url amqp://guest:guest@localhost:5672/
   acemq console --url amqp://ops:secret@rabbit:5672/prod --listen 0.0.0.0:8484 --token "$TOKEN"
   acemq console --url amqp://… --management off --queues orders.new,payments.in`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.PeekLimit < 1 {
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.PeekLimit))
-			}
-			if _, err := parseSize(f.PeekBudget); err != nil {
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("--peek-budget %q: %v", f.PeekBudget, err))
-			}
-			url, _ := cli.BrokerURL(cmd)
-			if cli.IsMemory(url) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", cli.MemoryNote(url))
-			} else if f.Management == "" {
-				f.Management = "auto"
-			}
-			s, err := cli.OpenSession(cmd, "")
-			if err != nil {
+			f.cmd = cmd
+			if err := f.validate(); err != nil {
 				return err
 			}
-			defer s.Close()
-			return Serve(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), s.Conn, url, f, nil)
+			if runF != nil {
+				return runF(f)
+			}
+			return f.run()
 		},
 	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// validate checks the flags before anything connects.
+func (f *Options) validate() error {
+	if f.PeekLimit < 1 {
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.PeekLimit))
+	}
+	if _, err := parseSize(f.PeekBudget); err != nil {
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--peek-budget %q: %v", f.PeekBudget, err))
+	}
+	return nil
+}
+
+// run connects and serves the console until SIGINT or SIGTERM.
+func (f *Options) run() error {
+	cmd := f.cmd
+	url, _ := cli.BrokerURL(cmd)
+	if cli.IsMemory(url) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", cli.MemoryNote(url))
+	} else if f.Management == "" {
+		f.Management = "auto"
+	}
+	s, err := cli.OpenSession(cmd, "")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return Serve(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), s.Conn, url, *f, nil)
+}
+
+// addFlags defines console's flags on cmd.
+func (f *Options) addFlags(cmd *cobra.Command) {
 	cli.AddBrokerFlags(cmd, cli.SharedURLDefault)
 	cli.AddWaitFlag(cmd)
 	fl := cmd.Flags()
@@ -98,7 +131,6 @@ page says which key id would open them.`,
 	fl.IntVar(&f.PeekLimit, "peek-limit", console.DefaultPeekLimit, "read at most this many messages of a queue to show it")
 	fl.StringVar(&f.PeekBudget, "peek-budget", "8MiB", "keep at most this much of the summaries of a queue's messages to show it (bytes, or with KiB, MiB or GiB)")
 	cli.AddKeyringFlag(cmd, &f.Keyring)
-	return cmd
 }
 
 // Serve serves the console on conn until ctx ends. brokerURL is the
@@ -106,42 +138,11 @@ page says which key id would open them.`,
 // default credentials; never printed). extra adds options (the demo's
 // topology); ready, when set, is told the address served.
 func Serve(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, brokerURL string, f Options, ready func(addr string), extra ...console.Option) error {
-	keys, err := cli.LoadKeyring(f.Keyring)
+	opts, token, err := f.consoleOptions(ctx, errOut, brokerURL)
 	if err != nil {
 		return err
 	}
-	opts := append([]console.Option{console.WithQueues(f.Queues...), console.WithPeekLimit(f.PeekLimit), console.WithBodyDecoder(decryptBody(keys))}, extra...)
-	if f.PeekBudget != "" {
-		budget, err := parseSize(f.PeekBudget)
-		if err != nil {
-			return cli.WithCode(cli.ExitFailure, fmt.Errorf("--peek-budget %q: %v", f.PeekBudget, err))
-		}
-		opts = append(opts, console.WithPeekBudget(budget))
-	}
-	switch f.Management {
-	case "", "off":
-	case "auto":
-		mu, vhost, ok := cli.ManagementURL(brokerURL)
-		if ok && managementAnswers(ctx, mu) {
-			opts = append(opts, console.WithManagement(mu, vhost))
-		} else {
-			fmt.Fprintf(errOut, "acemq: the management API did not answer at %s; listing only --queues (enable it with: rabbitmq-plugins enable rabbitmq_management)\n", redacted(mu))
-		}
-	default:
-		_, vhost, _ := cli.ManagementURL(brokerURL)
-		opts = append(opts, console.WithManagement(f.Management, vhost))
-	}
-	token := f.Token
-	if token == "" && !console.IsLoopback(f.Listen) {
-		var b [24]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return err
-		}
-		token = hex.EncodeToString(b[:])
-	}
-	if token != "" {
-		opts = append(opts, console.WithToken(token))
-	}
+	opts = append(opts, extra...)
 	con, err := console.New(conn, opts...)
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
@@ -174,6 +175,48 @@ func Serve(ctx context.Context, out, errOut io.Writer, conn *acemq.Conn, brokerU
 	_ = srv.Shutdown(sctx)
 	<-done
 	return nil
+}
+
+// consoleOptions are the console's options the flags ask for, and the
+// token every request must carry ("" on loopback without --token).
+func (f *Options) consoleOptions(ctx context.Context, errOut io.Writer, brokerURL string) ([]console.Option, string, error) {
+	keys, err := cli.LoadKeyring(f.Keyring)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := []console.Option{console.WithQueues(f.Queues...), console.WithPeekLimit(f.PeekLimit), console.WithBodyDecoder(decryptBody(keys))}
+	if f.PeekBudget != "" {
+		budget, err := parseSize(f.PeekBudget)
+		if err != nil {
+			return nil, "", cli.WithCode(cli.ExitFailure, fmt.Errorf("--peek-budget %q: %v", f.PeekBudget, err))
+		}
+		opts = append(opts, console.WithPeekBudget(budget))
+	}
+	switch f.Management {
+	case "", "off":
+	case "auto":
+		mu, vhost, ok := cli.ManagementURL(brokerURL)
+		if ok && managementAnswers(ctx, mu) {
+			opts = append(opts, console.WithManagement(mu, vhost))
+		} else {
+			fmt.Fprintf(errOut, "acemq: the management API did not answer at %s; listing only --queues (enable it with: rabbitmq-plugins enable rabbitmq_management)\n", redacted(mu))
+		}
+	default:
+		_, vhost, _ := cli.ManagementURL(brokerURL)
+		opts = append(opts, console.WithManagement(f.Management, vhost))
+	}
+	token := f.Token
+	if token == "" && !console.IsLoopback(f.Listen) {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, "", err
+		}
+		token = hex.EncodeToString(b[:])
+	}
+	if token != "" {
+		opts = append(opts, console.WithToken(token))
+	}
+	return opts, token, nil
 }
 
 // decryptBody is the console's body decoder: an encrypted body

@@ -21,7 +21,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Options are serve's flags and arguments, read by NewCmd's command.
 type Options struct {
+	cmd  *cobra.Command
+	args []string // COMMAND [ARGS...]
+	path string   // COMMAND, looked up in $PATH
+
 	queue          string
 	concurrency    int
 	declare        bool
@@ -33,12 +38,8 @@ type Options struct {
 	scheduler      bool
 }
 
-func NewCmd() *cobra.Command {
-	var f Options
-	cmd := &cobra.Command{
-		Use:   "serve --queue Q [--concurrency N] [--declare] -- COMMAND [ARGS...] | serve --scheduler",
-		Short: "Answer requests on a queue by running a command, or run the scheduler",
-		Long: `serve answers each request arriving on a queue by running COMMAND with the
+// long is the command's help.
+const long = `serve answers each request arriving on a queue by running COMMAND with the
 request body on standard input. What the command writes on standard output
 is the reply. A command that exits non-zero is answered with an error
 carrying the last line of its standard error (the caller sees
@@ -63,7 +64,16 @@ acemq.schedule.due control queue, and delivers every scheduled message that
 falls due ('acemq publish --delay' or any language's scheduler), or puts it on
 the next rung. Messages wait on the broker, so stopping it loses nothing:
 what fell due meanwhile is delivered when it runs again. On SIGINT or SIGTERM
-it prints how many messages it handled ({"handled": N} with --json).`,
+it prints how many messages it handled ({"handled": N} with --json).`
+
+// NewCmd is the serve command. When runF is not nil it runs instead of
+// the command's own run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
+	cmd := &cobra.Command{
+		Use:   "serve --queue Q [--concurrency N] [--declare] -- COMMAND [ARGS...] | serve --scheduler",
+		Short: "Answer requests on a queue by running a command, or run the scheduler",
+		Long:  long,
 		Example: `  acemq serve --queue pricing --declare -- jq -c '{pence: 250, sku: .sku}'
   acemq serve --queue shout --concurrency 4 -- tr a-z A-Z
   acemq serve --scheduler --metrics-addr 127.0.0.1:9464`,
@@ -83,12 +93,25 @@ it prints how many messages it handled ({"handled": N} with --json).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.scheduler {
-				return runScheduler(cmd, f)
+			f.cmd, f.args = cmd, args
+			if err := f.validate(); err != nil {
+				return err
 			}
-			return runServe(cmd, args, f)
+			switch {
+			case runF != nil:
+				return runF(f)
+			case f.scheduler:
+				return runScheduler(cmd, *f)
+			}
+			return f.run()
 		},
 	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags defines serve's flags on cmd.
+func (f *Options) addFlags(cmd *cobra.Command) {
 	cli.AddBrokerFlags(cmd, cli.SharedURLDefault)
 	cli.AddWaitFlag(cmd)
 	fl := cmd.Flags()
@@ -101,7 +124,6 @@ it prints how many messages it handled ({"handled": N} with --json).`,
 	fl.BoolVar(&f.json, "json", false, "print the final counters as one JSON object")
 	cli.AddMetricsFlag(fl, &f.metricsAddr)
 	fl.BoolVar(&f.scheduler, "scheduler", false, "run the scheduler's control consumer (acemq.schedule.due) instead of answering requests")
-	return cmd
 }
 
 // serveCounters are what serve reports when it stops.
@@ -111,51 +133,75 @@ type serveCounters struct {
 	Unanswerable int64 `json:"unanswerable"`
 }
 
-func runServe(cmd *cobra.Command, args []string, f Options) error {
+// validate checks the flags and finds COMMAND before anything connects.
+func (f *Options) validate() error {
 	if f.concurrency < 1 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
 	}
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		return cli.WithCode(cli.ExitFailure, fmt.Errorf("cannot run %q: %w", args[0], err))
+	if f.scheduler {
+		return nil
 	}
+	path, err := exec.LookPath(f.args[0])
+	if err != nil {
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("cannot run %q: %w", f.args[0], err))
+	}
+	f.path = path
+	return nil
+}
+
+// run answers requests on the queue until SIGINT or SIGTERM, or until the
+// responder stops, then prints the counters.
+func (f *Options) run() error {
+	cmd := f.cmd
 	s, err := cli.OpenSession(cmd, f.metricsAddr)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	conn := s.Conn
 	ctx, cancel := context.WithTimeout(cmd.Context(), cli.ConnectTimeout)
 	defer cancel()
-	if f.declare {
-		// A durable queue: a quorum queue, as the topology's are by default.
-		if err := acemq.NewTopology().Queue(f.queue).Apply(ctx, conn); err != nil {
-			return cli.WithCode(cli.ExitFailure, fmt.Errorf("declaring %s: %w", f.queue, err))
-		}
-	} else if _, err := s.RequireQueue(ctx, f.queue, " (use --declare to create it)"); err != nil {
+	if err := f.ensureQueue(ctx, s); err != nil {
 		return err
 	}
-
 	errOut := &lockedWriter{w: cmd.ErrOrStderr()}
 	if cli.IsMemory(s.URL) {
 		fmt.Fprintf(errOut, "note: %s\n", cli.MemoryNote(s.URL))
 	}
 	var failed atomic.Int64
 	h := func(hctx context.Context, m acemq.Message[[]byte]) ([]byte, error) {
-		out, err := runCommand(hctx, path, args, m, f.commandTimeout, errOut)
+		out, err := runCommand(hctx, f.path, f.args, m, f.commandTimeout, errOut)
 		if err != nil {
 			failed.Add(1)
 		}
 		return out, err
 	}
-	resp, err := rpc.Serve(ctx, conn, f.queue, h,
+	resp, err := rpc.Serve(ctx, s.Conn, f.queue, h,
 		acemq.WithCodec(cli.RawCodec{Type: f.ct}), acemq.WithConcurrency(f.concurrency),
 		acemq.WithPrefetch(max(f.concurrency, 1)), acemq.WithDrainTimeout(f.drain))
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("starting the responder on %s: %w", f.queue, err))
 	}
-	fmt.Fprintf(errOut, "serving %s with %s (concurrency %d); SIGINT or SIGTERM stops\n", f.queue, strings.Join(args, " "), f.concurrency)
+	fmt.Fprintf(errOut, "serving %s with %s (concurrency %d); SIGINT or SIGTERM stops\n", f.queue, strings.Join(f.args, " "), f.concurrency)
+	return f.stop(resp, &failed, errOut)
+}
 
+// ensureQueue declares the queue (--declare) or checks that it exists.
+func (f *Options) ensureQueue(ctx context.Context, s *cli.Session) error {
+	if f.declare {
+		// A durable queue: a quorum queue, as the topology's are by default.
+		if err := acemq.NewTopology().Queue(f.queue).Apply(ctx, s.Conn); err != nil {
+			return cli.WithCode(cli.ExitFailure, fmt.Errorf("declaring %s: %w", f.queue, err))
+		}
+		return nil
+	}
+	_, err := s.RequireQueue(ctx, f.queue, " (use --declare to create it)")
+	return err
+}
+
+// stop waits for SIGINT or SIGTERM (or the responder's end), lets the
+// running commands finish, and prints the counters.
+func (f *Options) stop(resp *rpc.Responder, failed *atomic.Int64, errOut io.Writer) error {
+	cmd := f.cmd
 	var stopErr error
 	select {
 	case <-cmd.Context().Done():

@@ -21,9 +21,6 @@ type schedulerCounters struct {
 // runScheduler runs the scheduler's control consumer until SIGINT or
 // SIGTERM.
 func runScheduler(cmd *cobra.Command, f Options) error {
-	if f.concurrency < 1 {
-		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
-	}
 	s, err := cli.OpenSession(cmd, f.metricsAddr)
 	if err != nil {
 		return err
