@@ -20,7 +20,7 @@ import (
 
 // Options are acemq-bench's flags, read by newRootCmd's command.
 type Options struct {
-	cmd *cobra.Command
+	cli.Invocation
 	url string // --url (or its default)
 
 	messages   int
@@ -137,17 +137,16 @@ creates (acemq-bench-*). It exits 1 if any message was lost or failed.`,
 		Example: `  acemq-bench --messages 20000 --size 512 --producers 2 --consumers 2
   acemq-bench --rpc --compare-raw --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.cmd = cmd
-			f.url, _ = cli.BrokerURL(cmd)
-			if err := f.validate(); err != nil {
-				return cli.WithCode(cli.ExitFailure, err)
-			}
-			return f.run()
-		},
+		RunE: cli.RunE(f, nil),
 	}
 	f.addFlags(cmd)
 	return cmd
+}
+
+// Complete records the command and the broker's URL.
+func (f *Options) Complete(cmd *cobra.Command, args []string) {
+	f.Invocation.Complete(cmd, args)
+	f.url, _ = cli.BrokerURL(cmd)
 }
 
 // addFlags defines acemq-bench's flags on cmd.
@@ -170,8 +169,16 @@ func (f *Options) addFlags(cmd *cobra.Command) {
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 }
 
-// validate checks the flags before anything connects.
-func (f *Options) validate() error {
+// Validate checks the flags before anything connects.
+func (f *Options) Validate() error {
+	if err := f.check(); err != nil {
+		return cli.WithCode(cli.ExitFailure, err)
+	}
+	return nil
+}
+
+// check says what is wrong with the flags, if anything.
+func (f *Options) check() error {
 	url := f.url
 	switch {
 	case f.messages < 1:
@@ -194,9 +201,9 @@ func (f *Options) validate() error {
 	return nil
 }
 
-// run measures the broker and prints the report.
-func (f *Options) run() error {
-	cmd := f.cmd
+// Run measures the broker and prints the report.
+func (f *Options) Run() error {
+	cmd := f.Cmd
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	rawTLS, err := cli.TLSConfig(cmd)
@@ -290,7 +297,7 @@ func (b *bench) requestReply(ctx context.Context, rep *benchReport) {
 // print prints the report, as JSON or a table, and fails the command when
 // the run failed.
 func (f *Options) print(rep benchReport) error {
-	out := f.cmd.OutOrStdout()
+	out := f.Cmd.OutOrStdout()
 	if f.json {
 		bs, err := cli.MarshalLine(rep)
 		if err != nil {

@@ -30,7 +30,7 @@ const DefaultListen = "127.0.0.1:8484"
 // Options are console's flags, read by NewCmd's command; the demo fills
 // them in to serve the console on its broker.
 type Options struct {
-	cmd *cobra.Command
+	cli.Invocation
 
 	Listen     string
 	Token      string
@@ -76,23 +76,14 @@ func NewCmd(runF func(*Options) error) *cobra.Command {
   acemq console --url amqp://ops:secret@rabbit:5672/prod --listen 0.0.0.0:8484 --token "$TOKEN"
   acemq console --url amqp://… --management off --queues orders.new,payments.in`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.cmd = cmd
-			if err := f.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(f)
-			}
-			return f.run()
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	f.addFlags(cmd)
 	return cmd
 }
 
-// validate checks the flags before anything connects.
-func (f *Options) validate() error {
+// Validate checks the flags before anything connects.
+func (f *Options) Validate() error {
 	if f.PeekLimit < 1 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--peek-limit must be 1 or more, not %d", f.PeekLimit))
 	}
@@ -102,9 +93,9 @@ func (f *Options) validate() error {
 	return nil
 }
 
-// run connects and serves the console until SIGINT or SIGTERM.
-func (f *Options) run() error {
-	cmd := f.cmd
+// Run connects and serves the console until SIGINT or SIGTERM.
+func (f *Options) Run() error {
+	cmd := f.Cmd
 	url, _ := cli.BrokerURL(cmd)
 	if cli.IsMemory(url) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "acemq: %s\n", cli.MemoryNote(url))

@@ -19,7 +19,7 @@ import (
 
 // Options are consume's flags, read by NewCmd's command.
 type Options struct {
-	cmd    *cobra.Command
+	cli.Invocation
 	stream bool          // --offset was given: a stream read
 	start  stream.Offset // --offset, parsed
 
@@ -92,22 +92,17 @@ stream has no "empty") or at --timeout.`,
   acemq consume --queue orders.events --offset first --count 100 --json | jq .offset
   acemq consume --queue orders.events --offset 2026-01-02T15:00:00Z`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.cmd, f.stream = cmd, cmd.Flags().Changed("offset")
-			if err := f.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(f)
-			}
-			if f.stream {
-				return f.runStream()
-			}
-			return f.run()
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	f.addFlags(cmd)
 	return cmd
+}
+
+// Complete records the command and whether --offset asks for a stream
+// read.
+func (f *Options) Complete(cmd *cobra.Command, args []string) {
+	f.Invocation.Complete(cmd, args)
+	f.stream = cmd.Flags().Changed("offset")
 }
 
 // addFlags defines consume's flags on cmd.
@@ -125,8 +120,8 @@ func (f *Options) addFlags(cmd *cobra.Command) {
 	_ = cmd.MarkFlagRequired("queue")
 }
 
-// validate checks the flags before anything connects.
-func (f *Options) validate() error {
+// Validate checks the flags before anything connects.
+func (f *Options) Validate() error {
 	if f.count < 0 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--count must not be negative, not %d", f.count))
 	}
@@ -147,10 +142,18 @@ func (f *Options) validate() error {
 	return nil
 }
 
-// run reads the queue through a browser, taking each message printed
+// Run reads the queue, or with --offset the stream.
+func (f *Options) Run() error {
+	if f.stream {
+		return f.runStream()
+	}
+	return f.browse()
+}
+
+// browse reads the queue through a browser, taking each message printed
 // (or, with --requeue, putting every one back at the end).
-func (f *Options) run() (err error) {
-	cmd := f.cmd
+func (f *Options) browse() (err error) {
+	cmd := f.Cmd
 	keys, err := cli.LoadKeyring(f.keyring)
 	if err != nil {
 		return err
@@ -194,7 +197,7 @@ func (f *Options) run() (err error) {
 // empty (without --count) or ctx ends, and takes each one printed unless
 // --requeue, or the keyring could not open it.
 func (f *Options) read(ctx context.Context, b *acemq.Browser, keys *encrypted.Codec) (read, unopened int, err error) {
-	out := f.cmd.OutOrStdout()
+	out := f.Cmd.OutOrStdout()
 	wait := 10 * time.Millisecond
 	for f.count == 0 || read < f.count {
 		m, ok, gerr := b.Next(ctx)
@@ -219,7 +222,7 @@ func (f *Options) read(ctx context.Context, b *acemq.Browser, keys *encrypted.Co
 		if o.Failed() {
 			// Held, never taken: Close puts it back on the queue.
 			unopened++
-			cli.ReportUnopened(f.cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
+			cli.ReportUnopened(f.Cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
 			continue
 		}
 		if !f.requeue {
@@ -245,7 +248,7 @@ func sleep(ctx context.Context, wait *time.Duration) bool {
 // outcome is the command's result once read messages were read, unopened
 // of them not opened by the keyring.
 func (f *Options) outcome(ctx context.Context, read, unopened int) error {
-	if f.cmd.Context().Err() != nil {
+	if f.Cmd.Context().Err() != nil {
 		return cli.WithCode(cli.ExitFailure, errors.New("interrupted"))
 	}
 	if unopened > 0 {

@@ -21,7 +21,7 @@ const streamIdle = time.Second
 // printing every message until --count came, the stream went idle, or
 // --timeout passed.
 func (f *Options) runStream() error {
-	cmd := f.cmd
+	cmd := f.Cmd
 	keys, err := cli.LoadKeyring(f.keyring)
 	if err != nil {
 		return err
@@ -73,12 +73,12 @@ func (p *streamPrinter) print(_ context.Context, m acemq.Message[[]byte]) acemq.
 	}
 	p.read++
 	o := cli.OpenBody(p.keys, m)
-	if perr := PrintMessage(f.cmd.OutOrStdout(), p.read, m, f.json, o); perr != nil {
+	if perr := PrintMessage(f.Cmd.OutOrStdout(), p.read, m, f.json, o); perr != nil {
 		p.printErr = perr
 	}
 	if o.Failed() {
 		p.unopened++ // it stays in the stream, as everything does
-		cli.ReportUnopened(f.cmd.ErrOrStderr(), p.read, m, o, "it stays in the stream "+f.queue)
+		cli.ReportUnopened(f.Cmd.ErrOrStderr(), p.read, m, o, "it stays in the stream "+f.queue)
 	}
 	if f.count > 0 && p.read == f.count {
 		close(p.full)
@@ -117,7 +117,7 @@ func (p *streamPrinter) wait(ctx context.Context, done <-chan struct{}) {
 
 // streamOutcome is the command's result once the read is over.
 func (f *Options) streamOutcome(p *streamPrinter) error {
-	cmd := f.cmd
+	cmd := f.Cmd
 	if p.printErr != nil {
 		return cli.WithCode(cli.ExitFailure, p.printErr)
 	}

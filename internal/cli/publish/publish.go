@@ -28,8 +28,7 @@ const publishLostRetries = 5
 
 // Options are publish's flags and arguments, read by NewCmd's command.
 type Options struct {
-	cmd         *cobra.Command
-	args        []string
+	cli.Invocation
 	headerValue map[string]any // --header, parsed
 
 	exchange, routingKey, typ      string
@@ -98,16 +97,7 @@ func NewCmd(runF func(*Options) error) *cobra.Command {
   acemq publish --exchange billing --routing-key invoice.due --at 2026-12-01T09:00:00Z '{"invoice":"i-8"}'
   acemq publish --exchange "" --routing-key jobs --priority 9 --ttl 30s '{"job":"urgent"}'`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.cmd, f.args = cmd, args
-			if err := f.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(f)
-			}
-			return f.run()
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	f.addFlags(cmd)
 	return cmd
@@ -136,8 +126,8 @@ func (f *Options) addFlags(cmd *cobra.Command) {
 	_ = cmd.MarkFlagRequired("routing-key")
 }
 
-// validate checks the flags before anything is read or connected.
-func (f *Options) validate() error {
+// Validate checks the flags before anything is read or connected.
+func (f *Options) Validate() error {
 	if f.count < 1 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--count must be at least 1, not %d", f.count))
 	}
@@ -152,10 +142,10 @@ func (f *Options) validate() error {
 	return f.later.check(*f)
 }
 
-// run reads the body and publishes it, or schedules it.
-func (f *Options) run() error {
-	cmd := f.cmd
-	body, err := cli.ReadBody(cmd, f.args)
+// Run reads the body and publishes it, or schedules it.
+func (f *Options) Run() error {
+	cmd := f.Cmd
+	body, err := cli.ReadBody(cmd, f.Args)
 	if err != nil {
 		return err
 	}
@@ -209,13 +199,13 @@ func (f *Options) sendOne(ctx context.Context, s *cli.Session, pub *acemq.Publis
 	sendOpts := append([]acemq.SendOption{acemq.WithEnvelope(env)}, f.later.sendOptions()...)
 	sent, err := pub.Send(ctx, f.routingKey, body, sendOpts...)
 	for try := 0; errors.Is(err, acemq.ErrLost) && try < publishLostRetries && ctx.Err() == nil; try++ {
-		fmt.Fprintf(f.cmd.ErrOrStderr(), "the connection was lost before the broker confirmed %s; sending it again with the same id (a consumer may see it twice)\n", env.ID())
+		fmt.Fprintf(f.Cmd.ErrOrStderr(), "the connection was lost before the broker confirmed %s; sending it again with the same id (a consumer may see it twice)\n", env.ID())
 		sent, err = pub.Send(ctx, f.routingKey, body, sendOpts...)
 	}
 	if err != nil {
 		return publishError(ctx, s, err)
 	}
-	fmt.Fprintln(f.cmd.OutOrStdout(), sent.ID())
+	fmt.Fprintln(f.Cmd.OutOrStdout(), sent.ID())
 	return nil
 }
 
@@ -229,7 +219,7 @@ type copies struct {
 // sendCopies publishes --count copies in batches of publishBatch, prints
 // each confirmed id, and reports the count on standard error.
 func (f *Options) sendCopies(ctx context.Context, s *cli.Session, pub *acemq.Publisher[[]byte], body []byte) error {
-	cmd := f.cmd
+	cmd := f.Cmd
 	var c copies
 	if cli.StderrIsTerminal(cmd) {
 		c.bar = progressbar.NewOptions(f.count, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
@@ -264,7 +254,7 @@ func (f *Options) sendCopies(ctx context.Context, s *cli.Session, pub *acemq.Pub
 // sendBatch publishes batch, and again what a lost connection left
 // unconfirmed, until all is confirmed or something else fails.
 func (f *Options) sendBatch(ctx context.Context, pub *acemq.Publisher[[]byte], batch []acemq.Outgoing[[]byte], c *copies) {
-	out := f.cmd.OutOrStdout()
+	out := f.Cmd.OutOrStdout()
 	for try := 0; len(batch) > 0; try++ {
 		results, _ := pub.SendAll(ctx, batch)
 		var again []acemq.Outgoing[[]byte]

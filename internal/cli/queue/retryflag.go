@@ -25,66 +25,78 @@ func parseRetryPolicy(s string) (acemq.RetryPolicy, error) {
 	var p acemq.RetryPolicy
 	for i, c := range calls {
 		if i == 0 {
-			switch c.name {
-			case "none":
-				if len(c.args) != 0 {
-					return fail("none() takes nothing")
-				}
-				p = acemq.NoRetry()
-			case "fixed":
-				if len(c.args) != 2 {
-					return fail("fixed takes the attempts and a delay")
-				}
-				n, err1 := strconv.Atoi(c.args[0])
-				d, err2 := time.ParseDuration(c.args[1])
-				if err := errors.Join(err1, err2); err != nil {
-					return fail("%v", err)
-				}
-				p = acemq.FixedRetry(n, d)
-			case "exponential":
-				if len(c.args) != 3 {
-					return fail("exponential takes the attempts, the first delay and the cap")
-				}
-				n, err1 := strconv.Atoi(c.args[0])
-				d, err2 := time.ParseDuration(c.args[1])
-				m, err3 := time.ParseDuration(c.args[2])
-				if err := errors.Join(err1, err2, err3); err != nil {
-					return fail("%v", err)
-				}
-				p = acemq.ExponentialRetry(n, d, m)
-			default:
-				return fail("a policy starts with none(), fixed(…) or exponential(…), not %s(…)", c.name)
-			}
-			continue
+			p, err = startPolicy(c)
+		} else {
+			p, err = modifyPolicy(p, c)
 		}
-		if len(c.args) != 1 {
-			return fail("%s takes one value", c.name)
-		}
-		switch c.name {
-		case "giveUpAfter", "waitInBrokerFrom":
-			d, err := time.ParseDuration(c.args[0])
-			if err != nil {
-				return fail("%v", err)
-			}
-			if c.name == "giveUpAfter" {
-				p = p.GiveUpAfter(d)
-			} else {
-				p = p.WaitInBrokerFrom(d)
-			}
-		case "withJitter":
-			f, err := strconv.ParseFloat(c.args[0], 64)
-			if err != nil {
-				return fail("%v", err)
-			}
-			p = p.WithJitter(f)
-		default:
-			return fail("unknown modifier .%s(…) (want .giveUpAfter, .withJitter or .waitInBrokerFrom)", c.name)
+		if err != nil {
+			return fail("%v", err)
 		}
 	}
 	if err := p.Err(); err != nil {
 		return fail("%s", strings.TrimPrefix(err.Error(), "acemq: "))
 	}
 	return p, nil
+}
+
+// startPolicy is the policy a notation's first call names: none(),
+// fixed(N, D) or exponential(N, D, MAX).
+func startPolicy(c call) (acemq.RetryPolicy, error) {
+	switch c.name {
+	case "none":
+		if len(c.args) != 0 {
+			return acemq.RetryPolicy{}, errors.New("none() takes nothing")
+		}
+		return acemq.NoRetry(), nil
+	case "fixed":
+		if len(c.args) != 2 {
+			return acemq.RetryPolicy{}, errors.New("fixed takes the attempts and a delay")
+		}
+		n, err1 := strconv.Atoi(c.args[0])
+		d, err2 := time.ParseDuration(c.args[1])
+		if err := errors.Join(err1, err2); err != nil {
+			return acemq.RetryPolicy{}, err
+		}
+		return acemq.FixedRetry(n, d), nil
+	case "exponential":
+		if len(c.args) != 3 {
+			return acemq.RetryPolicy{}, errors.New("exponential takes the attempts, the first delay and the cap")
+		}
+		n, err1 := strconv.Atoi(c.args[0])
+		d, err2 := time.ParseDuration(c.args[1])
+		m, err3 := time.ParseDuration(c.args[2])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return acemq.RetryPolicy{}, err
+		}
+		return acemq.ExponentialRetry(n, d, m), nil
+	}
+	return acemq.RetryPolicy{}, fmt.Errorf("a policy starts with none(), fixed(…) or exponential(…), not %s(…)", c.name)
+}
+
+// modifyPolicy applies one of the calls after the first: .giveUpAfter(D),
+// .withJitter(F) or .waitInBrokerFrom(D).
+func modifyPolicy(p acemq.RetryPolicy, c call) (acemq.RetryPolicy, error) {
+	if len(c.args) != 1 {
+		return p, fmt.Errorf("%s takes one value", c.name)
+	}
+	switch c.name {
+	case "giveUpAfter", "waitInBrokerFrom":
+		d, err := time.ParseDuration(c.args[0])
+		if err != nil {
+			return p, err
+		}
+		if c.name == "giveUpAfter" {
+			return p.GiveUpAfter(d), nil
+		}
+		return p.WaitInBrokerFrom(d), nil
+	case "withJitter":
+		f, err := strconv.ParseFloat(c.args[0], 64)
+		if err != nil {
+			return p, err
+		}
+		return p.WithJitter(f), nil
+	}
+	return p, fmt.Errorf("unknown modifier .%s(…) (want .giveUpAfter, .withJitter or .waitInBrokerFrom)", c.name)
 }
 
 type call struct {

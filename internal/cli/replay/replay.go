@@ -16,7 +16,7 @@ import (
 
 // Options are replay's flags, read by NewCmd's command.
 type Options struct {
-	cmd *cobra.Command
+	cli.Invocation
 
 	queue         string
 	toExchange    string
@@ -82,21 +82,17 @@ Exit codes: 0 drained or limit reached; 3 --timeout passed; 1 a step failed
   acemq replay --queue orders.new.parked --type order.placed --limit 10
   acemq replay --queue orders.new.dlq --to-exchange orders --to-routing-key order.retry --keep-attempts`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.cmd = cmd
-			f.setExchange = cmd.Flags().Changed("to-exchange")
-			f.setRoutingKey = cmd.Flags().Changed("to-routing-key")
-			if err := f.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(f)
-			}
-			return f.run()
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	f.addFlags(cmd)
 	return cmd
+}
+
+// Complete records the command and which of the target flags were given.
+func (f *Options) Complete(cmd *cobra.Command, args []string) {
+	f.Invocation.Complete(cmd, args)
+	f.setExchange = cmd.Flags().Changed("to-exchange")
+	f.setRoutingKey = cmd.Flags().Changed("to-routing-key")
 }
 
 // addFlags defines replay's flags on cmd.
@@ -116,8 +112,8 @@ func (f *Options) addFlags(cmd *cobra.Command) {
 	_ = cmd.MarkFlagRequired("queue")
 }
 
-// validate checks the flags before anything connects.
-func (f *Options) validate() error {
+// Validate checks the flags before anything connects.
+func (f *Options) Validate() error {
 	if f.limit < 0 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--limit must not be negative, not %d", f.limit))
 	}
@@ -132,9 +128,9 @@ func (f *Options) validate() error {
 	return nil
 }
 
-// run moves the messages and reports what it did.
-func (f *Options) run() error {
-	cmd := f.cmd
+// Run moves the messages and reports what it did.
+func (f *Options) Run() error {
+	cmd := f.Cmd
 	keys, err := cli.LoadKeyring(f.keyring)
 	if err != nil {
 		return err
@@ -178,7 +174,7 @@ func (f *Options) options(keys *encrypted.Codec) []replay.Option {
 
 	if keys != nil {
 		seen := 0
-		stderr := f.cmd.ErrOrStderr()
+		stderr := f.Cmd.ErrOrStderr()
 		opts = append(opts, replay.WithMessageFilter(func(m acemq.Message[[]byte]) bool {
 			seen++
 			o := cli.OpenBody(keys, m)
@@ -195,13 +191,13 @@ func (f *Options) options(keys *encrypted.Codec) []replay.Option {
 // progress is the progress bar for moving up to total messages, nil when
 // standard error is no terminal or the output is JSON.
 func (f *Options) progress(total int) *progressbar.ProgressBar {
-	if !cli.StderrIsTerminal(f.cmd) || f.json {
+	if !cli.StderrIsTerminal(f.Cmd) || f.json {
 		return nil
 	}
 	if f.limit > 0 {
 		total = min(total, f.limit)
 	}
-	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f.cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying"),
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f.Cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying"),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
@@ -245,7 +241,7 @@ func (f *Options) move(ctx context.Context, conn *acemq.Conn, opts []replay.Opti
 
 // report prints what the replay did: one JSON object, or a line.
 func (f *Options) report(res replay.Result) error {
-	out := f.cmd.OutOrStdout()
+	out := f.Cmd.OutOrStdout()
 	if f.json {
 		j := replayJSON{Source: f.queue, Exchange: res.Exchange, RoutingKey: res.RoutingKey, Moved: res.Moved, Skipped: res.Skipped, Reason: string(res.Reason)}
 		if res.Err != nil {

@@ -23,8 +23,7 @@ import (
 
 // Options are serve's flags and arguments, read by NewCmd's command.
 type Options struct {
-	cmd  *cobra.Command
-	args []string // COMMAND [ARGS...]
+	cli.Invocation
 	path string   // COMMAND, looked up in $PATH
 
 	queue          string
@@ -92,19 +91,7 @@ func NewCmd(runF func(*Options) error) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.cmd, f.args = cmd, args
-			if err := f.validate(); err != nil {
-				return err
-			}
-			switch {
-			case runF != nil:
-				return runF(f)
-			case f.scheduler:
-				return runScheduler(cmd, *f)
-			}
-			return f.run()
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	f.addFlags(cmd)
 	return cmd
@@ -133,26 +120,35 @@ type serveCounters struct {
 	Unanswerable int64 `json:"unanswerable"`
 }
 
-// validate checks the flags and finds COMMAND before anything connects.
-func (f *Options) validate() error {
+// Validate checks the flags and finds COMMAND before anything connects.
+func (f *Options) Validate() error {
 	if f.concurrency < 1 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency))
 	}
 	if f.scheduler {
 		return nil
 	}
-	path, err := exec.LookPath(f.args[0])
+	path, err := exec.LookPath(f.Args[0])
 	if err != nil {
-		return cli.WithCode(cli.ExitFailure, fmt.Errorf("cannot run %q: %w", f.args[0], err))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("cannot run %q: %w", f.Args[0], err))
 	}
 	f.path = path
 	return nil
 }
 
-// run answers requests on the queue until SIGINT or SIGTERM, or until the
-// responder stops, then prints the counters.
-func (f *Options) run() error {
-	cmd := f.cmd
+// Run answers requests (or, with --scheduler, runs the scheduler) until
+// SIGINT or SIGTERM.
+func (f *Options) Run() error {
+	if f.scheduler {
+		return runScheduler(f.Cmd, *f)
+	}
+	return f.answer()
+}
+
+// answer answers requests on the queue until SIGINT or SIGTERM, or until
+// the responder stops, then prints the counters.
+func (f *Options) answer() error {
+	cmd := f.Cmd
 	s, err := cli.OpenSession(cmd, f.metricsAddr)
 	if err != nil {
 		return err
@@ -169,7 +165,7 @@ func (f *Options) run() error {
 	}
 	var failed atomic.Int64
 	h := func(hctx context.Context, m acemq.Message[[]byte]) ([]byte, error) {
-		out, err := runCommand(hctx, f.path, f.args, m, f.commandTimeout, errOut)
+		out, err := runCommand(hctx, f.path, f.Args, m, f.commandTimeout, errOut)
 		if err != nil {
 			failed.Add(1)
 		}
@@ -181,7 +177,7 @@ func (f *Options) run() error {
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("starting the responder on %s: %w", f.queue, err))
 	}
-	fmt.Fprintf(errOut, "serving %s with %s (concurrency %d); SIGINT or SIGTERM stops\n", f.queue, strings.Join(f.args, " "), f.concurrency)
+	fmt.Fprintf(errOut, "serving %s with %s (concurrency %d); SIGINT or SIGTERM stops\n", f.queue, strings.Join(f.Args, " "), f.concurrency)
 	return f.stop(resp, &failed, errOut)
 }
 
@@ -201,7 +197,7 @@ func (f *Options) ensureQueue(ctx context.Context, s *cli.Session) error {
 // stop waits for SIGINT or SIGTERM (or the responder's end), lets the
 // running commands finish, and prints the counters.
 func (f *Options) stop(resp *rpc.Responder, failed *atomic.Int64, errOut io.Writer) error {
-	cmd := f.cmd
+	cmd := f.Cmd
 	var stopErr error
 	select {
 	case <-cmd.Context().Done():
