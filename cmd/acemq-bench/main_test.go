@@ -101,3 +101,14 @@ func brokerConn(t *testing.T) (*acemq.Conn, string) {
 	})
 	return conn, url
 }
+
+// TestBrokerFlags: acemq-bench takes the broker and TLS flags acemq's
+// commands that connect take, and its --help lists them.
+func TestBrokerFlags(t *testing.T) {
+	r := runCLI(t, "", "--help").wantCode(t, 0)
+	for _, name := range []string{"url", "tls-ca", "tls-cert", "tls-key", "tls-allow-development"} {
+		if newRootCmd().Flags().Lookup(name) == nil || !strings.Contains(r.stdout, "--"+name) {
+			t.Errorf("acemq-bench --help lacks --%s:\n%s", name, r.stdout)
+		}
+	}
+}

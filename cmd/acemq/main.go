@@ -28,7 +28,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -94,22 +93,6 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		exchange.NewCmd(),
 		bind.NewCmd(),
 		unbind.NewCmd(),
-		newBenchMovedCmd(),
 	)
 	return root
-}
-
-// newBenchMovedCmd is the place bench had: the benchmark harness links
-// package testing, which the operator's binary does not, so it is a command
-// of its own (cmd/acemq-bench).
-func newBenchMovedCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:                "bench",
-		Short:              "Moved: the benchmark harness is the acemq-bench command",
-		Hidden:             true,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cli.WithCode(cli.ExitFailure, errors.New("bench is a command of its own: acemq-bench (go install github.com/acemq/acemq/cmd/acemq-bench@latest), with the same flags"))
-		},
-	}
 }

@@ -197,7 +197,7 @@ var brokerFlags = []string{"url", "tls-ca", "tls-cert", "tls-key", "tls-allow-de
 // to the commands that connect, and appear nowhere else (not on the root,
 // not on envelope or certs).
 func TestBrokerFlagsOnlyOnCommandsThatConnect(t *testing.T) {
-	connects := map[string]bool{"demo": true, "publish": true, "consume": true, "ask": true, "serve": true, "replay": true, "console": true, "bench": true,
+	connects := map[string]bool{"demo": true, "publish": true, "consume": true, "ask": true, "serve": true, "replay": true, "console": true,
 		"queue list": true, "queue declare": true, "queue delete": true, "queue purge": true,
 		"exchange list": true, "exchange declare": true, "exchange delete": true, "bind": true, "unbind": true}
 	root := newRootCmd()
@@ -239,7 +239,7 @@ func TestBrokerFlagsOnlyOnCommandsThatConnect(t *testing.T) {
 	if r := runCLI(t, "", "envelope", "encode", "--help").wantCode(t, 0); strings.Contains(r.stdout, "--url") {
 		t.Errorf("acemq envelope encode --help lists --url:\n%s", r.stdout)
 	}
-	for _, c := range []string{"publish", "bench", "demo"} {
+	for _, c := range []string{"publish", "demo"} {
 		r := runCLI(t, "", c, "--help").wantCode(t, 0)
 		for _, name := range brokerFlags {
 			if !strings.Contains(r.stdout, "--"+name) {
