@@ -12,14 +12,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Options are ask's flags and arguments, read by NewCmd's command.
 type Options struct {
+	cli.Invocation
+	headerValue map[string]any // --header, parsed
+
 	exchange, routingKey, typ, ct string
 	headers                       []string
 	timeout                       time.Duration
 }
 
-func NewCmd() *cobra.Command {
-	var f Options
+// NewCmd is the ask command. When runF is not nil it runs instead of
+// the command's own Run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "ask --exchange E --routing-key K [--timeout D] [--type T] [BODY | -]",
 		Short: "Send a request and print the reply",
@@ -38,9 +44,7 @@ routing key); 1 anything else.`,
 		Example: `  acemq ask --exchange "" --routing-key pricing '{"sku":"A-1"}'
   echo '{"sku":"A-1"}' | acemq ask --exchange "" --routing-key pricing --timeout 5s -`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAsk(cmd, args, f)
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	cli.AddBrokerFlags(cmd, cli.SharedURLDefault)
 	cli.AddWaitFlag(cmd)
@@ -56,22 +60,27 @@ routing key); 1 anything else.`,
 	return cmd
 }
 
-func runAsk(cmd *cobra.Command, args []string, f Options) error {
+// Validate checks the flags before anything is read or connected.
+func (f *Options) Validate() error {
 	if f.timeout <= 0 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("--timeout must be positive, not %s", f.timeout))
 	}
 	headers, err := cli.ParseHeaders(f.headers)
-	if err != nil {
-		return err
-	}
-	body, err := cli.ReadBody(cmd, args)
+	f.headerValue = headers
+	return err
+}
+
+// Run sends the request and prints the reply.
+func (f *Options) Run() error {
+	cmd := f.Cmd
+	body, err := cli.ReadBody(cmd, f.Args)
 	if err != nil {
 		return err
 	}
 	if f.ct == "" {
 		f.ct = cli.GuessContentType(body)
 	}
-	env, err := acemq.NewEnvelope(acemq.Fields{Type: f.typ, Headers: headers})
+	env, err := acemq.NewEnvelope(acemq.Fields{Type: f.typ, Headers: f.headerValue})
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
 	}

@@ -11,7 +11,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Options are certs's flags and arguments, read by NewCmd's command.
 type Options struct {
+	cli.Invocation
+
 	dir   string
 	hosts []string
 	allow bool
@@ -28,8 +31,10 @@ subject, and AceMQ refuses a broker presenting one unless the program
 explicitly allows development certificates. They must never protect anything
 real. Run again with --allow-development to say that is what you want.`
 
-func NewCmd() *cobra.Command {
-	var f Options
+// NewCmd is the certs command. When runF is not nil it runs instead of
+// the command's own Run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "certs --dir D [--host h]... --allow-development",
 		Short: "Write development TLS certificates (a CA, a server and a client certificate)",
@@ -50,9 +55,7 @@ Without --host the server certificate covers localhost, 127.0.0.1 and ::1.`,
 		Example: `  acemq certs --dir ./tls --allow-development
   acemq certs --dir ./tls --host rabbit.local --host 10.0.0.5 --allow-development`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCerts(cmd, f)
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", "", "directory to write the PEM files into")
@@ -75,13 +78,20 @@ type certsJSON struct {
 	ClientKey  string   `json:"clientKey"`
 }
 
-func runCerts(cmd *cobra.Command, f Options) error {
+// Validate refuses to go on without --allow-development or a --dir.
+func (f *Options) Validate() error {
 	if !f.allow {
 		return cli.WithCode(cli.ExitFailure, refusal(certsRefusal))
 	}
 	if f.dir == "" {
 		return cli.WithCode(cli.ExitFailure, errors.New("--dir is empty"))
 	}
+	return nil
+}
+
+// Run writes the certificates and prints where.
+func (f *Options) Run() error {
+	cmd := f.Cmd
 	dir, err := filepath.Abs(f.dir)
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, err)

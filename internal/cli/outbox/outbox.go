@@ -20,7 +20,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Options are outbox's flags and its subcommand, read by NewCmd's command.
 type Options struct {
+	cli.Invocation
+
 	dsn     string
 	table   string
 	json    bool
@@ -30,8 +33,10 @@ type Options struct {
 	timeout time.Duration
 }
 
-func NewCmd() *cobra.Command {
-	var f Options
+// NewCmd is the outbox command. When runF is not nil it runs instead of
+// the command's own Run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "outbox status|retired|revive --dsn DSN",
 		Short: "Look into a transactional outbox table and put retired records back",
@@ -54,9 +59,7 @@ Exit codes: 0 success; 1 anything else (no database, no table, a bad flag).`,
   acemq outbox revive --dsn postgres://app@db:5432/shop --seq 1042 --seq 1043`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"status", "retired", "revive"},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOutbox(cmd.Context(), cmd.OutOrStdout(), args[0], f)
-		},
+		RunE:      cli.RunE(f, runF),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dsn, "dsn", "", "the database (default $ACEMQ_OUTBOX_DSN)")
@@ -125,13 +128,22 @@ type RecordJSON struct {
 	Retired    string `json:"retired"`
 }
 
-func runOutbox(ctx context.Context, w io.Writer, sub string, f Options) error {
+// Validate checks the subcommand and its flags before the database is
+// opened.
+func (f *Options) Validate() error {
+	sub := f.Args[0]
 	if sub != "status" && sub != "retired" && sub != "revive" {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("outbox: unknown subcommand %q: use status, retired or revive", sub))
 	}
 	if sub == "revive" && !f.all && len(f.seqs) == 0 {
 		return cli.WithCode(cli.ExitFailure, errors.New("outbox revive needs --seq N (repeatable) or --all"))
 	}
+	return nil
+}
+
+// Run runs the subcommand.
+func (f *Options) Run() error {
+	ctx, w, sub := f.Cmd.Context(), f.Cmd.OutOrStdout(), f.Args[0]
 	db, ob, err := openOutbox(f.dsn, f.table)
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
