@@ -79,7 +79,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 	}
 	root.AddCommand(
 		demo.NewCmd(),
-		envelope.NewCmd(),
+		envelope.NewCmd(nil),
 		publish.NewCmd(nil),
 		consume.NewCmd(nil),
 		ask.NewCmd(nil),
