@@ -91,8 +91,8 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 		partition.NewCmd(nil),
 		queue.NewCmd(),
 		exchange.NewCmd(),
-		bind.NewCmd(),
-		unbind.NewCmd(),
+		bind.NewCmd(nil),
+		unbind.NewCmd(nil),
 	)
 	return root
 }

@@ -3,12 +3,22 @@ package bind
 
 import (
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/topology"
 	"github.com/spf13/cobra"
 )
 
-func NewCmd() *cobra.Command {
-	var f topology.BindFlags
+// Options are bind's flags, read by NewCmd's command; BindFlags validates
+// them.
+type Options struct {
+	cli.Invocation
+	topology.BindFlags
+}
+
+// NewCmd is the bind command. When runF is not nil it runs instead of the
+// command's own Run, once the flags are read and valid.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "bind --exchange E --queue Q [--routing-key K] [--arg K=V]... [--dry-run]",
 		Short: "Bind a queue to an exchange",
@@ -18,21 +28,17 @@ is one binding. 'acemq unbind' removes it.`,
 		Example: `  acemq bind --exchange orders --queue orders.new --routing-key 'order.*'
   acemq bind --exchange audit --queue audit.all --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.Check(); err != nil {
-				return err
-			}
-			m, err := topology.ParseArgs(f.Args)
-			if err != nil {
-				return err
-			}
-			var opts []acemq.DeclareOption
-			if m != nil {
-				opts = append(opts, acemq.WithArguments(m))
-			}
-			return topology.Apply(cmd, acemq.NewTopology().Bind(f.Exchange, f.Queue, f.Key, opts...), f.DryRun, f.JSON)
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	f.Add(cmd, true)
 	return cmd
+}
+
+// Run declares the binding (or, with --dry-run, prints it).
+func (f *Options) Run() error {
+	var opts []acemq.DeclareOption
+	if f.Table != nil {
+		opts = append(opts, acemq.WithArguments(f.Table))
+	}
+	return topology.Apply(f.Cmd, acemq.NewTopology().Bind(f.Exchange, f.Queue, f.Key, opts...), f.DryRun, f.JSON)
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
@@ -16,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// NewCmd is the exchange command, with its subcommands list, declare and
+// delete.
 func NewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exchange list|declare|delete",
@@ -27,13 +27,19 @@ Topology (durable unless --transient), or deletes one.`,
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare or delete (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
-	cmd.AddCommand(newExchangeListCmd(), newExchangeDeclareCmd(), newExchangeDeleteCmd())
+	cmd.AddCommand(newListCmd(nil), newDeclareCmd(nil), newDeleteCmd(nil))
 	return cmd
 }
 
-func newExchangeListCmd() *cobra.Command {
-	var f topology.Flags
-	var mgmt string
+// listOptions are exchange list's flags.
+type listOptions struct {
+	cli.Invocation
+	topology.Flags
+	mgmt string
+}
+
+func newListCmd(runF func(*listOptions) error) *cobra.Command {
+	f := &listOptions{}
 	cmd := &cobra.Command{
 		Use:   "list [--management URL]",
 		Short: "List the exchanges of the broker's virtual host",
@@ -44,45 +50,42 @@ is the in-process broker's.`,
 		Example: `  acemq exchange list --url amqp://guest:guest@localhost:5672/
   acemq exchange list --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := topology.Open(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			defer cancel()
-			l, err := topology.NewLister(s, mgmt)
-			if err != nil {
-				return err
-			}
-			xs, err := l.Exchanges(ctx)
-			if err != nil {
-				return err
-			}
-			return topology.WriteResult(cmd, f.JSON, topology.ExchangeListJSON{Source: l.Source, Exchanges: xs}, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tTYPE\tFLAGS")
-				for _, x := range xs {
-					flags := strings.Join(slices.DeleteFunc([]string{topology.YesNo(!x.Durable, "transient"), topology.YesNo(x.AutoDelete, "auto-delete"), topology.YesNo(x.Internal, "internal")}, func(s string) bool { return s == "-" }), ",")
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", x.Name, x.Type, flags)
-				}
-				_ = tw.Flush()
-			})
-		},
+		RunE: cli.RunE(f, runF),
 	}
-	topology.Command(cmd, &f)
-	cmd.Flags().StringVar(&mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: $ACEMQ_MANAGEMENT_URL, else http://HOST:15672/ with --url's credentials)")
+	topology.Command(cmd, &f.Flags)
+	topology.AddManagementFlag(cmd, &f.mgmt)
 	return cmd
 }
 
-func newExchangeDeclareCmd() *cobra.Command {
-	var f topology.Flags
-	var (
-		kind                            string
-		internal, autoDelete, transient bool
-		args                            []string
-		dryRun                          bool
-	)
+// Validate has nothing to check.
+func (f *listOptions) Validate() error { return nil }
+
+// Run lists the exchanges.
+func (f *listOptions) Run() error {
+	return topology.List(f.Cmd, f.JSON, f.mgmt, (*topology.Lister).Exchanges,
+		func(source string, xs []topology.ExchangeJSON) any {
+			return topology.ExchangeListJSON{Source: source, Exchanges: xs}
+		},
+		"NAME\tTYPE\tFLAGS",
+		func(x topology.ExchangeJSON) string {
+			flags := topology.FlagColumn(topology.YesNo(!x.Durable, "transient"), topology.YesNo(x.AutoDelete, "auto-delete"), topology.YesNo(x.Internal, "internal"))
+			return fmt.Sprintf("%s\t%s\t%s", x.Name, x.Type, flags)
+		})
+}
+
+// declareOptions are exchange declare's flags.
+type declareOptions struct {
+	cli.Invocation
+	topology.Flags
+	kind                            string
+	internal, autoDelete, transient bool
+	args                            []string
+	dryRun                          bool
+	opts                            []acemq.DeclareOption // what the flags ask for, by Validate
+}
+
+func newDeclareCmd(runF func(*declareOptions) error) *cobra.Command {
+	f := &declareOptions{}
 	cmd := &cobra.Command{
 		Use:   "declare NAME --type direct|topic|fanout|headers|x-… [--internal] [--auto-delete] [--transient] [--arg K=V]... [--dry-run]",
 		Short: "Declare an exchange",
@@ -93,43 +96,56 @@ with other settings fails, naming the difference.`,
 		Example: `  acemq exchange declare orders --type topic
   acemq exchange declare audit --type fanout --dry-run --json`,
 		Args: topology.OneName("exchange"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			if kind == "" {
-				return cli.WithCode(cli.ExitFailure, errors.New(`required flag(s) "type" not set: direct, topic, fanout, headers or a plugin's x-… type`))
-			}
-			var opts []acemq.DeclareOption
-			if internal {
-				opts = append(opts, acemq.WithInternal())
-			}
-			if autoDelete {
-				opts = append(opts, acemq.WithAutoDelete())
-			}
-			if transient {
-				opts = append(opts, acemq.WithDurable(false))
-			}
-			m, err := topology.ParseArgs(args)
-			if err != nil {
-				return err
-			}
-			if m != nil {
-				opts = append(opts, acemq.WithArguments(m))
-			}
-			return topology.Apply(cmd, acemq.NewTopology().Exchange(a[0], kind, opts...), dryRun, f.JSON)
-		},
+		RunE: cli.RunE(f, runF),
 	}
-	topology.Command(cmd, &f)
+	topology.Command(cmd, &f.Flags)
 	fl := cmd.Flags()
-	fl.StringVar(&kind, "type", "", "exchange type: direct, topic, fanout, headers, or a plugin's x-… type (required)")
-	fl.BoolVar(&internal, "internal", false, "publishers cannot publish to it; only other exchanges route to it")
-	fl.BoolVar(&autoDelete, "auto-delete", false, "the broker deletes it when its last binding goes")
-	fl.BoolVar(&transient, "transient", false, "not durable: the broker drops it on restart")
-	fl.StringArrayVar(&args, "arg", nil, "an exchange argument K=V (repeatable), e.g. alternate-exchange=unrouted")
-	fl.BoolVar(&dryRun, "dry-run", false, "print what would be declared; connect to nothing")
+	fl.StringVar(&f.kind, "type", "", "exchange type: direct, topic, fanout, headers, or a plugin's x-… type (required)")
+	fl.BoolVar(&f.internal, "internal", false, "publishers cannot publish to it; only other exchanges route to it")
+	fl.BoolVar(&f.autoDelete, "auto-delete", false, "the broker deletes it when its last binding goes")
+	fl.BoolVar(&f.transient, "transient", false, "not durable: the broker drops it on restart")
+	fl.StringArrayVar(&f.args, "arg", nil, "an exchange argument K=V (repeatable), e.g. alternate-exchange=unrouted")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would be declared; connect to nothing")
 	return cmd
 }
 
-func newExchangeDeleteCmd() *cobra.Command {
-	var f topology.Flags
+// Validate checks --type and reads the declare options the flags ask for.
+func (f *declareOptions) Validate() error {
+	if f.kind == "" {
+		return cli.WithCode(cli.ExitFailure, errors.New(`required flag(s) "type" not set: direct, topic, fanout, headers or a plugin's x-… type`))
+	}
+	if f.internal {
+		f.opts = append(f.opts, acemq.WithInternal())
+	}
+	if f.autoDelete {
+		f.opts = append(f.opts, acemq.WithAutoDelete())
+	}
+	if f.transient {
+		f.opts = append(f.opts, acemq.WithDurable(false))
+	}
+	m, err := topology.ParseArgs(f.args)
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		f.opts = append(f.opts, acemq.WithArguments(m))
+	}
+	return nil
+}
+
+// Run declares the exchange (or, with --dry-run, prints it).
+func (f *declareOptions) Run() error {
+	return topology.Apply(f.Cmd, acemq.NewTopology().Exchange(f.Args[0], f.kind, f.opts...), f.dryRun, f.JSON)
+}
+
+// deleteOptions are exchange delete's flags.
+type deleteOptions struct {
+	cli.Invocation
+	topology.Flags
+}
+
+func newDeleteCmd(runF func(*deleteOptions) error) *cobra.Command {
+	f := &deleteOptions{}
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete an exchange and its bindings",
@@ -140,41 +156,49 @@ acemq.retry, which every queue's dead-letter half and retry rungs use.`,
 		Example: `  acemq exchange delete orders.old
   acemq exchange delete audit --json`,
 		Args: topology.OneName("exchange"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			switch {
-			case strings.HasPrefix(name, "amq."):
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("the exchange %q belongs to the broker and cannot be deleted", name))
-			case name == acemq.DeadLetterExchange || name == acemq.RetryExchange:
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("the exchange %q is shared by every queue's dead-letter half and retry rungs; it is not deleted (delete the queues' halves with 'acemq queue delete --with-dead-letters')", name))
-			}
-			s, ctx, cancel, err := topology.Open(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			defer cancel()
-			err = s.Conn.Raw(func(dc driver.Conn) error {
-				ins, ok := dc.(driver.Inspector)
-				if !ok {
-					return nil // deleting a missing exchange succeeds anyway
-				}
-				return ins.InspectExchange(ctx, name)
-			})
-			if errors.Is(err, acemq.ErrNotFound) {
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("exchange %q does not exist%s", name, s.Hint()))
-			}
-			if err != nil {
-				return cli.WithCode(cli.ExitFailure, err)
-			}
-			// Only the name counts for deleting; the kind is one a
-			// topology needs to be valid.
-			if err := acemq.NewTopology().Exchange(name, acemq.ExchangeDirect).Delete(ctx, s.Conn); err != nil {
-				return cli.WithCode(cli.ExitFailure, err)
-			}
-			out := topology.DeletedJSON{Deleted: []topology.DeletedItemJSON{{Kind: "exchange", Name: name}}}
-			return topology.WriteResult(cmd, f.JSON, out, func(w io.Writer) { fmt.Fprintf(w, "deleted exchange %s\n", name) })
-		},
+		RunE: cli.RunE(f, runF),
 	}
-	return topology.Command(cmd, &f)
+	return topology.Command(cmd, &f.Flags)
+}
+
+// Validate refuses the broker's exchanges and the library's shared ones.
+func (f *deleteOptions) Validate() error {
+	switch name := f.Args[0]; {
+	case strings.HasPrefix(name, "amq."):
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("the exchange %q belongs to the broker and cannot be deleted", name))
+	case name == acemq.DeadLetterExchange || name == acemq.RetryExchange:
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("the exchange %q is shared by every queue's dead-letter half and retry rungs; it is not deleted (delete the queues' halves with 'acemq queue delete --with-dead-letters')", name))
+	}
+	return nil
+}
+
+// Run deletes the exchange, which must exist.
+func (f *deleteOptions) Run() error {
+	cmd, name := f.Cmd, f.Args[0]
+	s, ctx, cancel, err := topology.Open(cmd)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	defer cancel()
+	err = s.Conn.Raw(func(dc driver.Conn) error {
+		ins, ok := dc.(driver.Inspector)
+		if !ok {
+			return nil // deleting a missing exchange succeeds anyway
+		}
+		return ins.InspectExchange(ctx, name)
+	})
+	if errors.Is(err, acemq.ErrNotFound) {
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("exchange %q does not exist%s", name, s.Hint()))
+	}
+	if err != nil {
+		return cli.WithCode(cli.ExitFailure, err)
+	}
+	// Only the name counts for deleting; the kind is one a
+	// topology needs to be valid.
+	if err := acemq.NewTopology().Exchange(name, acemq.ExchangeDirect).Delete(ctx, s.Conn); err != nil {
+		return cli.WithCode(cli.ExitFailure, err)
+	}
+	out := topology.DeletedJSON{Deleted: []topology.DeletedItemJSON{{Kind: "exchange", Name: name}}}
+	return topology.WriteResult(cmd, f.JSON, out, func(w io.Writer) { fmt.Fprintf(w, "deleted exchange %s\n", name) })
 }

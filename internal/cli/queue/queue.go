@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/acemq/acemq"
@@ -19,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// NewCmd is the queue command, with its subcommands list, declare,
+// delete and purge.
 func NewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue list|declare|delete|purge",
@@ -32,13 +32,19 @@ holds messages or has consumers, unless --force), or purges one.`,
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare, delete or purge (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
-	cmd.AddCommand(newQueueListCmd(), newQueueDeclareCmd(), newQueueDeleteCmd(), newQueuePurgeCmd())
+	cmd.AddCommand(newListCmd(nil), newDeclareCmd(nil), newDeleteCmd(nil), newPurgeCmd(nil))
 	return cmd
 }
 
-func newQueueListCmd() *cobra.Command {
-	var f topology.Flags
-	var mgmt string
+// listOptions are queue list's flags.
+type listOptions struct {
+	cli.Invocation
+	topology.Flags
+	mgmt string
+}
+
+func newListCmd(runF func(*listOptions) error) *cobra.Command {
+	f := &listOptions{}
 	cmd := &cobra.Command{
 		Use:   "list [--management URL]",
 		Short: "List the queues of the broker's virtual host",
@@ -50,42 +56,36 @@ few seconds. On memory:// the list is the in-process broker's.`,
 		Example: `  acemq queue list --url amqp://guest:guest@localhost:5672/
   acemq queue list --json --management http://ops:secret@rabbit:15672/`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, ctx, cancel, err := topology.Open(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			defer cancel()
-			l, err := topology.NewLister(s, mgmt)
-			if err != nil {
-				return err
-			}
-			qs, err := l.Queues(ctx)
-			if err != nil {
-				return err
-			}
-			return topology.WriteResult(cmd, f.JSON, topology.QueueListJSON{Source: l.Source, Queues: qs}, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tTYPE\tMESSAGES\tUNACKED\tCONSUMERS\tFLAGS")
-				for _, q := range qs {
-					unacked := "-"
-					if q.Unacked != nil {
-						unacked = strconv.Itoa(*q.Unacked)
-					}
-					flags := strings.Join(slices.DeleteFunc([]string{topology.YesNo(!q.Durable, "transient"), topology.YesNo(q.Exclusive, "exclusive"), topology.YesNo(q.AutoDelete, "auto-delete")}, func(s string) bool { return s == "-" }), ",")
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", q.Name, q.Type, q.Messages, unacked, q.Consumers, flags)
-				}
-				_ = tw.Flush()
-			})
-		},
+		RunE: cli.RunE(f, runF),
 	}
-	topology.Command(cmd, &f)
-	cmd.Flags().StringVar(&mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: $ACEMQ_MANAGEMENT_URL, else http://HOST:15672/ with --url's credentials)")
+	topology.Command(cmd, &f.Flags)
+	topology.AddManagementFlag(cmd, &f.mgmt)
 	return cmd
 }
 
-type queueDeclareFlags struct {
+// Validate has nothing to check.
+func (f *listOptions) Validate() error { return nil }
+
+// Run lists the queues.
+func (f *listOptions) Run() error {
+	return topology.List(f.Cmd, f.JSON, f.mgmt, (*topology.Lister).Queues,
+		func(source string, qs []topology.QueueJSON) any {
+			return topology.QueueListJSON{Source: source, Queues: qs}
+		},
+		"NAME\tTYPE\tMESSAGES\tUNACKED\tCONSUMERS\tFLAGS",
+		func(q topology.QueueJSON) string {
+			unacked := "-"
+			if q.Unacked != nil {
+				unacked = strconv.Itoa(*q.Unacked)
+			}
+			flags := topology.FlagColumn(topology.YesNo(!q.Durable, "transient"), topology.YesNo(q.Exclusive, "exclusive"), topology.YesNo(q.AutoDelete, "auto-delete"))
+			return fmt.Sprintf("%s\t%s\t%d\t%s\t%d\t%s", q.Name, q.Type, q.Messages, unacked, q.Consumers, flags)
+		})
+}
+
+// declareOptions are queue declare's flags.
+type declareOptions struct {
+	cli.Invocation
 	topology.Flags
 	typ          string
 	deadLetter   bool
@@ -98,37 +98,21 @@ type queueDeclareFlags struct {
 	transient    bool
 	args         []string
 	dryRun       bool
+	opts         []acemq.DeclareOption // what the flags ask for, by Validate
 }
 
-func newQueueDeclareCmd() *cobra.Command {
-	var f queueDeclareFlags
+func newDeclareCmd(runF func(*declareOptions) error) *cobra.Command {
+	f := &declareOptions{}
 	cmd := &cobra.Command{
 		Use:   "declare NAME [--type quorum|classic|stream] [--dead-lettering] [--retry POLICY] [--max-priority N] [--arg K=V]... [--dry-run]",
 		Short: "Declare a queue with the library's rules",
-		Long: `queue declare declares a queue through the library's Topology, as an
-application would: durable, so a quorum queue unless --type says otherwise;
-with --dead-lettering its dead-letter half (the acemq.dlx exchange, Q.dlq,
-Q.parked and their bindings); with --retry POLICY the policy's retry rungs
-(Q.retry.DELAY, for waits of 30s and more), the acemq.retry exchange and the
-return binding. What exists with the same settings is left alone; what
-exists with other settings fails, naming the difference. --dry-run prints
-what would be declared and connects to nothing.
-
-POLICY is the family's notation: none(), fixed(N, DELAY) or
-exponential(N, FIRST, CAP), then any of .giveUpAfter(AGE), .withJitter(F),
-.waitInBrokerFrom(DELAY); N counts every attempt, the first included.`,
+		Long:  declareLong,
 		Example: `  acemq queue declare orders.new --dead-lettering --retry 'exponential(5, 1s, 1m)'
   acemq queue declare payments --dead-lettering --retry 'fixed(3, 5m)' --dry-run
   acemq queue declare jobs --type classic --max-priority 10 --arg x-message-ttl=60000
   acemq queue declare events --type stream --max-age 168h --json`,
 		Args: topology.OneName("queue"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := f.options(cmd)
-			if err != nil {
-				return err
-			}
-			return topology.Apply(cmd, acemq.NewTopology().Queue(args[0], opts...), f.dryRun, f.JSON)
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	topology.Command(cmd, &f.Flags)
 	fl := cmd.Flags()
@@ -146,9 +130,36 @@ exponential(N, FIRST, CAP), then any of .giveUpAfter(AGE), .withJitter(F),
 	return cmd
 }
 
+// declareLong is the help of queue declare.
+const declareLong = `queue declare declares a queue through the library's Topology, as an
+application would: durable, so a quorum queue unless --type says otherwise;
+with --dead-lettering its dead-letter half (the acemq.dlx exchange, Q.dlq,
+Q.parked and their bindings); with --retry POLICY the policy's retry rungs
+(Q.retry.DELAY, for waits of 30s and more), the acemq.retry exchange and the
+return binding. What exists with the same settings is left alone; what
+exists with other settings fails, naming the difference. --dry-run prints
+what would be declared and connects to nothing.
+
+POLICY is the family's notation: none(), fixed(N, DELAY) or
+exponential(N, FIRST, CAP), then any of .giveUpAfter(AGE), .withJitter(F),
+.waitInBrokerFrom(DELAY); N counts every attempt, the first included.`
+
+// Validate reads the declare options the flags ask for.
+func (f *declareOptions) Validate() error {
+	opts, err := f.options(f.Cmd)
+	f.opts = opts
+	return err
+}
+
+// Run declares the queue (or, with --dry-run, prints what it would
+// declare).
+func (f *declareOptions) Run() error {
+	return topology.Apply(f.Cmd, acemq.NewTopology().Queue(f.Args[0], f.opts...), f.dryRun, f.JSON)
+}
+
 // options are the declare options the flags ask for; the Topology judges
 // them.
-func (f *queueDeclareFlags) options(cmd *cobra.Command) ([]acemq.DeclareOption, error) {
+func (f *declareOptions) options(cmd *cobra.Command) ([]acemq.DeclareOption, error) {
 	var opts []acemq.DeclareOption
 	fl := cmd.Flags()
 	if f.typ != "" {
@@ -200,37 +211,28 @@ func (f *queueDeclareFlags) options(cmd *cobra.Command) ([]acemq.DeclareOption, 
 	return opts, nil
 }
 
-type queueDeleteFlags struct {
+// deleteOptions are queue delete's flags.
+type deleteOptions struct {
+	cli.Invocation
 	topology.Flags
 	force       bool
 	deadLetters bool
 	retry       string
 	mgmt        string
+	names       []string // the queue, then its dead-letter half and rungs (by Validate)
 }
 
-func newQueueDeleteCmd() *cobra.Command {
-	var f queueDeleteFlags
+func newDeleteCmd(runF func(*deleteOptions) error) *cobra.Command {
+	f := &deleteOptions{}
 	cmd := &cobra.Command{
 		Use:   "delete NAME [--force] [--with-dead-letters [--retry POLICY]]",
 		Short: "Delete a queue (an empty one unless --force)",
-		Long: `queue delete deletes a queue. It refuses, deleting nothing, when the queue
-holds messages ready for delivery or has consumers, unless --force (then its
-messages are deleted with it). The check is made just before deleting: a
-message that arrives in between is deleted with the queue.
-
---with-dead-letters deletes Q.dlq, Q.parked and Q's retry rungs
-(Q.retry.DELAY) too, each under the same rule: a dead-letter queue holding
-messages is refused without --force. The rungs are those --retry POLICY
-declares, or, without --retry, every queue named Q.retry.DELAY that the
-listing shows (the management API; memory://'s own list). The shared
-exchanges acemq.dlx and acemq.retry stay: other queues use them.`,
+		Long:  deleteLong,
 		Example: `  acemq queue delete orders.tmp
   acemq queue delete orders.new --with-dead-letters --retry 'fixed(3, 5m)' --force
   acemq queue delete scratch --force --json`,
 		Args: topology.OneName("queue"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runQueueDelete(cmd, args[0], f)
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	topology.Command(cmd, &f.Flags)
 	fl := cmd.Flags()
@@ -241,37 +243,62 @@ exchanges acemq.dlx and acemq.retry stay: other queues use them.`,
 	return cmd
 }
 
-func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
+// deleteLong is the help of queue delete.
+const deleteLong = `queue delete deletes a queue. It refuses, deleting nothing, when the queue
+holds messages ready for delivery or has consumers, unless --force (then its
+messages are deleted with it). The check is made just before deleting: a
+message that arrives in between is deleted with the queue.
+
+--with-dead-letters deletes Q.dlq, Q.parked and Q's retry rungs
+(Q.retry.DELAY) too, each under the same rule: a dead-letter queue holding
+messages is refused without --force. The rungs are those --retry POLICY
+declares, or, without --retry, every queue named Q.retry.DELAY that the
+listing shows (the management API; memory://'s own list). The shared
+exchanges acemq.dlx and acemq.retry stay: other queues use them.`
+
+// Validate checks --retry and names the queues to delete: the queue, and
+// with --with-dead-letters its halves, by the rules that declare them.
+func (f *deleteOptions) Validate() error {
+	q := f.Args[0]
 	if f.retry != "" && !f.deadLetters {
 		return cli.WithCode(cli.ExitFailure, errors.New("--retry names the rungs --with-dead-letters deletes; give both"))
 	}
-	names := []string{q}
-	if f.deadLetters {
-		opts := []acemq.DeclareOption{acemq.WithDeadLettering(true)}
-		if f.retry != "" {
-			p, err := parseRetryPolicy(f.retry)
-			if err != nil {
-				return cli.WithCode(cli.ExitFailure, err)
-			}
-			opts = append(opts, acemq.WithRetry(p))
-		}
-		// The halves are named by the rules that declare them.
-		plan, err := acemq.NewTopology().Queue(q, opts...).Plan()
+	f.names = []string{q}
+	if !f.deadLetters {
+		return nil
+	}
+	opts := []acemq.DeclareOption{acemq.WithDeadLettering(true)}
+	if f.retry != "" {
+		p, err := parseRetryPolicy(f.retry)
 		if err != nil {
 			return cli.WithCode(cli.ExitFailure, err)
 		}
-		for _, d := range plan {
-			if d.Kind == acemq.QueueDeclaration && d.Queue.Name != q {
-				names = append(names, d.Queue.Name)
-			}
+		opts = append(opts, acemq.WithRetry(p))
+	}
+	// The halves are named by the rules that declare them.
+	plan, err := acemq.NewTopology().Queue(q, opts...).Plan()
+	if err != nil {
+		return cli.WithCode(cli.ExitFailure, err)
+	}
+	for _, d := range plan {
+		if d.Kind == acemq.QueueDeclaration && d.Queue.Name != q {
+			f.names = append(f.names, d.Queue.Name)
 		}
 	}
+	return nil
+}
+
+// Run checks each queue just before deleting them all, refusing (unless
+// --force) when one holds messages or has consumers.
+func (f *deleteOptions) Run() error {
+	cmd, q := f.Cmd, f.Args[0]
 	s, ctx, cancel, err := topology.Open(cmd)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	defer cancel()
+	names := f.names
 	if f.deadLetters && f.retry == "" {
 		rungs, err := findRungs(ctx, s, q, f.mgmt)
 		if err != nil {
@@ -279,33 +306,9 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 		}
 		names = append(names, rungs...)
 	}
-	var found []topology.DeletedItemJSON
-	var busy []string
-	for i, n := range names {
-		info, err := s.Conn.Inspect(ctx, n)
-		if errors.Is(err, acemq.ErrNotFound) {
-			if i == 0 {
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("queue %q does not exist%s", q, s.Hint()))
-			}
-			continue
-		}
-		if err != nil {
-			return cli.WithCode(cli.ExitFailure, err)
-		}
-		found = append(found, topology.DeletedItemJSON{Kind: "queue", Name: n, Messages: info.Messages})
-		if info.Messages > 0 || info.Consumers > 0 {
-			var what []string
-			if info.Messages > 0 {
-				what = append(what, fmt.Sprintf("holds %d message%s", info.Messages, topology.Plural(info.Messages)))
-			}
-			if info.Consumers > 0 {
-				what = append(what, fmt.Sprintf("has %d consumer%s", info.Consumers, topology.Plural(info.Consumers)))
-			}
-			busy = append(busy, n+" "+strings.Join(what, " and "))
-		}
-	}
-	if len(busy) > 0 && !f.force {
-		return cli.WithCode(cli.ExitFailure, fmt.Errorf("%s: nothing was deleted (add --force to delete them with their messages)", strings.Join(busy, "; ")))
+	found, err := f.check(ctx, s, names)
+	if err != nil {
+		return err
 	}
 	topo := acemq.NewTopology()
 	for _, d := range found {
@@ -321,6 +324,41 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 			fmt.Fprintf(w, "deleted queue %s (%d message%s)\n", d.Name, d.Messages, topology.Plural(d.Messages))
 		}
 	})
+}
+
+// check inspects the queues named: the first must exist, the others are
+// skipped when they do not; one that holds messages or has consumers fails
+// the command unless --force.
+func (f *deleteOptions) check(ctx context.Context, s *cli.Session, names []string) ([]topology.DeletedItemJSON, error) {
+	var found []topology.DeletedItemJSON
+	var busy []string
+	for i, n := range names {
+		info, err := s.Conn.Inspect(ctx, n)
+		if errors.Is(err, acemq.ErrNotFound) {
+			if i == 0 {
+				return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("queue %q does not exist%s", n, s.Hint()))
+			}
+			continue
+		}
+		if err != nil {
+			return nil, cli.WithCode(cli.ExitFailure, err)
+		}
+		found = append(found, topology.DeletedItemJSON{Kind: "queue", Name: n, Messages: info.Messages})
+		if info.Messages > 0 || info.Consumers > 0 {
+			var what []string
+			if info.Messages > 0 {
+				what = append(what, fmt.Sprintf("holds %d message%s", info.Messages, topology.Plural(info.Messages)))
+			}
+			if info.Consumers > 0 {
+				what = append(what, fmt.Sprintf("has %d consumer%s", info.Consumers, topology.Plural(info.Consumers)))
+			}
+			busy = append(busy, n+" "+strings.Join(what, " and "))
+		}
+	}
+	if len(busy) > 0 && !f.force {
+		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("%s: nothing was deleted (add --force to delete them with their messages)", strings.Join(busy, "; ")))
+	}
+	return found, nil
 }
 
 // findRungs lists the queues named q.retry.DELAY.
@@ -352,8 +390,14 @@ type purgedJSON struct {
 	Purged int    `json:"purged"`
 }
 
-func newQueuePurgeCmd() *cobra.Command {
-	var f topology.Flags
+// purgeOptions are queue purge's flags.
+type purgeOptions struct {
+	cli.Invocation
+	topology.Flags
+}
+
+func newPurgeCmd(runF func(*purgeOptions) error) *cobra.Command {
+	f := &purgeOptions{}
 	cmd := &cobra.Command{
 		Use:   "purge NAME",
 		Short: "Delete every message ready on a queue",
@@ -366,33 +410,39 @@ purged message is gone: it is not dead-lettered. To look first, use
 		Example: `  acemq queue purge orders.new.dlq
   acemq queue purge scratch --json`,
 		Args: topology.OneName("queue"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			q := args[0]
-			s, ctx, cancel, err := topology.Open(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			defer cancel()
-			var n int
-			err = s.Conn.Raw(func(dc driver.Conn) error {
-				p, ok := dc.(driver.Purger)
-				if !ok {
-					return fmt.Errorf("the driver of %s cannot purge: %w", s.Conn, acemq.ErrUnsupported)
-				}
-				n, err = p.PurgeQueue(ctx, q)
-				return err
-			})
-			if errors.Is(err, acemq.ErrNotFound) {
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("queue %q does not exist%s", q, s.Hint()))
-			}
-			if err != nil {
-				return cli.WithCode(cli.ExitFailure, fmt.Errorf("purging %s: %w", q, err))
-			}
-			return topology.WriteResult(cmd, f.JSON, purgedJSON{Queue: q, Purged: n}, func(w io.Writer) {
-				fmt.Fprintf(w, "purged %d message%s from %s\n", n, topology.Plural(n), q)
-			})
-		},
+		RunE: cli.RunE(f, runF),
 	}
-	return topology.Command(cmd, &f)
+	return topology.Command(cmd, &f.Flags)
+}
+
+// Validate has nothing to check.
+func (f *purgeOptions) Validate() error { return nil }
+
+// Run purges the queue.
+func (f *purgeOptions) Run() error {
+	cmd, q := f.Cmd, f.Args[0]
+	s, ctx, cancel, err := topology.Open(cmd)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	defer cancel()
+	var n int
+	err = s.Conn.Raw(func(dc driver.Conn) error {
+		p, ok := dc.(driver.Purger)
+		if !ok {
+			return fmt.Errorf("the driver of %s cannot purge: %w", s.Conn, acemq.ErrUnsupported)
+		}
+		n, err = p.PurgeQueue(ctx, q)
+		return err
+	})
+	if errors.Is(err, acemq.ErrNotFound) {
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("queue %q does not exist%s", q, s.Hint()))
+	}
+	if err != nil {
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("purging %s: %w", q, err))
+	}
+	return topology.WriteResult(cmd, f.JSON, purgedJSON{Queue: q, Purged: n}, func(w io.Writer) {
+		fmt.Fprintf(w, "purged %d message%s from %s\n", n, topology.Plural(n), q)
+	})
 }

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/acemq/acemq"
@@ -221,6 +223,47 @@ func NewLister(s *cli.Session, mgmt string) (*Lister, error) {
 	return &Lister{Source: "management", api: api}, nil
 }
 
+// AddManagementFlag defines --management, the management API a listing
+// reads, on cmd.
+func AddManagementFlag(cmd *cobra.Command, mgmt *string) {
+	cmd.Flags().StringVar(mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: $ACEMQ_MANAGEMENT_URL, else http://HOST:15672/ with --url's credentials)")
+}
+
+// List is the Run of queue list and exchange list: it connects, lists
+// with list through the management API mgmt (or the memory broker's own
+// listing), and prints result(source, items) as JSON, or the items as a
+// table whose header is header and whose rows row writes, tab-separated.
+func List[T any](cmd *cobra.Command, asJSON bool, mgmt string, list func(*Lister, context.Context) ([]T, error), result func(source string, items []T) any, header string, row func(T) string) error {
+	s, ctx, cancel, err := Open(cmd)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	defer cancel()
+	l, err := NewLister(s, mgmt)
+	if err != nil {
+		return err
+	}
+	items, err := list(l, ctx)
+	if err != nil {
+		return err
+	}
+	return WriteResult(cmd, asJSON, result(l.Source, items), func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, header)
+		for _, it := range items {
+			fmt.Fprintln(tw, row(it))
+		}
+		_ = tw.Flush()
+	})
+}
+
+// FlagColumn is the FLAGS column of a listing: the names of the flags
+// that are set, comma-separated, or "" when none is.
+func FlagColumn(flags ...string) string {
+	return strings.Join(slices.DeleteFunc(flags, func(s string) bool { return s == "-" }), ",")
+}
+
 // notAnswering explains a management API that failed.
 func notAnswering(err error) error {
 	return cli.WithCode(cli.ExitFailure, fmt.Errorf("%w (listing needs RabbitMQ's management API: rabbitmq-plugins enable rabbitmq_management, or give --management URL)", err))
@@ -321,26 +364,32 @@ func Plural(n int) string {
 	return "s"
 }
 
+// BindFlags are the flags bind and unbind share, and the arguments
+// (--arg) parsed.
 type BindFlags struct {
 	Flags
 	Exchange, Queue, Key string
-	Args                 []string
+	Arguments            []string       // --arg K=V
+	Table                map[string]any // Arguments, parsed by Validate
 	DryRun               bool
 }
 
+// Add defines the flags on cmd (--dry-run when withDryRun).
 func (f *BindFlags) Add(cmd *cobra.Command, withDryRun bool) {
 	Command(cmd, &f.Flags)
 	fl := cmd.Flags()
 	fl.StringVar(&f.Exchange, "exchange", "", "the exchange (required)")
 	fl.StringVar(&f.Queue, "queue", "", "the queue (required)")
 	fl.StringVar(&f.Key, "routing-key", "", "the binding's routing key: a pattern for a topic exchange (* one word, # any)")
-	fl.StringArrayVar(&f.Args, "arg", nil, "a binding argument K=V (repeatable), e.g. x-match=all for a headers exchange")
+	fl.StringArrayVar(&f.Arguments, "arg", nil, "a binding argument K=V (repeatable), e.g. x-match=all for a headers exchange")
 	if withDryRun {
 		fl.BoolVar(&f.DryRun, "dry-run", false, "print what would be declared; connect to nothing")
 	}
 }
 
-func (f *BindFlags) Check() error {
+// Validate checks that the exchange and the queue are given, and parses
+// the arguments.
+func (f *BindFlags) Validate() error {
 	var missing []string
 	if f.Exchange == "" {
 		missing = append(missing, `"exchange"`)
@@ -351,5 +400,7 @@ func (f *BindFlags) Check() error {
 	if len(missing) > 0 {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("required flag(s) %s not set", strings.Join(missing, ", ")))
 	}
-	return nil
+	m, err := ParseArgs(f.Arguments)
+	f.Table = m
+	return err
 }
