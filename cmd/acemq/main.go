@@ -78,7 +78,7 @@ Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 3 timed out, 4 unroutable.`,
 	}
 	root.AddCommand(
-		demo.NewCmd(),
+		demo.NewCmd(nil),
 		envelope.NewCmd(nil),
 		publish.NewCmd(nil),
 		consume.NewCmd(nil),

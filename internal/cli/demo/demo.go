@@ -27,11 +27,17 @@ const demoURL = "memory://demo"
 // demoDeadline bounds the whole demo.
 const demoDeadline = 55 * time.Second
 
-func NewCmd() *cobra.Command {
-	var (
-		withConsole bool
-		listen      string
-	)
+// Options are demo's flags, read by NewCmd's command.
+type Options struct {
+	cli.Invocation
+	withConsole bool
+	listen      string
+}
+
+// NewCmd is the demo command. When runF is not nil it runs instead of the
+// command's own Run.
+func NewCmd(runF func(*Options) error) *cobra.Command {
+	f := &Options{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a small order system in one process and narrate every message",
@@ -56,42 +62,50 @@ letters in a browser and replay them (see 'acemq console --help').`,
   acemq demo --console
   acemq demo --url amqp://guest:guest@localhost:5672/`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			url := demoURL
-			if u, _ := cmd.Flags().GetString("url"); u != "" {
-				url = u
-			}
-			tlsOpts, err := cli.TLSOptions(cmd)
-			if err != nil {
-				return err
-			}
-			var hold func(context.Context, *demo) error
-			if withConsole {
-				hold = func(ctx context.Context, d *demo) error {
-					opts := make([]console.Option, 0, len(d.topos))
-					for _, t := range d.topos {
-						opts = append(opts, console.WithTopology(t))
-					}
-					// The demo's own queues, by name: on a shared RabbitMQ the
-					// management API would list everyone's.
-					f := consolecmd.Options{Listen: listen, PeekLimit: console.DefaultPeekLimit}
-					return consolecmd.Serve(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), d.conn, url, f, nil, opts...)
-				}
-			}
-			ok, err := runDemoWith(cmd.Context(), url, cmd.OutOrStdout(), hold, tlsOpts...)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return cli.WithCode(cli.ExitFailure, errors.New("the demo did not do everything it says; see the table above"))
-			}
-			return nil
-		},
+		RunE: cli.RunE(f, runF),
 	}
 	cli.AddBrokerFlags(cmd, demoURL+"; $ACEMQ_URL is not used")
-	cmd.Flags().BoolVar(&withConsole, "console", false, "keep the broker running afterwards and serve the operator console on it until Ctrl-C")
-	cmd.Flags().StringVar(&listen, "listen", consolecmd.DefaultListen, "with --console, where to serve it (off loopback, a token is made up and printed)")
+	cmd.Flags().BoolVar(&f.withConsole, "console", false, "keep the broker running afterwards and serve the operator console on it until Ctrl-C")
+	cmd.Flags().StringVar(&f.listen, "listen", consolecmd.DefaultListen, "with --console, where to serve it (off loopback, a token is made up and printed)")
 	return cmd
+}
+
+// Validate has nothing to check.
+func (f *Options) Validate() error { return nil }
+
+// Run runs the demo on --url (memory://demo by default), and with
+// --console serves the console on its broker afterwards.
+func (f *Options) Run() error {
+	cmd := f.Cmd
+	url := demoURL
+	if u, _ := cmd.Flags().GetString("url"); u != "" {
+		url = u
+	}
+	tlsOpts, err := cli.TLSOptions(cmd)
+	if err != nil {
+		return err
+	}
+	var hold func(context.Context, *demo) error
+	if f.withConsole {
+		hold = func(ctx context.Context, d *demo) error {
+			opts := make([]console.Option, 0, len(d.topos))
+			for _, t := range d.topos {
+				opts = append(opts, console.WithTopology(t))
+			}
+			// The demo's own queues, by name: on a shared RabbitMQ the
+			// management API would list everyone's.
+			o := consolecmd.Options{Listen: f.listen, PeekLimit: console.DefaultPeekLimit}
+			return consolecmd.Serve(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), d.conn, url, o, nil, opts...)
+		}
+	}
+	ok, err := runDemoWith(cmd.Context(), url, cmd.OutOrStdout(), hold, tlsOpts...)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return cli.WithCode(cli.ExitFailure, errors.New("the demo did not do everything it says; see the table above"))
+	}
+	return nil
 }
 
 // order is the demo's payload.
