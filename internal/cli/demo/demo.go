@@ -379,8 +379,27 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	policy := n.policy
 	d.say("  retry policy %s: a retry waits 1 s on the rung %s", policy, acemq.RungQueue(n.queue, time.Second))
 
+	c, err := acemq.Consume(ctx, d.conn, n.queue, d.orderHandler(), acemq.WithRetry(policy), acemq.WithDrainTimeout(5*time.Second))
+	if err != nil {
+		d.step("orders", promise, err, "")
+		return
+	}
+	d.closeAtEnd(c.Close)
+	if err := d.publishOrders(ctx, n); err != nil {
+		d.step("orders", promise, err, "")
+		return
+	}
+	err = d.ordersSettled(ctx, n)
+	d.step("orders", promise, err, fmt.Sprintf("%d acked, %d retried, %d rejected to .dlq, %d parked",
+		d.count(n.queue, acemq.OutcomeAcked), d.count(n.queue, acemq.OutcomeRetried),
+		d.count(n.queue, acemq.OutcomeRejected), d.count(n.queue, acemq.OutcomeParked)))
+}
+
+// orderHandler accepts the orders, asks for a retry of the flaky one the
+// first time, and rejects the poison one unless it was replayed.
+func (d *demo) orderHandler() acemq.Handler[order] {
 	var failedOnce sync.Map
-	h := func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+	return func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		o := m.Payload
 		d.narrate("consume", o.ID+" ("+o.Note+")", m.Envelope)
 		switch o.Note {
@@ -400,13 +419,11 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 		}
 		return acemq.Accept()
 	}
-	c, err := acemq.Consume(ctx, d.conn, n.queue, h, acemq.WithRetry(policy), acemq.WithDrainTimeout(5*time.Second))
-	if err != nil {
-		d.step("orders", promise, err, "")
-		return
-	}
-	d.closeAtEnd(c.Close)
+}
 
+// publishOrders publishes the five orders, then one whose body is not
+// JSON.
+func (d *demo) publishOrders(ctx context.Context, n ordersNames) error {
 	pub := acemq.NewPublisher[order](d.conn, n.exchange)
 	orders := []order{
 		{ID: "o-1", SKU: "A-1", Qty: 1, Note: "ok"},
@@ -418,8 +435,7 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	for _, o := range orders {
 		env, err := pub.Send(ctx, "order.placed", o)
 		if err != nil {
-			d.step("orders", promise, fmt.Errorf("publishing %s: %w", o.ID, err), "")
-			return
+			return fmt.Errorf("publishing %s: %w", o.ID, err)
 		}
 		d.narrate("publish", o.ID+" ("+o.Note+")", typed(env, "order.placed"))
 	}
@@ -430,11 +446,15 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	unreadable := acemq.NewPublisher[[]byte](d.conn, n.exchange, acemq.WithCodec(cli.RawCodec{Type: "application/json"}))
 	sent, err := unreadable.Send(ctx, "order.placed", []byte("{o-6: not json"), acemq.WithEnvelope(bad))
 	if err != nil {
-		d.step("orders", promise, fmt.Errorf("publishing the unreadable order: %w", err), "")
-		return
+		return fmt.Errorf("publishing the unreadable order: %w", err)
 	}
 	d.narrate("publish", "o-6 (unreadable)", sent)
+	return nil
+}
 
+// ordersSettled waits until every order is settled as the step promises,
+// with one in the .dlq and one parked.
+func (d *demo) ordersSettled(ctx context.Context, n ordersNames) error {
 	want := func() bool {
 		return d.count(n.queue, acemq.OutcomeAcked) >= 4 &&
 			d.count(n.queue, acemq.OutcomeRetried) >= 1 &&
@@ -442,7 +462,7 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 			d.count(n.queue, acemq.OutcomeParked) >= 1
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	err = waitFor(wctx, "every order to be settled", want)
+	err := waitFor(wctx, "every order to be settled", want)
 	wcancel()
 	if err == nil {
 		err = d.expectQueue(ctx, acemq.DeadLetterQueue(n.queue), 1)
@@ -450,9 +470,7 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	if err == nil {
 		err = d.expectQueue(ctx, acemq.ParkedQueue(n.queue), 1)
 	}
-	d.step("orders", promise, err, fmt.Sprintf("%d acked, %d retried, %d rejected to .dlq, %d parked",
-		d.count(n.queue, acemq.OutcomeAcked), d.count(n.queue, acemq.OutcomeRetried),
-		d.count(n.queue, acemq.OutcomeRejected), d.count(n.queue, acemq.OutcomeParked)))
+	return err
 }
 
 // expectQueue checks that a queue holds n messages, polling briefly since a
