@@ -49,36 +49,11 @@ func (d *demo) exactlyOnceStep(ctx context.Context) {
 	// In an application the store is sqlstore's and Send takes the
 	// transaction of the order's own writes; the memory store joins none.
 	store := outbox.NewMemory()
-	pub := outbox.NewPublisher[payment](store, "")
-	var recs []outbox.Record
-	for i, amount := range []string{"12.50", "7.00", "99.90"} {
-		p := payment{Order: fmt.Sprintf("PAY-%d", i+1), Amount: amount}
-		env, err := pub.Send(ctx, nil, q, p, outbox.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "payment.taken"})))
-		if err != nil {
-			d.step("exactly-once", promise, err, "")
-			return
-		}
-		d.narrate("record", "payment "+p.Order, env)
+	if err := d.recordPayments(ctx, store, q); err != nil {
+		d.step("exactly-once", promise, err, "")
+		return
 	}
-	relay := outbox.NewRelay(d.conn, store)
-	// Keep copies of the records to put them back after the first relay
-	// pass: what a relay killed between its confirms and its commit leaves.
-	_, err = store.Relay(ctx, time.Now(), 100, func(batch []outbox.Record) []outbox.Result {
-		recs = append(recs, batch...)
-		return make([]outbox.Result, len(batch)) // not tried: left as they were
-	})
-	first := 0
-	if err == nil {
-		first, err = relay.Flush(ctx)
-	}
-	if err == nil {
-		err = store.Add(ctx, nil, recs...)
-	}
-	second := 0
-	if err == nil {
-		d.say("  the relay published %d records; it 'crashed' before deleting them, so they are relayed again", first)
-		second, err = relay.Flush(ctx)
-	}
+	first, second, err := d.relayTwice(ctx, store)
 	if err == nil {
 		err = waitFor(ctx, "6 payment deliveries", func() bool {
 			return d.count(q, acemq.OutcomeAcked)+d.count(q, acemq.OutcomeDuplicate) >= 6
@@ -97,4 +72,42 @@ func (d *demo) exactlyOnceStep(ctx context.Context) {
 	}
 	d.step("exactly-once", promise, err, fmt.Sprintf("%d publishes of 3 records; %d effects applied, %d duplicates recognised by the inbox",
 		first+second, effects, d.count(q, acemq.OutcomeDuplicate)))
+}
+
+// recordPayments records three payments to q in the outbox store.
+func (d *demo) recordPayments(ctx context.Context, store *outbox.Memory, q string) error {
+	pub := outbox.NewPublisher[payment](store, "")
+	for i, amount := range []string{"12.50", "7.00", "99.90"} {
+		p := payment{Order: fmt.Sprintf("PAY-%d", i+1), Amount: amount}
+		env, err := pub.Send(ctx, nil, q, p, outbox.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "payment.taken"})))
+		if err != nil {
+			return err
+		}
+		d.narrate("record", "payment "+p.Order, env)
+	}
+	return nil
+}
+
+// relayTwice relays the store's records, then puts them back and relays
+// them again, as a relay killed between its confirms and its commit would.
+func (d *demo) relayTwice(ctx context.Context, store *outbox.Memory) (first, second int, err error) {
+	relay := outbox.NewRelay(d.conn, store)
+	var recs []outbox.Record
+	// Keep copies of the records to put them back after the first relay
+	// pass: what a relay killed between its confirms and its commit leaves.
+	_, err = store.Relay(ctx, time.Now(), 100, func(batch []outbox.Record) []outbox.Result {
+		recs = append(recs, batch...)
+		return make([]outbox.Result, len(batch)) // not tried: left as they were
+	})
+	if err == nil {
+		first, err = relay.Flush(ctx)
+	}
+	if err == nil {
+		err = store.Add(ctx, nil, recs...)
+	}
+	if err == nil {
+		d.say("  the relay published %d records; it 'crashed' before deleting them, so they are relayed again", first)
+		second, err = relay.Flush(ctx)
+	}
+	return first, second, err
 }
