@@ -56,22 +56,10 @@ func (d *demo) pricingStep(ctx context.Context) {
 	d.closeAtEnd(ask.Close)
 	d.say("  requester replies on %s (exclusive, auto-delete)", ask.ReplyQueue())
 
-	answered := 0
-	priceRequest := func() rpc.CallOption {
-		return rpc.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "price.request"}))
-	}
-	for _, sku := range []string{"A-1", "B-7"} {
-		qt, err := ask.Ask(ctx, sku, priceRequest())
-		if err != nil {
-			d.step("pricing", promise, fmt.Errorf("asking the price of %s: %w", sku, err), "")
-			return
-		}
-		if qt.Pence != prices[sku] {
-			d.step("pricing", promise, fmt.Errorf("%s priced at %d, expected %d", sku, qt.Pence, prices[sku]), "")
-			return
-		}
-		answered++
-		d.say("            %s costs %dp", sku, qt.Pence)
+	answered, err := d.askPrices(ctx, ask, prices)
+	if err != nil {
+		d.step("pricing", promise, err, "")
+		return
 	}
 	start := time.Now()
 	_, err = ask.Ask(ctx, "Z-0", priceRequest())
@@ -86,6 +74,28 @@ func (d *demo) pricingStep(ctx context.Context) {
 		return
 	}
 	d.step("pricing", promise, nil, fmt.Sprintf("%d answered; Z-0 failed at once with %q", answered, re.Text))
+}
+
+// priceRequest marks a request as a price request.
+func priceRequest() rpc.CallOption {
+	return rpc.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "price.request"}))
+}
+
+// askPrices asks the price of the two known SKUs and checks the answers.
+func (d *demo) askPrices(ctx context.Context, ask *rpc.Requester[string, quote], prices map[string]int) (int, error) {
+	answered := 0
+	for _, sku := range []string{"A-1", "B-7"} {
+		qt, err := ask.Ask(ctx, sku, priceRequest())
+		if err != nil {
+			return answered, fmt.Errorf("asking the price of %s: %w", sku, err)
+		}
+		if qt.Pence != prices[sku] {
+			return answered, fmt.Errorf("%s priced at %d, expected %d", sku, qt.Pence, prices[sku])
+		}
+		answered++
+		d.say("            %s costs %dp", sku, qt.Pence)
+	}
+	return answered, nil
 }
 
 // document is the demo's large payload.
@@ -158,6 +168,48 @@ func (d *demo) documentStep(ctx context.Context) {
 	}
 }
 
+// hop is one step of a route's run, as its consumer saw it.
+type hop struct {
+	step string
+	env  acemq.Envelope
+}
+
+// collectHops waits up to 15 seconds for n hops.
+func collectHops(ctx context.Context, hops <-chan hop, n int) ([]hop, error) {
+	var got []hop
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for len(got) < n {
+		select {
+		case h := <-hops:
+			got = append(got, h)
+		case <-wctx.Done():
+			return got, fmt.Errorf("only %d of %d steps ran: %w", len(got), n, wctx.Err())
+		}
+	}
+	return got, nil
+}
+
+// checkHops checks that the hops ran the steps in order, in run runID, each
+// caused by the one before, in one conversation.
+func checkHops(got []hop, steps []string, runID string) error {
+	for i, h := range got {
+		switch {
+		case h.step != steps[i]:
+			return fmt.Errorf("hop %d ran step %s, expected %s", i+1, h.step, steps[i])
+		case h.env.RouteID() != runID:
+			return fmt.Errorf("hop %d carries run id %s, expected %s", i+1, h.env.RouteID(), runID)
+		case h.env.RoutePosition() != i:
+			return fmt.Errorf("hop %d is at position %d, expected %d", i+1, h.env.RoutePosition(), i)
+		case i > 0 && h.env.CausationID() != got[i-1].env.ID():
+			return fmt.Errorf("hop %d was not caused by hop %d", i+1, i)
+		case i > 0 && h.env.CorrelationID() != got[0].env.CorrelationID():
+			return fmt.Errorf("hop %d left the conversation", i+1)
+		}
+	}
+	return nil
+}
+
 // routeStep runs an order along a declared three-step route: each step does
 // its work and the library forwards the result to the next, each hop a new
 // message caused by the one before, in the same conversation.
@@ -181,10 +233,6 @@ func (d *demo) routeStep(ctx context.Context) {
 	}
 	d.say("  pipeline %s: exchange %s, queues %s", strings.Join(steps, " → "), p.Name(), strings.Join([]string{p.Queue(steps[0]), "…"}, ", "))
 
-	type hop struct {
-		step string
-		env  acemq.Envelope
-	}
 	hops := make(chan hop, len(steps))
 	for i, s := range steps {
 		last := i == len(steps)-1
@@ -211,31 +259,9 @@ func (d *demo) routeStep(ctx context.Context) {
 		return
 	}
 	d.say("  started run %s", short(runID))
-	var got []hop
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	for len(got) < len(steps) && err == nil {
-		select {
-		case h := <-hops:
-			got = append(got, h)
-		case <-wctx.Done():
-			err = fmt.Errorf("only %d of %d steps ran: %w", len(got), len(steps), wctx.Err())
-		}
-	}
-	for i := 0; err == nil && i < len(got); i++ {
-		h := got[i]
-		switch {
-		case h.step != steps[i]:
-			err = fmt.Errorf("hop %d ran step %s, expected %s", i+1, h.step, steps[i])
-		case h.env.RouteID() != runID:
-			err = fmt.Errorf("hop %d carries run id %s, expected %s", i+1, h.env.RouteID(), runID)
-		case h.env.RoutePosition() != i:
-			err = fmt.Errorf("hop %d is at position %d, expected %d", i+1, h.env.RoutePosition(), i)
-		case i > 0 && h.env.CausationID() != got[i-1].env.ID():
-			err = fmt.Errorf("hop %d was not caused by hop %d", i+1, i)
-		case i > 0 && h.env.CorrelationID() != got[0].env.CorrelationID():
-			err = fmt.Errorf("hop %d left the conversation", i+1)
-		}
+	got, err := collectHops(ctx, hops, len(steps))
+	if err == nil {
+		err = checkHops(got, steps, runID)
 	}
 	d.step("route", promise, err, fmt.Sprintf("run %s: %d hops, each caused by the one before, one correlation", short(runID), len(got)))
 }
