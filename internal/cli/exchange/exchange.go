@@ -27,50 +27,28 @@ Topology (durable unless --transient), or deletes one.`,
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare or delete (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
-	cmd.AddCommand(newListCmd(nil), newDeclareCmd(nil), newDeleteCmd(nil))
+	cmd.AddCommand(topology.NewListCmd(list, nil), newDeclareCmd(nil), newDeleteCmd(nil))
 	return cmd
 }
 
-// listOptions are exchange list's flags.
-type listOptions struct {
-	cli.Invocation
-	topology.Flags
-	mgmt string
-}
-
-func newListCmd(runF func(*listOptions) error) *cobra.Command {
-	f := &listOptions{}
-	cmd := &cobra.Command{
-		Use:   "list [--management URL]",
-		Short: "List the exchanges of the broker's virtual host",
-		Long: `exchange list prints the named exchanges of --url's virtual host (the
+// list is the exchange list subcommand.
+var list = topology.Listing[topology.ExchangeJSON]{
+	Short: "List the exchanges of the broker's virtual host",
+	Long: `exchange list prints the named exchanges of --url's virtual host (the
 nameless default exchange is left out): name, type and flags. The list comes
 from RabbitMQ's management API, as for 'acemq queue list'; on memory:// it
 is the in-process broker's.`,
-		Example: `  acemq exchange list --url amqp://guest:guest@localhost:5672/
+	Example: `  acemq exchange list --url amqp://guest:guest@localhost:5672/
   acemq exchange list --json`,
-		Args: cobra.NoArgs,
-		RunE: cli.RunE(f, runF),
-	}
-	topology.Command(cmd, &f.Flags)
-	topology.AddManagementFlag(cmd, &f.mgmt)
-	return cmd
-}
-
-// Validate has nothing to check.
-func (f *listOptions) Validate() error { return nil }
-
-// Run lists the exchanges.
-func (f *listOptions) Run() error {
-	return topology.List(f.Cmd, f.JSON, f.mgmt, (*topology.Lister).Exchanges,
-		func(source string, xs []topology.ExchangeJSON) any {
-			return topology.ExchangeListJSON{Source: source, Exchanges: xs}
-		},
-		"NAME\tTYPE\tFLAGS",
-		func(x topology.ExchangeJSON) string {
-			flags := topology.FlagColumn(topology.YesNo(!x.Durable, "transient"), topology.YesNo(x.AutoDelete, "auto-delete"), topology.YesNo(x.Internal, "internal"))
-			return fmt.Sprintf("%s\t%s\t%s", x.Name, x.Type, flags)
-		})
+	List: (*topology.Lister).Exchanges,
+	Result: func(source string, xs []topology.ExchangeJSON) any {
+		return topology.ExchangeListJSON{Source: source, Exchanges: xs}
+	},
+	Header: "NAME\tTYPE\tFLAGS",
+	Row: func(x topology.ExchangeJSON) string {
+		flags := topology.FlagColumn(topology.YesNo(!x.Durable, "transient"), topology.YesNo(x.AutoDelete, "auto-delete"), topology.YesNo(x.Internal, "internal"))
+		return fmt.Sprintf("%s\t%s\t%s", x.Name, x.Type, flags)
+	},
 }
 
 // declareOptions are exchange declare's flags.

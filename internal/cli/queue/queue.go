@@ -32,55 +32,33 @@ holds messages or has consumers, unless --force), or purges one.`,
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare, delete or purge (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
-	cmd.AddCommand(newListCmd(nil), newDeclareCmd(nil), newDeleteCmd(nil), newPurgeCmd(nil))
+	cmd.AddCommand(topology.NewListCmd(list, nil), newDeclareCmd(nil), newDeleteCmd(nil), newPurgeCmd(nil))
 	return cmd
 }
 
-// listOptions are queue list's flags.
-type listOptions struct {
-	cli.Invocation
-	topology.Flags
-	mgmt string
-}
-
-func newListCmd(runF func(*listOptions) error) *cobra.Command {
-	f := &listOptions{}
-	cmd := &cobra.Command{
-		Use:   "list [--management URL]",
-		Short: "List the queues of the broker's virtual host",
-		Long: `queue list prints the queues of --url's virtual host: name, type, messages
+// list is the queue list subcommand.
+var list = topology.Listing[topology.QueueJSON]{
+	Short: "List the queues of the broker's virtual host",
+	Long: `queue list prints the queues of --url's virtual host: name, type, messages
 ready, unacknowledged, consumers. RabbitMQ cannot list over AMQP: the list
 comes from its management API (by default http://HOST:15672/ with --url's
 credentials; --management to give another). Its counts are sampled every
 few seconds. On memory:// the list is the in-process broker's.`,
-		Example: `  acemq queue list --url amqp://guest:guest@localhost:5672/
+	Example: `  acemq queue list --url amqp://guest:guest@localhost:5672/
   acemq queue list --json --management http://ops:secret@rabbit:15672/`,
-		Args: cobra.NoArgs,
-		RunE: cli.RunE(f, runF),
-	}
-	topology.Command(cmd, &f.Flags)
-	topology.AddManagementFlag(cmd, &f.mgmt)
-	return cmd
-}
-
-// Validate has nothing to check.
-func (f *listOptions) Validate() error { return nil }
-
-// Run lists the queues.
-func (f *listOptions) Run() error {
-	return topology.List(f.Cmd, f.JSON, f.mgmt, (*topology.Lister).Queues,
-		func(source string, qs []topology.QueueJSON) any {
-			return topology.QueueListJSON{Source: source, Queues: qs}
-		},
-		"NAME\tTYPE\tMESSAGES\tUNACKED\tCONSUMERS\tFLAGS",
-		func(q topology.QueueJSON) string {
-			unacked := "-"
-			if q.Unacked != nil {
-				unacked = strconv.Itoa(*q.Unacked)
-			}
-			flags := topology.FlagColumn(topology.YesNo(!q.Durable, "transient"), topology.YesNo(q.Exclusive, "exclusive"), topology.YesNo(q.AutoDelete, "auto-delete"))
-			return fmt.Sprintf("%s\t%s\t%d\t%s\t%d\t%s", q.Name, q.Type, q.Messages, unacked, q.Consumers, flags)
-		})
+	List: (*topology.Lister).Queues,
+	Result: func(source string, qs []topology.QueueJSON) any {
+		return topology.QueueListJSON{Source: source, Queues: qs}
+	},
+	Header: "NAME\tTYPE\tMESSAGES\tUNACKED\tCONSUMERS\tFLAGS",
+	Row: func(q topology.QueueJSON) string {
+		unacked := "-"
+		if q.Unacked != nil {
+			unacked = strconv.Itoa(*q.Unacked)
+		}
+		flags := topology.FlagColumn(topology.YesNo(!q.Durable, "transient"), topology.YesNo(q.Exclusive, "exclusive"), topology.YesNo(q.AutoDelete, "auto-delete"))
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%d\t%s", q.Name, q.Type, q.Messages, unacked, q.Consumers, flags)
+	},
 }
 
 // declareOptions are queue declare's flags.

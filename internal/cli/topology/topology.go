@@ -229,30 +229,66 @@ func AddManagementFlag(cmd *cobra.Command, mgmt *string) {
 	cmd.Flags().StringVar(mgmt, "management", "", "RabbitMQ's management API, http://[user:pass@]host:15672/ (default: $ACEMQ_MANAGEMENT_URL, else http://HOST:15672/ with --url's credentials)")
 }
 
-// List is the Run of queue list and exchange list: it connects, lists
-// with list through the management API mgmt (or the memory broker's own
-// listing), and prints result(source, items) as JSON, or the items as a
-// table whose header is header and whose rows row writes, tab-separated.
-func List[T any](cmd *cobra.Command, asJSON bool, mgmt string, list func(*Lister, context.Context) ([]T, error), result func(source string, items []T) any, header string, row func(T) string) error {
-	s, ctx, cancel, err := Open(cmd)
+// Listing is what a list subcommand (queue list, exchange list) lists:
+// its help, how it lists, and how it prints.
+type Listing[T any] struct {
+	Short, Long, Example string
+	List                 func(*Lister, context.Context) ([]T, error)
+	Result               func(source string, items []T) any // the --json object
+	Header               string                             // the table's header, tab-separated
+	Row                  func(T) string                     // a row of the table, tab-separated
+}
+
+// ListOptions are a list subcommand's flags.
+type ListOptions[T any] struct {
+	cli.Invocation
+	Flags
+	Management string // --management
+	listing    Listing[T]
+}
+
+// NewListCmd is the list subcommand l describes. When runF is not nil it
+// runs instead of the command's own Run.
+func NewListCmd[T any](l Listing[T], runF func(*ListOptions[T]) error) *cobra.Command {
+	f := &ListOptions[T]{listing: l}
+	cmd := &cobra.Command{
+		Use:     "list [--management URL]",
+		Short:   l.Short,
+		Long:    l.Long,
+		Example: l.Example,
+		Args:    cobra.NoArgs,
+		RunE:    cli.RunE(f, runF),
+	}
+	Command(cmd, &f.Flags)
+	AddManagementFlag(cmd, &f.Management)
+	return cmd
+}
+
+// Validate has nothing to check.
+func (f *ListOptions[T]) Validate() error { return nil }
+
+// Run connects, lists through the management API (or the memory broker's
+// own listing), and prints the list as one JSON object or as a table.
+func (f *ListOptions[T]) Run() error {
+	s, ctx, cancel, err := Open(f.Cmd)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	defer cancel()
-	l, err := NewLister(s, mgmt)
+	l, err := NewLister(s, f.Management)
 	if err != nil {
 		return err
 	}
-	items, err := list(l, ctx)
+	items, err := f.listing.List(l, ctx)
 	if err != nil {
 		return err
 	}
-	return WriteResult(cmd, asJSON, result(l.Source, items), func(w io.Writer) {
+	return WriteResult(f.Cmd, f.JSON, f.listing.Result(l.Source, items), func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, header)
+		fmt.Fprintln(tw, f.listing.Header)
 		for _, it := range items {
-			fmt.Fprintln(tw, row(it))
+			fmt.Fprintln(tw, f.listing.Row(it))
 		}
 		_ = tw.Flush()
 	})
