@@ -37,8 +37,12 @@ type Client struct {
 // or https://…) reading vhost ("" is "/"). The user and password, if any,
 // are sent as basic authentication and never shown.
 func New(rawURL, vhost string) (*Client, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := driver.ParseURL(rawURL)
+	if err != nil {
+		// driver's error says what is wrong without the user information.
+		return nil, fmt.Errorf("the management API's URL: %w; expected http://[user:pass@]host:15672/", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("the management API's URL %s is not http://[user:pass@]host:15672/", shown(rawURL))
 	}
 	// A few requests a client: no idle connections kept open after them.
