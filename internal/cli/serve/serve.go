@@ -24,7 +24,7 @@ import (
 // Options are serve's flags and arguments, read by NewCmd's command.
 type Options struct {
 	cli.Invocation
-	path string   // COMMAND, looked up in $PATH
+	path string // COMMAND, looked up in $PATH
 
 	queue          string
 	concurrency    int
