@@ -1,3 +1,15 @@
+// Package cli holds what the acemq commands share; each command is a
+// package of its own below it (internal/cli/publish, internal/cli/queue,
+// …), whose NewCmd builds the cobra command and whose Options, once cobra
+// has read the flags into them, Complete, Validate and Run (RunE ties the
+// three together, as kubectl's commands do).
+//
+// Shared here: the exit codes and ExitError, Execute (which runs a root
+// command and maps its error to an exit code), the broker and TLS flags and
+// the Session they open, the keyring flag and opening encrypted bodies, the
+// raw codec, JSON lines, and the metrics flag. cmd/acemq puts the commands
+// together; cmd/acemq-bench is the benchmark harness, apart so that acemq
+// links no package testing.
 package cli
 
 import (
@@ -28,6 +40,7 @@ type ExitError struct {
 	err  error
 }
 
+// Error is the error's message, or the exit status when there is none.
 func (e *ExitError) Error() string {
 	if e.err == nil {
 		return fmt.Sprintf("exit status %d", e.code)
@@ -35,6 +48,7 @@ func (e *ExitError) Error() string {
 	return e.err.Error()
 }
 
+// Unwrap is the error carried.
 func (e *ExitError) Unwrap() error { return e.err }
 
 // Code is the process's exit code.

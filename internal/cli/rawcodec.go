@@ -15,10 +15,13 @@ type RawCodec struct{ Type string }
 
 var _ acemq.Codec = RawCodec{}
 
+// ContentType is the content type the codec labels bodies with.
 func (c RawCodec) ContentType() string { return c.Type }
 
+// Accepts reads any content type.
 func (RawCodec) Accepts(string) bool { return true }
 
+// Encode sends a []byte (or a string) as it is.
 func (RawCodec) Encode(v any) ([]byte, error) {
 	switch x := v.(type) {
 	case []byte:
@@ -33,6 +36,7 @@ func (RawCodec) Encode(v any) ([]byte, error) {
 	return nil, fmt.Errorf("the raw codec sends []byte or string, not %T", v)
 }
 
+// Decode sets a *[]byte (or a *string) to the body as it is.
 func (RawCodec) Decode(body []byte, _ string, v any) error {
 	switch p := v.(type) {
 	case *[]byte:

@@ -1,3 +1,6 @@
+// Package ask is the ask command: it sends a request through package rpc
+// and prints the reply, exiting 2 when the responder failed, 3 on a timeout
+// and 4 when the request was unroutable.
 package ask
 
 import (

@@ -1,3 +1,6 @@
+// Package certs is the certs command: it writes development TLS
+// certificates (package devcert), and refuses to without
+// --allow-development.
 package certs
 
 import (

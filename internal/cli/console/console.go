@@ -1,3 +1,6 @@
+// Package console is the console command: it serves the operator console
+// (package console of the module) on a broker. The demo serves it too,
+// through Serve.
 package console
 
 import (

@@ -1,3 +1,7 @@
+// Package consume is the consume command: it reads a queue through a
+// browser (taking each message printed, or with --requeue none), or with
+// --offset a stream through a stream reader, and prints every message as
+// text or as a JSON line.
 package consume
 
 import (

@@ -1,3 +1,5 @@
+// Package demo is the demo command: a small order system in one process,
+// narrated message by message, on memory://demo or a RabbitMQ.
 package demo
 
 import (

@@ -1,3 +1,7 @@
+// Package envelope is the envelope command: decode turns a message's
+// headers into the envelope the library reads from them, encode an
+// envelope into the headers a publish writes, both as JSON and without a
+// broker.
 package envelope
 
 import (

@@ -1,3 +1,5 @@
+// Package outbox is the outbox command: status, retired and revive on a
+// transactional outbox's table (package outbox, through sqlstore).
 package outbox
 
 import (

@@ -1,3 +1,5 @@
+// Package partition is the partition command: where a key goes among N
+// partitions, by the family's rule.
 package partition
 
 import (

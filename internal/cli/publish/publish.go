@@ -1,3 +1,5 @@
+// Package publish is the publish command: one message or --count copies,
+// confirmed and mandatory, or scheduled with --delay or --at.
 package publish
 
 import (

@@ -1,3 +1,5 @@
+// Package replay is the replay command: it moves dead-lettered or parked
+// messages back into circulation through package replay of the module.
 package replay
 
 import (

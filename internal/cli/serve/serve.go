@@ -1,3 +1,6 @@
+// Package serve is the serve command: it answers requests on a queue by
+// running a command per request, or with --scheduler runs the scheduler's
+// control consumer.
 package serve
 
 import (

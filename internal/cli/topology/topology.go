@@ -305,6 +305,7 @@ func notAnswering(err error) error {
 	return cli.WithCode(cli.ExitFailure, fmt.Errorf("%w (listing needs RabbitMQ's management API: rabbitmq-plugins enable rabbitmq_management, or give --management URL)", err))
 }
 
+// Queues lists the queues.
 func (l *Lister) Queues(ctx context.Context) ([]QueueJSON, error) {
 	out := []QueueJSON{}
 	if l.api != nil {
@@ -339,6 +340,7 @@ func (l *Lister) Queues(ctx context.Context) ([]QueueJSON, error) {
 	return out, nil
 }
 
+// Exchanges lists the named exchanges.
 func (l *Lister) Exchanges(ctx context.Context) ([]ExchangeJSON, error) {
 	out := []ExchangeJSON{}
 	if l.api != nil {
