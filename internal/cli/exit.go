@@ -59,7 +59,7 @@ func WithCode(code int, err error) error { return &ExitError{code: code, err: er
 
 // Execute runs root with the command line args and returns the process's
 // exit code: the code an ExitError carries, ExitFailure for any other
-// error. The error is printed on stderr after the root command's name.
+// error. The error is printed on stderr as errorLine has it.
 // Usage printing and error printing are Execute's: root's are silenced, and
 // a flag error exits with ExitFailure, naming the command's --help.
 func Execute(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -78,10 +78,20 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stdin io.R
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "%s: %s\n", root.Name(), strings.TrimPrefix(ee.err.Error(), "acemq: "))
+			fmt.Fprintln(stderr, errorLine(ee.err))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), strings.TrimPrefix(err.Error(), "acemq: "))
+	fmt.Fprintln(stderr, errorLine(err))
 	return ExitFailure
+}
+
+// errorLine is err as the command prints it: its text as it is, after the
+// command's name once. An error of package acemq begins with that name
+// already; any other begins with its own package's name, or with none.
+func errorLine(err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, "acemq: ") {
+		return msg
+	}
+	return "acemq: " + err.Error()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/rpc"
 	"github.com/spf13/cobra"
@@ -104,7 +105,7 @@ func (f *Options) Run() error {
 	reply, err := req.Ask(cmd.Context(), body, rpc.WithEnvelope(env))
 	if err != nil {
 		var re *rpc.ResponderError
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		switch {
 		case errors.As(err, &re) && re.Refused:
 			return cli.WithCode(cli.ExitResponder, fmt.Errorf("the responder refused the request: %s", re.Text))

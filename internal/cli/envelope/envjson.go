@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/headerjson"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -50,7 +51,7 @@ func badInput(format string, args ...any) error {
 // libraryInput turns the library's complaint about its JSON input into the
 // user's one-line message.
 func libraryInput(err error) error {
-	return badInput("%s", strings.TrimPrefix(oneLine(err.Error()), "acemq: "))
+	return badInput("%s", oneLine(err.Error()))
 }
 
 // readOneObject decodes exactly one JSON object from data into v, keeping
@@ -90,7 +91,7 @@ func Decode(input []byte) ([]byte, error) {
 	if in.MessageID != nil {
 		mid = *in.MessageID
 	}
-	headers, err := acemq.HeadersFromJSON(in.Headers)
+	headers, err := headerjson.HeadersFromJSON(in.Headers)
 	if err != nil {
 		return nil, libraryInput(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/topology"
@@ -113,7 +114,7 @@ func (f *declareOptions) Validate() error {
 
 // Run declares the exchange (or, with --dry-run, prints it).
 func (f *declareOptions) Run() error {
-	return topology.Apply(f.Cmd, acemq.NewTopology().Exchange(f.Args[0], f.kind, f.opts...), f.dryRun, f.JSON)
+	return topology.Apply(f.Cmd, acemq.NewTopology().Exchange(f.Args[0], acemq.ExchangeKind(f.kind), f.opts...), f.dryRun, f.JSON)
 }
 
 // deleteOptions are exchange delete's flags.
@@ -144,7 +145,7 @@ func (f *deleteOptions) Validate() error {
 	switch name := f.Args[0]; {
 	case strings.HasPrefix(name, "amq."):
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("the exchange %q belongs to the broker and cannot be deleted", name))
-	case name == acemq.DeadLetterExchange || name == acemq.RetryExchange:
+	case name == contract.DeadLetterExchange || name == contract.RetryExchange:
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("the exchange %q is shared by every queue's dead-letter half and retry rungs; it is not deleted (delete the queues' halves with 'acemq queue delete --with-dead-letters')", name))
 	}
 	return nil

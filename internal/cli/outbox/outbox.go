@@ -135,7 +135,7 @@ type RecordJSON struct {
 func (f *Options) Validate() error {
 	sub := f.Args[0]
 	if sub != "status" && sub != "retired" && sub != "revive" {
-		return cli.WithCode(cli.ExitFailure, fmt.Errorf("outbox: unknown subcommand %q: use status, retired or revive", sub))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("unknown outbox subcommand %q: use status, retired or revive", sub))
 	}
 	if sub == "revive" && !f.all && len(f.seqs) == 0 {
 		return cli.WithCode(cli.ExitFailure, errors.New("outbox revive needs --seq N (repeatable) or --all"))

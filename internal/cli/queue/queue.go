@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/topology"
+	acemqtopology "github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -259,7 +261,7 @@ func (f *deleteOptions) Validate() error {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
 	for _, d := range plan {
-		if d.Kind == acemq.QueueDeclaration && d.Queue.Name != q {
+		if d.Kind == acemqtopology.QueueDeclaration && d.Queue.Name != q {
 			f.names = append(f.names, d.Queue.Name)
 		}
 	}
@@ -355,7 +357,7 @@ func findRungs(ctx context.Context, s *cli.Session, q, mgmt string) ([]string, e
 		if !ok {
 			continue
 		}
-		if d, err := time.ParseDuration(delay); err == nil && acemq.RungQueue(q, d) == have.Name {
+		if d, err := time.ParseDuration(delay); err == nil && contract.RungQueue(q, d) == have.Name {
 			rungs = append(rungs, have.Name)
 		}
 	}

@@ -34,7 +34,7 @@ func parseRetryPolicy(s string) (acemq.RetryPolicy, error) {
 		}
 	}
 	if err := p.Err(); err != nil {
-		return fail("%s", strings.TrimPrefix(err.Error(), "acemq: "))
+		return acemq.RetryPolicy{}, fmt.Errorf("%w (--retry %q); write for example exponential(5, 1s, 1m) or fixed(3, 30s).giveUpAfter(1h)", err, s)
 	}
 	return p, nil
 }
@@ -94,7 +94,7 @@ func modifyPolicy(p acemq.RetryPolicy, c call) (acemq.RetryPolicy, error) {
 		if err != nil {
 			return p, err
 		}
-		return p.WithJitter(f), nil
+		return p.Jitter(f), nil
 	}
 	return p, fmt.Errorf("unknown modifier .%s(…) (want .giveUpAfter, .withJitter or .waitInBrokerFrom)", c.name)
 }
