@@ -27,6 +27,7 @@ type Conn struct {
 	origin string
 	obs    *observer
 	plumb  *plumbing.Conn
+	clock  driver.Clock // the broker's (driver.Clocked), else real time
 
 	mu       sync.Mutex
 	hooks    map[int]func(Settlement)
@@ -86,7 +87,7 @@ func init() {
 		if !ok || c == nil {
 			return plumbing.ConsumerState{}, false
 		}
-		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load()}
+		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load(), Waiting: c.core.timed.Load()}
 		for _, d := range c.core.cfg.retry.brokerRungs() {
 			st.Rungs = append(st.Rungs, RungQueue(c.core.queue, d))
 		}
@@ -156,6 +157,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, unprefixed{driver.Redact(err)})
 	}
 	c.t = t
+	c.clock = driver.ClockOf(t)
 	c.plumb = &plumbing.Conn{
 		Publish: func(ctx context.Context, m plumbing.Message) error { return c.publish(ctx, m, Envelope{}) },
 		PublishBatch: func(ctx context.Context, ms []plumbing.Message) []error {
@@ -171,6 +173,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 			}
 		},
 		Logger: c.log,
+		Clock:  c.clock,
 	}
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil

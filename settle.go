@@ -332,18 +332,26 @@ func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement
 }
 
 // later waits without holding a worker (the delivery stays unacknowledged,
-// holding its prefetch slot), then runs settle and records the settlement. A
+// holding its prefetch slot), on the connection's clock, then runs settle
+// and records the settlement. A
 // consumer that closes meanwhile cuts the wait short, so every delivery is
 // settled before the drain ends.
 func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Settlement)) {
 	k.waits.Add(1)
+	k.timed.Add(1)
+	due := make(chan struct{})
+	t := k.conn.clock.AfterFunc(wait, func() {
+		k.timed.Add(-1)
+		close(due)
+	})
 	go func() {
 		defer k.waits.Done()
-		t := time.NewTimer(wait)
 		select {
-		case <-t.C:
+		case <-due:
 		case <-k.stopping:
-			t.Stop()
+			if t.Stop() {
+				k.timed.Add(-1)
+			}
 		}
 		if k.abandoned.Load() {
 			k.strand(s)

@@ -79,7 +79,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/acemq/acemq/driver"
 )
@@ -168,11 +167,13 @@ type broker struct {
 	conns     map[*conn]struct{}
 	seq       uint64 // message sequence, for requeue ordering
 	connSeq   uint64
+	clock     driver.Clock // real time unless SetClock gave another
 }
 
 func newBroker(name string) *broker {
 	b := &broker{
 		name:      name,
+		clock:     driver.RealClock,
 		exchanges: map[string]*exchange{},
 		queues:    map[string]*queue{},
 		conns:     map[*conn]struct{}{},
@@ -269,6 +270,3 @@ func ctxErr(ctx context.Context, op string) error {
 	}
 	return nil
 }
-
-// now is the broker's clock.
-func now() time.Time { return time.Now() }

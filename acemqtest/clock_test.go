@@ -1,0 +1,233 @@
+package acemqtest_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/schedule"
+)
+
+// calls records, on the test's clock, when a handler ran.
+type calls struct {
+	clock *acemqtest.Clock
+	start time.Time
+	mu    sync.Mutex
+	at    []time.Duration
+}
+
+func newCalls(c *acemqtest.Clock) *calls { return &calls{clock: c, start: c.Now()} }
+
+// mark records a call now and returns how many there were before it.
+func (c *calls) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = append(c.at, c.clock.Now().Sub(c.start))
+	return len(c.at) - 1
+}
+
+func (c *calls) want(t *testing.T, when string, want ...time.Duration) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Equal(c.at, want) {
+		t.Fatalf("%s: the handler ran at %v on the clock, want %v", when, c.at, want)
+	}
+}
+
+// TestClockThreeRungRetry: a retry over three broker rungs of 1h, 2h and
+// 4h plays out as the test advances the clock, each attempt exactly when
+// its rung expires, none before, and the last failure is dead-lettered.
+func TestClockThreeRungRetry(t *testing.T) {
+	ctx := context.Background()
+	url := acemqtest.URL(t)
+	clock := acemqtest.NewClock(t, url)
+	conn := acemqtest.Connect(t, url)
+	policy := acemq.ExponentialRetry(4, time.Hour, 4*time.Hour)
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+	settled := acemqtest.Record(t, conn)
+	ran := newCalls(clock)
+	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+		ran.mark()
+		return acemq.Retry(errors.New("the warehouse is closed"))
+	}, acemq.WithRetry(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = consumer.Close(context.Background()) })
+	if _, err := acemq.NewPublisher[order](conn, "").Send(ctx, "orders.new", order{ID: "o-1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(t, time.Hour-time.Millisecond, conn, consumer)
+	ran.want(t, "a millisecond before the 1h rung expires", 0)
+	if held := acemqtest.Peek(t, conn, acemq.RungQueue("orders.new", time.Hour)); len(held) != 1 {
+		t.Fatalf("the 1h rung holds %d messages, want 1", len(held))
+	}
+	clock.Advance(t, time.Millisecond, conn, consumer)
+	ran.want(t, "when the 1h rung expires", 0, time.Hour)
+	clock.Advance(t, 6*time.Hour, conn, consumer)
+	ran.want(t, "after 7h", 0, time.Hour, 3*time.Hour, 7*time.Hour)
+
+	if got := settled.Count(acemq.OutcomeRetried); got != 3 {
+		t.Errorf("%d retried, want 3: %v", got, settled.All())
+	}
+	if got := settled.Count(acemq.OutcomeDeadLettered); got != 1 {
+		t.Errorf("%d dead-lettered, want 1: %v", got, settled.All())
+	}
+	if dead := acemqtest.Peek(t, conn, "orders.new.dlq"); len(dead) != 1 || dead[0].Envelope.Attempt() != 4 {
+		t.Errorf("the dead-letter queue holds %v, want attempt 4", dead)
+	}
+}
+
+// TestClockWaitsInTheConsumer: an in-progress delay and a retry waiting in
+// the consumer (below the policy's broker threshold) end when the clock
+// reaches them, not before.
+func TestClockWaitsInTheConsumer(t *testing.T) {
+	ctx := context.Background()
+	url := acemqtest.URL(t)
+	clock := acemqtest.NewClock(t, url)
+	conn := acemqtest.Connect(t, url)
+	policy := acemq.FixedRetry(2, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+	settled := acemqtest.Record(t, conn)
+	ran := newCalls(clock)
+	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+		switch ran.mark() {
+		case 0:
+			return acemq.InProgress(30 * time.Minute)
+		case 1:
+			return acemq.Retry(errors.New("not yet"))
+		}
+		return acemq.Accept()
+	}, acemq.WithRetry(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = consumer.Close(context.Background()) })
+	if _, err := acemq.NewPublisher[order](conn, "").Send(ctx, "orders.new", order{ID: "o-1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(t, 30*time.Minute-time.Millisecond, conn, consumer)
+	ran.want(t, "before the in-progress delay ends", 0)
+	clock.Advance(t, time.Millisecond, conn, consumer)
+	ran.want(t, "when the in-progress delay ends", 0, 30*time.Minute)
+	clock.Advance(t, 10*time.Minute-time.Millisecond, conn, consumer)
+	ran.want(t, "before the retry's wait ends", 0, 30*time.Minute)
+	clock.Advance(t, time.Millisecond, conn, consumer)
+	ran.want(t, "when the retry's wait ends", 0, 30*time.Minute, 40*time.Minute)
+	want := []acemq.Outcome{acemq.OutcomeInProgress, acemq.OutcomeRetried, acemq.OutcomeAcked}
+	var got []acemq.Outcome
+	for _, s := range settled.All() {
+		got = append(got, s.Outcome)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("outcomes %v, want %v", got, want)
+	}
+}
+
+// TestClockExpiresMessages: a message's TTL expires when the clock
+// reaches it — from the head of the queue, as RabbitMQ does — and the
+// expired message is dead-lettered.
+func TestClockExpiresMessages(t *testing.T) {
+	ctx := context.Background()
+	url := acemqtest.URL(t)
+	clock := acemqtest.NewClock(t, url)
+	conn := acemqtest.Connect(t, url)
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("offers", acemq.WithDeadLettering(true)))
+	pub := acemq.NewPublisher[order](conn, "")
+	for _, ttl := range []time.Duration{10 * time.Minute, 20 * time.Minute} {
+		if _, err := pub.Send(ctx, "offers", order{ID: ttl.String()}, acemq.WithExpiration(ttl)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func() (ready, dead int) {
+		t.Helper()
+		return len(acemqtest.Peek(t, conn, "offers")), len(acemqtest.Peek(t, conn, "offers.dlq"))
+	}
+	clock.Advance(t, 10*time.Minute-time.Millisecond, conn)
+	if ready, dead := held(); ready != 2 || dead != 0 {
+		t.Fatalf("before the first TTL: %d ready and %d dead-lettered, want 2 and 0", ready, dead)
+	}
+	clock.Advance(t, time.Millisecond, conn)
+	if ready, dead := held(); ready != 1 || dead != 1 {
+		t.Fatalf("at the first TTL: %d ready and %d dead-lettered, want 1 and 1", ready, dead)
+	}
+	clock.Advance(t, 10*time.Minute, conn)
+	if ready, dead := held(); ready != 0 || dead != 2 {
+		t.Fatalf("at the second TTL: %d ready and %d dead-lettered, want 0 and 2", ready, dead)
+	}
+}
+
+// TestClockDeliversScheduledMessages: a message scheduled 90 minutes
+// ahead climbs down the scheduler's rungs as the clock advances and is
+// delivered when it is due (within the scheduler's one-second accuracy),
+// not before.
+func TestClockDeliversScheduledMessages(t *testing.T) {
+	ctx := context.Background()
+	url := acemqtest.URL(t)
+	clock := acemqtest.NewClock(t, url)
+	conn := acemqtest.Connect(t, url)
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("reminders"))
+	ctrl, err := schedule.Serve(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ctrl.Close(context.Background()) })
+	ran := newCalls(clock)
+	consumer, err := acemq.Consume(ctx, conn, "reminders", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+		ran.mark()
+		return acemq.Accept()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = consumer.Close(context.Background()) })
+	const due = 90 * time.Minute
+	if _, err := schedule.NewPublisher[order](conn, "").SendAfter(ctx, "reminders", due, order{ID: "o-1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(t, due-2*time.Second, conn, ctrl, consumer)
+	ran.want(t, "two seconds before it is due")
+	clock.Advance(t, 2*time.Second, conn, ctrl, consumer)
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	if len(ran.at) != 1 || ran.at[0] < due-time.Second || ran.at[0] > due {
+		t.Fatalf("the scheduled message was delivered at %v on the clock, want once, at %v or up to a second before", ran.at, due)
+	}
+}
+
+// TestNewClockAfterConnect: a clock set on a broker already running would
+// leave what it timed on real time: NewClock refuses.
+func TestNewClockAfterConnect(t *testing.T) {
+	url := acemqtest.URL(t)
+	acemqtest.Connect(t, url)
+	ft := &fakeT{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		acemqtest.NewClock(ft, url)
+	}()
+	if !ft.failed {
+		t.Fatal("NewClock on a broker with a connection did not fail the test")
+	}
+}
+
+// fakeT records a Fatalf instead of failing the test.
+type fakeT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeT) Helper() {}
+
+func (f *fakeT) Fatalf(format string, args ...any) {
+	f.failed = true
+	panic("Fatalf")
+}
