@@ -2,7 +2,9 @@
 // the test's own, reset when the test ends; connections closed when it
 // ends; topologies declared for a test and deleted after it; waiting until
 // consumers have nothing left to do; the settlements a connection records,
-// collected; and a look at what a queue holds.
+// collected; a look at what a queue holds; and a clock the test moves, so
+// that hours of retry rungs, TTLs and schedules pass in no real time
+// (NewClock, on memory:// only).
 //
 // A test of a consumer reads as:
 //
@@ -18,7 +20,7 @@
 //	}
 //
 // Every helper works on RabbitMQ too (pass its URL to Connect); only URL
-// is about memory://. The helpers fail the test, with t.Fatalf, when
+// and NewClock are about memory://. The helpers fail the test, with t.Fatalf, when
 // something they need does not happen within Timeout; call them from the
 // test's goroutine. docs/testing.md in the repository has more.
 package acemqtest
