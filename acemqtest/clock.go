@@ -26,11 +26,12 @@ type Clock struct {
 }
 
 // NewClock gives the memory:// broker at url (from URL) a clock of the
-// test's own, reading the real time of the call, and returns it. Call it
-// before the first Connect to url: it fails the test otherwise.
+// test's own, reading the real time of the call cut to the whole second,
+// and returns it. Call it before the first Connect to url: it fails the
+// test otherwise.
 func NewClock(t testing.TB, url string) *Clock {
 	t.Helper()
-	fake := memory.NewFakeClock(time.Now())
+	fake := memory.NewFakeClock(time.Now().Truncate(time.Second))
 	if err := memory.SetClock(url, fake); err != nil {
 		t.Fatalf("acemqtest: %v", err)
 	}

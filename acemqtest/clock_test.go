@@ -219,6 +219,22 @@ func TestNewClockAfterConnect(t *testing.T) {
 	}
 }
 
+// TestClockAdvanceOtherBroker: a clock moves its own broker only; given a
+// connection to another, Advance fails the test rather than wait on a
+// clock nothing there follows.
+func TestClockAdvanceOtherBroker(t *testing.T) {
+	clock := acemqtest.NewClock(t, acemqtest.URL(t))
+	other := acemqtest.Connect(t, acemqtest.URL(t))
+	ft := &fakeT{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		clock.Advance(ft, time.Hour, other)
+	}()
+	if !ft.failed {
+		t.Fatal("Advance with a connection to another broker did not fail the test")
+	}
+}
+
 // fakeT records a Fatalf instead of failing the test.
 type fakeT struct {
 	testing.TB

@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,9 +39,10 @@ func SetClock(name string, c driver.Clock) error {
 	return nil
 }
 
-// keyOf is the broker key of a URL or of a key.
+// keyOf is the broker key of a URL or of a key; a URL of another scheme
+// is refused.
 func keyOf(name string) (string, error) {
-	if len(name) >= len("memory:") && name[:len("memory:")] == "memory:" {
+	if strings.HasPrefix(name, "memory:") || strings.Contains(name, "://") {
 		return brokerName(name)
 	}
 	return name, nil

@@ -104,8 +104,18 @@ func TestClockExpiresOnAdvance(t *testing.T) {
 	}
 }
 
-// TestSetClockRefused: a broker that exists keeps its clock.
+// TestSetClockRefused: a broker that exists keeps its clock, and only a
+// memory:// URL names a broker.
 func TestSetClockRefused(t *testing.T) {
+	if err := SetClock("amqp://guest:secret@127.0.0.1:5672/", NewFakeClock(epoch)); err == nil || !strings.Contains(err.Error(), "memory scheme") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("SetClock on an amqp:// URL: %v", err)
+	}
+	brokersMu.Lock()
+	_, made := brokers["amqp://guest:secret@127.0.0.1:5672/"]
+	brokersMu.Unlock()
+	if made {
+		t.Fatal("SetClock on an amqp:// URL made a memory broker of it")
+	}
 	url := newURL(t)
 	if err := SetClock(url, nil); err == nil || !strings.Contains(err.Error(), "nil") {
 		t.Fatalf("SetClock with a nil clock: %v", err)
