@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/schedule"
 )
 
@@ -232,6 +233,19 @@ func TestClockAdvanceOtherBroker(t *testing.T) {
 	}()
 	if !ft.failed {
 		t.Fatal("Advance with a connection to another broker did not fail the test")
+	}
+}
+
+// TestNewClockOnRabbitMQ: RabbitMQ keeps real time; NewClock refuses its
+// URL rather than make a memory broker of that name.
+func TestNewClockOnRabbitMQ(t *testing.T) {
+	ft := &fakeT{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		acemqtest.NewClock(ft, testenv.AMQPURL(t))
+	}()
+	if !ft.failed {
+		t.Fatal("NewClock on a RabbitMQ URL did not fail the test")
 	}
 }
 
