@@ -14,6 +14,25 @@ import (
 	"github.com/acemq/acemq/schedule"
 )
 
+// clocked returns a clock of the test's own and a connection to its
+// broker.
+func clocked(t *testing.T) (*acemqtest.Clock, *acemq.Conn) {
+	url := acemqtest.URL(t)
+	clock := acemqtest.NewClock(t, url)
+	return clock, acemqtest.Connect(t, url)
+}
+
+// consume starts a consumer of queue, closed when the test ends.
+func consume(t *testing.T, conn *acemq.Conn, queue string, h acemq.Handler[order], opts ...acemq.ConsumeOption) *acemq.Consumer {
+	t.Helper()
+	c, err := acemq.Consume(context.Background(), conn, queue, h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
 // calls records, on the test's clock, when a handler ran.
 type calls struct {
 	clock *acemqtest.Clock
@@ -46,21 +65,15 @@ func (c *calls) want(t *testing.T, when string, want ...time.Duration) {
 // its rung expires, none before, and the last failure is dead-lettered.
 func TestClockThreeRungRetry(t *testing.T) {
 	ctx := context.Background()
-	url := acemqtest.URL(t)
-	clock := acemqtest.NewClock(t, url)
-	conn := acemqtest.Connect(t, url)
+	clock, conn := clocked(t)
 	policy := acemq.ExponentialRetry(4, time.Hour, 4*time.Hour)
 	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	ran := newCalls(clock)
-	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+	consumer := consume(t, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		ran.mark()
 		return acemq.Retry(errors.New("the warehouse is closed"))
 	}, acemq.WithRetry(policy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = consumer.Close(context.Background()) })
 	if _, err := acemq.NewPublisher[order](conn, "").Send(ctx, "orders.new", order{ID: "o-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +104,12 @@ func TestClockThreeRungRetry(t *testing.T) {
 // reaches them, not before.
 func TestClockWaitsInTheConsumer(t *testing.T) {
 	ctx := context.Background()
-	url := acemqtest.URL(t)
-	clock := acemqtest.NewClock(t, url)
-	conn := acemqtest.Connect(t, url)
+	clock, conn := clocked(t)
 	policy := acemq.FixedRetry(2, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
 	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	ran := newCalls(clock)
-	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+	consumer := consume(t, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		switch ran.mark() {
 		case 0:
 			return acemq.InProgress(30 * time.Minute)
@@ -107,10 +118,6 @@ func TestClockWaitsInTheConsumer(t *testing.T) {
 		}
 		return acemq.Accept()
 	}, acemq.WithRetry(policy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = consumer.Close(context.Background()) })
 	if _, err := acemq.NewPublisher[order](conn, "").Send(ctx, "orders.new", order{ID: "o-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +145,7 @@ func TestClockWaitsInTheConsumer(t *testing.T) {
 // expired message is dead-lettered.
 func TestClockExpiresMessages(t *testing.T) {
 	ctx := context.Background()
-	url := acemqtest.URL(t)
-	clock := acemqtest.NewClock(t, url)
-	conn := acemqtest.Connect(t, url)
+	clock, conn := clocked(t)
 	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("offers", acemq.WithDeadLettering(true)))
 	pub := acemq.NewPublisher[order](conn, "")
 	for _, ttl := range []time.Duration{10 * time.Minute, 20 * time.Minute} {
@@ -172,9 +177,7 @@ func TestClockExpiresMessages(t *testing.T) {
 // not before.
 func TestClockDeliversScheduledMessages(t *testing.T) {
 	ctx := context.Background()
-	url := acemqtest.URL(t)
-	clock := acemqtest.NewClock(t, url)
-	conn := acemqtest.Connect(t, url)
+	clock, conn := clocked(t)
 	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("reminders"))
 	ctrl, err := schedule.Serve(ctx, conn)
 	if err != nil {
@@ -182,14 +185,10 @@ func TestClockDeliversScheduledMessages(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ctrl.Close(context.Background()) })
 	ran := newCalls(clock)
-	consumer, err := acemq.Consume(ctx, conn, "reminders", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+	consumer := consume(t, conn, "reminders", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		ran.mark()
 		return acemq.Accept()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = consumer.Close(context.Background()) })
 	const due = 90 * time.Minute
 	if _, err := schedule.NewPublisher[order](conn, "").SendAfter(ctx, "reminders", due, order{ID: "o-1"}); err != nil {
 		t.Fatal(err)
