@@ -333,9 +333,8 @@ func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement
 
 // later waits without holding a worker (the delivery stays unacknowledged,
 // holding its prefetch slot), on the connection's clock, then runs settle
-// and records the settlement. A
-// consumer that closes meanwhile cuts the wait short, so every delivery is
-// settled before the drain ends.
+// and records the settlement. A consumer that closes meanwhile cuts the
+// wait short, so every delivery is settled before the drain ends.
 func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Settlement)) {
 	k.waits.Add(1)
 	// timed counts the waits still to come on the clock, for acemqtest's
