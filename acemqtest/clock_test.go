@@ -3,8 +3,10 @@ package acemqtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,4 +261,79 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(format string, args ...any) {
 	f.failed = true
 	panic("Fatalf")
+}
+
+// TestClockManyWaits: ten messages on four handlers, each retried twice
+// in the consumer; every wait ends at its time on the clock, not before,
+// and WaitIdle counts each one as waiting until then. (A retry held in the
+// consumer is settled when its wait ends.)
+func TestClockManyWaits(t *testing.T) {
+	ctx := context.Background()
+	clock, conn := clocked(t)
+	start := clock.Now()
+	policy := acemq.FixedRetry(3, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+	settled := acemqtest.Record(t, conn)
+	var calls atomic.Int32
+	consumer := consume(t, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+		calls.Add(1)
+		if m.Envelope.Attempt() < 3 {
+			return acemq.Retry(errors.New("not yet"))
+		}
+		return acemq.Accept()
+	}, acemq.WithRetry(policy), acemq.WithConcurrency(4))
+	pub := acemq.NewPublisher[order](conn, "")
+	for i := range 10 {
+		if _, err := pub.Send(ctx, "orders.new", order{ID: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		by                    time.Duration
+		calls, retried, acked int
+	}{
+		{10*time.Minute - time.Millisecond, 10, 0, 0},
+		{time.Millisecond, 20, 10, 0},
+		{10*time.Minute - time.Millisecond, 20, 10, 0},
+		{time.Millisecond, 30, 20, 10},
+	} {
+		clock.Advance(t, step.by, conn, consumer)
+		c, r, a := int(calls.Load()), settled.Count(acemq.OutcomeRetried), settled.Count(acemq.OutcomeAcked)
+		if c != step.calls || r != step.retried || a != step.acked {
+			t.Fatalf("at %v on the clock: %d handler calls, %d retried and %d acked; want %d, %d and %d",
+				clock.Now().Sub(start), c, r, a, step.calls, step.retried, step.acked)
+		}
+	}
+}
+
+// TestClockCloseEndsAWait: closing a consumer whose delivery waits on the
+// clock does not wait for the clock: the wait ends, and the message is put
+// back on its queue.
+func TestClockCloseEndsAWait(t *testing.T) {
+	ctx := context.Background()
+	_, conn := clocked(t)
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
+	settled := acemqtest.Record(t, conn)
+	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
+		return acemq.InProgress(time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acemq.NewPublisher[order](conn, "").Send(ctx, "orders.new", order{ID: "o-1"}); err != nil {
+		t.Fatal(err)
+	}
+	acemqtest.WaitIdle(t, conn, consumer)
+	if n := settled.Count(); n != 0 {
+		t.Fatalf("%d settlements before the in-progress delay of an hour ended: %v", n, settled.All())
+	}
+	if err := consumer.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := settled.All(); len(got) != 1 || got[0].Outcome != acemq.OutcomeInProgress {
+		t.Fatalf("settlements after Close: %v, want one in progress", got)
+	}
+	if held := acemqtest.Peek(t, conn, "orders.new"); len(held) != 1 {
+		t.Fatalf("the queue holds %d messages after Close, want the one put back", len(held))
+	}
 }
