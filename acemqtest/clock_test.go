@@ -132,13 +132,13 @@ func TestClockWaitsInTheConsumer(t *testing.T) {
 	ran.want(t, "before the retry's wait ends", 0, 30*time.Minute)
 	clock.Advance(t, time.Millisecond, conn, consumer)
 	ran.want(t, "when the retry's wait ends", 0, 30*time.Minute, 40*time.Minute)
-	want := []acemq.Outcome{acemq.OutcomeInProgress, acemq.OutcomeRetried, acemq.OutcomeAcked}
-	var got []acemq.Outcome
-	for _, s := range settled.All() {
-		got = append(got, s.Outcome)
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("outcomes %v, want %v", got, want)
+	// The order of the last two is not promised: a wait's settlement is
+	// recorded once its copy is republished, which the next attempt may
+	// overtake.
+	for _, o := range []acemq.Outcome{acemq.OutcomeInProgress, acemq.OutcomeRetried, acemq.OutcomeAcked} {
+		if n := settled.Count(o); n != 1 {
+			t.Errorf("%d settlements %s, want 1: %v", n, o, settled.All())
+		}
 	}
 }
 
