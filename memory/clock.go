@@ -67,8 +67,8 @@ func (b *broker) now() time.Time { return b.clock.Now() }
 // handler, a republish — has not necessarily happened yet; package
 // acemqtest's Clock.Advance waits for that.
 //
-// A FakeClock is safe for concurrent use. Its zero value is not usable:
-// call NewFakeClock.
+// A FakeClock is safe for concurrent use. Its zero value reads the zero
+// time; NewFakeClock starts it where the test wants.
 type FakeClock struct {
 	step sync.Mutex // one Advance at a time
 
@@ -93,7 +93,7 @@ func (c *FakeClock) Now() time.Time {
 // AfterFunc calls f when the clock has advanced by d: inside the Advance
 // that reaches that time, on its goroutine, so f must not block nor call
 // Advance. A d of zero or less calls f at once on a goroutine of its own,
-// as time.AfterFunc does.
+// as time.AfterFunc does (its Timer's Stop then reports false).
 func (c *FakeClock) AfterFunc(d time.Duration, f func()) driver.Timer {
 	t := &fakeTimer{c: c, f: f}
 	if d <= 0 {
