@@ -173,7 +173,6 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 			}
 		},
 		Logger: c.log,
-		Clock:  c.clock,
 	}
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil
@@ -197,6 +196,20 @@ func (c *Conn) Name() string { return c.name }
 // comma-separated list stays one). Endpoint says which node the connection
 // is on.
 func (c *Conn) URL() string { return c.url }
+
+// Clock is the time the connection's broker keeps: real time, except on a
+// memory:// broker given a clock of a test's own (memory.SetClock,
+// acemqtest.NewClock), whose TTLs, rungs and timers move only when the
+// test advances it. The consumers' in-consumer waits and in-progress
+// delays and package schedule's due times run on it; code that computes
+// times about messages (a due time for schedule.SendAt, say) can read it
+// too, so that a test's clock moves it as well.
+func (c *Conn) Clock() driver.Clock {
+	if c.clock == nil {
+		return driver.RealClock
+	}
+	return c.clock
+}
 
 // Endpoint is the URL of the node the connection is on now, one of the URLs
 // given to Connect and WithFallbackURLs, with any password redacted; ""

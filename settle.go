@@ -345,7 +345,7 @@ func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Sett
 	}
 	k.timed.Add(timed)
 	due := make(chan struct{})
-	t := k.conn.clock.AfterFunc(wait, func() {
+	t := k.conn.Clock().AfterFunc(wait, func() {
 		k.timed.Add(-timed)
 		close(due)
 	})

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
-	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/memory"
 )
 
@@ -59,7 +59,7 @@ func (c *Clock) Now() time.Time { return c.fake.Now() }
 // thousand timers fire one after another.
 func (c *Clock) Advance(t testing.TB, d time.Duration, conn *acemq.Conn, consumers ...*acemq.Consumer) {
 	t.Helper()
-	if pl := plumbing.ConnOf(conn); pl == nil || pl.Clock != c.fake {
+	if conn == nil || conn.Clock() != driver.Clock(c.fake) {
 		t.Fatalf("acemqtest: Clock.Advance was given a connection that is not to the clock's broker %s", c.url)
 	}
 	end := c.fake.Now().Add(d)
@@ -78,10 +78,9 @@ func (c *Clock) Advance(t testing.TB, d time.Duration, conn *acemq.Conn, consume
 
 // underClock reports whether conn keeps time on a test's clock.
 func underClock(conn *acemq.Conn) bool {
-	pl := plumbing.ConnOf(conn)
-	if pl == nil {
+	if conn == nil {
 		return false
 	}
-	_, ok := pl.Clock.(*memory.FakeClock)
+	_, ok := conn.Clock().(*memory.FakeClock)
 	return ok
 }

@@ -30,7 +30,7 @@ func newMover(conn *acemq.Conn, l ladder) (*mover, error) {
 
 // now is the time on the connection's clock: real time, or a memory://
 // broker's test clock.
-func (m *mover) now() time.Time { return m.pl.Clock.Now() }
+func (m *mover) now() time.Time { return m.conn.Clock().Now() }
 
 // hopTo publishes body onto rung r, with env's envelope and j's
 // x-schedule-* headers.

@@ -50,10 +50,6 @@ type Conn struct {
 	// connection log operator-level events through it (an outbox record
 	// retired, say), never one line per message, and never a secret.
 	Logger *slog.Logger
-	// Clock is the connection's clock: its broker's (driver.Clocked, the
-	// memory broker under a test's clock), else real time. Packages built
-	// on the connection time their waits and read the time on it.
-	Clock driver.Clock
 }
 
 var connOf func(any) *Conn
