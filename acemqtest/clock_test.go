@@ -12,6 +12,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/schedule"
 )
@@ -82,7 +83,7 @@ func TestClockThreeRungRetry(t *testing.T) {
 
 	clock.Advance(t, time.Hour-time.Millisecond, conn, consumer)
 	ran.want(t, "a millisecond before the 1h rung expires", 0)
-	if held := acemqtest.Peek(t, conn, acemq.RungQueue("orders.new", time.Hour)); len(held) != 1 {
+	if held := acemqtest.Peek(t, conn, contract.RungQueue("orders.new", time.Hour)); len(held) != 1 {
 		t.Fatalf("the 1h rung holds %d messages, want 1", len(held))
 	}
 	clock.Advance(t, time.Millisecond, conn, consumer)
