@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/schedule"
 )
@@ -336,5 +337,15 @@ func TestClockCloseEndsAWait(t *testing.T) {
 	}
 	if held := acemqtest.Peek(t, conn, "orders.new"); len(held) != 1 {
 		t.Fatalf("the queue holds %d messages after Close, want the one put back", len(held))
+	}
+}
+
+// TestConnClock: a connection keeps the time of its broker: real time on
+// RabbitMQ and on a memory:// broker without a clock of the test's own.
+func TestConnClock(t *testing.T) {
+	for _, url := range []string{acemqtest.URL(t), testenv.AMQPURL(t)} {
+		if got := acemqtest.Connect(t, url).Clock(); got != driver.RealClock {
+			t.Errorf("the connection to %s keeps %T, want real time", url, got)
+		}
 	}
 }
