@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,8 +54,17 @@ type attachment struct {
 	over sync.Once
 }
 
+// close sends the acks waiting on the attachment's channel, then closes
+// it.
 func (a *attachment) close() {
-	if a != nil && !a.ch.IsClosed() {
+	if a == nil {
+		return
+	}
+	a.s.forget(a.ack)
+	if !a.ch.IsClosed() {
+		if a.ack.co != nil {
+			a.ack.co.close()
+		}
 		_ = a.ch.Close()
 	}
 }
@@ -129,7 +139,9 @@ func (sub *subscription) attach(s *session) (*attachment, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &attachment{s: s, ch: ch, dels: dels, ack: &acker{s: s, ch: ch}}, nil
+	ack := newAcker(s, ch, ackBatchSize(sub.spec.Prefetch))
+	s.remember(ack)
+	return &attachment{s: s, ch: ch, dels: dels, ack: ack}, nil
 }
 
 // resume replaces the consumer arguments with what spec.Resume says before
@@ -171,19 +183,42 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 		select {
 		case d, ok = <-att.dels:
 		default:
-			select {
-			case d, ok = <-att.dels:
-			case <-sub.quit:
+			var quit bool
+			if d, ok, quit = sub.await(att); quit {
 				return driver.Delivery{}, false
 			}
 		}
 		if ok {
 			return toDelivery(&d, att.ack), true
 		}
+		att.ack.flush() // after Cancel the channel is still open
 		att.over.Do(func() { sub.next(att) })
 		att = sub.cur.Load()
 	}
 	return driver.Delivery{}, false
+}
+
+// await waits for the next delivery of att when none was waiting. Acks
+// waiting to be coalesced are sent first, unless a delivery turns up once
+// the goroutines that hand them over (amqp091's) have had a turn: so a
+// consumer that has nothing more to do sends its last acks at once, and
+// one that is busy sends them in batches. quit is true after Close.
+func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool) {
+	if co := att.ack.co; co != nil && co.pending.Load() {
+		runtime.Gosched()
+		select {
+		case d, ok = <-att.dels:
+			return d, ok, false
+		default:
+		}
+		_ = co.flush()
+	}
+	select {
+	case d, ok = <-att.dels:
+		return d, ok, false
+	case <-sub.quit:
+		return d, false, true
+	}
 }
 
 // next decides what follows att, whose delivery channel has closed: a new
@@ -209,6 +244,7 @@ func (sub *subscription) next(att *attachment) {
 		// say): the subscription ends.
 		att.close()
 	default:
+		att.s.forget(att.ack) // its channel is gone, and what waited with it
 		if n := sub.reattach(); n != nil {
 			sub.cur.Store(n)
 			return
@@ -348,6 +384,7 @@ func (sub *subscription) Cancel(ctx context.Context) error {
 	if att == nil || att.ch.IsClosed() {
 		return nil
 	}
+	att.ack.flush()
 	err := sub.c.do(ctx, func() error { return att.ch.Cancel(sub.spec.Tag, false) }, nil)
 	if err != nil && !att.ch.IsClosed() && !errors.Is(err, driver.ErrClosed) {
 		return fmt.Errorf("acemq: cancelling consumer %q: %w", sub.spec.Tag, err)
