@@ -47,16 +47,22 @@ const ackWindow = 1 << 16
 
 // ackBatchSize is how many acks wait at most on a subscription with the
 // prefetch: a quarter of it, so that three quarters of the broker's window
-// stay open; 1 (no coalescing) below a prefetch of 8.
+// stay open; 1 (no coalescing) below a prefetch of 16, where a batch of at
+// most 3 saves less than holding it back costs.
 func ackBatchSize(prefetch int) int {
 	switch {
 	case prefetch <= 0:
 		return maxAckBatch
-	case prefetch < 8:
+	case prefetch < 16:
 		return 1
 	}
 	return min(prefetch/4, maxAckBatch)
 }
+
+// probeEvery: a subscription that is not busy looks, at one in probeEvery
+// of the times it finds no delivery waiting, whether one turns up once
+// amqp091's goroutines have had a turn (see subscription.await).
+const probeEvery = 8
 
 // The state of a delivery tag in an ackBatch's window.
 const (
@@ -135,13 +141,27 @@ func (b *ackBatch) ack(tag uint64) bool {
 }
 
 // sent records that tag was settled on the wire on its own (a nack, a
-// reject, or an ack that could not wait), so that a run may cover it.
+// reject, or an ack that did not wait), so that a run may cover it.
 func (b *ackBatch) sent(tag uint64) {
 	if b.off {
 		return
 	}
-	if p := b.state(tag); p != nil && *p == tagOpen {
+	p := b.state(tag)
+	if p == nil {
+		b.off = b.off || tag > b.base // beyond the window
+		return
+	}
+	if *p == tagOpen {
 		*p = tagSent
+	}
+	// Settled tags at the front need no frame: move past them.
+	n := 0
+	for n < len(b.win) && b.win[n] == tagSent {
+		n++
+	}
+	if n > 0 {
+		b.base += uint64(n)
+		b.win = b.win[n:]
 	}
 }
 
@@ -197,7 +217,10 @@ func (b *ackBatch) flush(all bool, out []ackFrame) []ackFrame {
 }
 
 // coalescer holds back the acks of one subscription's channel and sends
-// them together (see ackBatch). It is safe for concurrent use.
+// them together (see ackBatch), while the subscription is busy: while
+// deliveries keep arriving. An idle subscription (one that found nothing
+// waiting, a request/reply responder, say) has nothing to send an ack
+// with, and sends each at once. It is safe for concurrent use.
 type coalescer struct {
 	mu     sync.Mutex
 	b      *ackBatch
@@ -210,6 +233,10 @@ type coalescer struct {
 	// pending is whether acks wait, read without the lock by Receive
 	// before it parks.
 	pending atomic.Bool
+	// busy is set when a delivery was found waiting and cleared when none
+	// was (subscription.Receive); acks wait only while it is set.
+	busy   atomic.Bool
+	probes atomic.Uint32
 }
 
 func newCoalescer(size int, send func(tag uint64, multiple bool) error) *coalescer {
@@ -224,12 +251,20 @@ func (c *coalescer) ack(tag uint64) error {
 	if c.closed {
 		return c.send(tag, false)
 	}
+	if !c.busy.Load() && !c.b.waiting() {
+		c.b.sent(tag)
+		return c.send(tag, false)
+	}
 	if !c.b.ack(tag) {
 		err := c.flushLocked(true) // the window may have just overflowed
 		if err == nil {
 			err = c.send(tag, false)
 		}
 		return err
+	}
+	if !c.busy.Load() {
+		// Not busy any more: this one and those that waited go now.
+		return c.flushLocked(true)
 	}
 	if c.b.full() {
 		if err := c.flushLocked(false); err != nil || !c.b.waiting() {

@@ -28,6 +28,10 @@ func coalescing(t *testing.T, sub driver.Subscription) *coalescer {
 	return att.ack.co
 }
 
+// busy marks the subscription of co busy, as it is while deliveries keep
+// arriving: acks wait from now on (until it finds nothing waiting).
+func busy(co *coalescer) { co.busy.Store(true) }
+
 // drop ends sub and closes its channel without sending the acks that wait:
 // the broker puts back whatever it still holds unacknowledged.
 func drop(t *testing.T, sub driver.Subscription) {
@@ -122,6 +126,7 @@ func TestCoalescedAcksCoverOnlyAckedDeliveries(t *testing.T) {
 	r := sub.(driver.Receiver)
 	co := coalescing(t, sub)
 	ds := receiveN(t, r, 40)
+	busy(co)
 	const held, nacked = 12, 25
 	order := rand.Perm(len(ds))
 	for _, i := range order {
@@ -180,7 +185,9 @@ func TestCoalescedAckTimer(t *testing.T) {
 	t.Cleanup(func() { _ = sub.Close() })
 	r := sub.(driver.Receiver)
 	co := coalescing(t, sub)
-	for _, d := range receiveN(t, r, 3) {
+	ds := receiveN(t, r, 3)
+	busy(co)
+	for _, d := range ds {
 		if err := d.Ack(); err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +204,7 @@ func TestCoalescedAckTimer(t *testing.T) {
 // does: every message is acked once it is handled, the nacked ones come
 // back, and the two held are all the broker still has.
 func TestCoalescedAcksOutOfOrder(t *testing.T) {
-	for _, prefetch := range []int{8, 50} {
+	for _, prefetch := range []int{16, 50} {
 		t.Run(fmt.Sprintf("prefetch%d", prefetch), func(t *testing.T) {
 			testCoalescedAcksOutOfOrder(t, prefetch)
 		})
@@ -304,12 +311,14 @@ func TestCoalescedAcksSentAtCancelAndClose(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = sub.Close() })
-			for _, d := range receiveN(t, sub.(driver.Receiver), 5) {
+			ds := receiveN(t, sub.(driver.Receiver), 5)
+			co := coalescing(t, sub)
+			busy(co)
+			for _, d := range ds {
 				if err := d.Ack(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			co := coalescing(t, sub)
 			if !co.pending.Load() {
 				t.Fatal("nothing waits: the test does not test anything")
 			}

@@ -198,7 +198,7 @@ func TestAckBatchRefusesWhatCannotWait(t *testing.T) {
 
 func TestAckBatchSize(t *testing.T) {
 	for _, c := range []struct{ prefetch, want int }{
-		{0, maxAckBatch}, {1, 1}, {7, 1}, {8, 2}, {10, 2}, {200, 50}, {1 << 20, maxAckBatch},
+		{0, maxAckBatch}, {1, 1}, {10, 1}, {15, 1}, {16, 4}, {20, 5}, {200, 50}, {1 << 20, maxAckBatch},
 	} {
 		if got := ackBatchSize(c.prefetch); got != c.want {
 			t.Errorf("ackBatchSize(%d) = %d, want %d", c.prefetch, got, c.want)
@@ -318,10 +318,17 @@ func slowAcks(t *testing.T) {
 	t.Cleanup(func() { ackDelay = old })
 }
 
+// busyCoalescer returns a coalescer of a busy subscription.
+func busyCoalescer(size int, send func(uint64, bool) error) *coalescer {
+	c := newCoalescer(size, send)
+	c.busy.Store(true)
+	return c
+}
+
 func TestCoalescerSendsAFullBatch(t *testing.T) {
 	slowAcks(t)
 	r := newRecorder()
-	c := newCoalescer(3, r.send)
+	c := busyCoalescer(3, r.send)
 	defer c.close()
 	for tag := uint64(1); tag <= 2; tag++ {
 		if err := c.ack(tag); err != nil {
@@ -342,7 +349,7 @@ func TestCoalescerSendsAFullBatch(t *testing.T) {
 func TestCoalescerFlushesBeforeANack(t *testing.T) {
 	slowAcks(t)
 	r := newRecorder()
-	c := newCoalescer(10, r.send)
+	c := busyCoalescer(10, r.send)
 	defer c.close()
 	_ = c.ack(1)
 	_ = c.ack(3)
@@ -366,7 +373,7 @@ func TestCoalescerFlushesBeforeANack(t *testing.T) {
 func TestCoalescerClose(t *testing.T) {
 	slowAcks(t)
 	r := newRecorder()
-	c := newCoalescer(10, r.send)
+	c := busyCoalescer(10, r.send)
 	_ = c.ack(1)
 	_ = c.ack(2)
 	c.close()
@@ -385,7 +392,7 @@ func TestCoalescerTimerSendsWhatWaits(t *testing.T) {
 	ackDelay = time.Millisecond
 	t.Cleanup(func() { ackDelay = old })
 	r := newRecorder()
-	c := newCoalescer(10, r.send)
+	c := busyCoalescer(10, r.send)
 	defer c.close()
 	for round := range 3 { // the timer is armed again after each flush
 		tag := uint64(round + 1)
@@ -406,7 +413,7 @@ func TestCoalescerTimerSendsWhatWaits(t *testing.T) {
 func TestCoalescerReportsASendFailure(t *testing.T) {
 	slowAcks(t)
 	r := newRecorder()
-	c := newCoalescer(2, r.send)
+	c := busyCoalescer(2, r.send)
 	defer c.close()
 	_ = c.ack(1)
 	r.fail = errors.New("channel closed")
@@ -416,5 +423,35 @@ func TestCoalescerReportsASendFailure(t *testing.T) {
 	if err := c.settle(3, func() error { return nil }); err != nil {
 		// Nothing waits (the failed frames are not sent again).
 		t.Fatalf("settle after a failed flush: %v", err)
+	}
+}
+
+// A subscription that is not busy sends each ack at once, and its window
+// moves on with them (it does not grow with every ack).
+func TestCoalescerIdleSendsAtOnce(t *testing.T) {
+	slowAcks(t)
+	r := newRecorder()
+	c := newCoalescer(10, r.send)
+	defer c.close()
+	for tag := uint64(1); tag <= 3; tag++ {
+		if err := c.ack(tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := r.frames(); !slices.Equal(got, frames(ackFrame{1, false}, ackFrame{2, false}, ackFrame{3, false})) || c.pending.Load() {
+		t.Fatalf("sent %v (pending %v), want each ack at once", got, c.pending.Load())
+	}
+	if c.b.base != 3 || len(c.b.win) != 0 {
+		t.Fatalf("base %d, window %v: want base 3, an empty window", c.b.base, c.b.win)
+	}
+	// Busy: 5 waits for 4 (still being handled) and 6; once 4 is acked,
+	// idle again, one frame covers 4 to 6.
+	c.busy.Store(true)
+	_ = c.ack(5)
+	_ = c.ack(6)
+	c.busy.Store(false)
+	_ = c.ack(4)
+	if got := r.frames()[3:]; !slices.Equal(got, frames(ackFrame{6, true})) {
+		t.Fatalf("then sent %v, want one ack of up to 6", got)
 	}
 }

@@ -182,6 +182,9 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 		// steady stream amqp091's sender is usually there first.
 		select {
 		case d, ok = <-att.dels:
+			if co := att.ack.co; co != nil && !co.busy.Load() {
+				co.busy.Store(true)
+			}
 		default:
 			var quit bool
 			if d, ok, quit = sub.await(att); quit {
@@ -198,20 +201,29 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 	return driver.Delivery{}, false
 }
 
-// await waits for the next delivery of att when none was waiting. Acks
-// waiting to be coalesced are sent first, unless a delivery turns up once
-// the goroutines that hand them over (amqp091's) have had a turn: so a
-// consumer that has nothing more to do sends its last acks at once, and
-// one that is busy sends them in batches. quit is true after Close.
+// await waits for the next delivery of att when none was waiting. Before
+// it parks, it gives the goroutines that hand deliveries over (amqp091's)
+// a turn and looks again: when acks wait, so that a consumer with nothing
+// more to do sends them at once while a busy one sends them in batches,
+// and, now and then, when it is not busy, to notice that it has become
+// busy (with one CPU amqp091's goroutine is never ready before a turn).
+// quit is true after Close.
 func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool) {
-	if co := att.ack.co; co != nil && co.pending.Load() {
-		runtime.Gosched()
-		select {
-		case d, ok = <-att.dels:
-			return d, ok, false
-		default:
+	if co := att.ack.co; co != nil {
+		pending := co.pending.Load()
+		if pending || (!co.busy.Load() && co.probes.Add(1)%probeEvery == 0) {
+			runtime.Gosched()
+			select {
+			case d, ok = <-att.dels:
+				co.busy.Store(true)
+				return d, ok, false
+			default:
+			}
+			co.busy.Store(false)
+			if pending {
+				_ = co.flush()
+			}
 		}
-		_ = co.flush()
 	}
 	select {
 	case d, ok = <-att.dels:
