@@ -28,6 +28,18 @@ func coalescing(t *testing.T, sub driver.Subscription) *coalescer {
 	return att.ack.co
 }
 
+// subscribe consumes q on c with the prefetch, closed at cleanup, and
+// returns the subscription, its Receiver and its coalescer.
+func subscribe(t *testing.T, c *conn, q string, prefetch int) (driver.Subscription, driver.Receiver, *coalescer) {
+	t.Helper()
+	sub, err := c.Consume(ctxFor(t, 10*time.Second), driver.ConsumeSpec{Queue: q, Prefetch: prefetch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	return sub, sub.(driver.Receiver), coalescing(t, sub)
+}
+
 // busy marks the subscription of co busy, as it is while deliveries keep
 // arriving: acks wait from now on (until it finds nothing waiting).
 func busy(co *coalescer) { co.busy.Store(true) }
@@ -118,13 +130,7 @@ func TestCoalescedAcksCoverOnlyAckedDeliveries(t *testing.T) {
 	q := tempQueue(t, c, driver.Queue{Name: uniqueName("coalesce"), Durable: true})
 	want := ids("m", 40)
 	publishIDs(t, c, q, want)
-	sub, err := c.Consume(ctxFor(t, 10*time.Second), driver.ConsumeSpec{Queue: q, Prefetch: 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	r := sub.(driver.Receiver)
-	co := coalescing(t, sub)
+	sub, r, co := subscribe(t, c, q, 40)
 	ds := receiveN(t, r, 40)
 	busy(co)
 	const held, nacked = 12, 25
@@ -178,13 +184,7 @@ func TestCoalescedAckTimer(t *testing.T) {
 	c := openTest(t, nil)
 	q := tempQueue(t, c, driver.Queue{Name: uniqueName("coalesce-timer"), Durable: true})
 	publishIDs(t, c, q, ids("t", 3))
-	sub, err := c.Consume(ctxFor(t, 10*time.Second), driver.ConsumeSpec{Queue: q, Prefetch: 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	r := sub.(driver.Receiver)
-	co := coalescing(t, sub)
+	sub, r, co := subscribe(t, c, q, 40)
 	ds := receiveN(t, r, 3)
 	busy(co)
 	for _, d := range ds {
@@ -217,13 +217,7 @@ func testCoalescedAcksOutOfOrder(t *testing.T, prefetch int) {
 	const n = 300
 	want := ids("o", n)
 	publishIDs(t, c, q, want)
-	sub, err := c.Consume(ctxFor(t, 10*time.Second), driver.ConsumeSpec{Queue: q, Prefetch: prefetch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	r := sub.(driver.Receiver)
-	co := coalescing(t, sub)
+	sub, r, co := subscribe(t, c, q, prefetch)
 	holdIDs := []string{want[37], want[211]}
 	var (
 		mu     sync.Mutex
@@ -306,13 +300,8 @@ func TestCoalescedAcksSentAtCancelAndClose(t *testing.T) {
 			c := openTest(t, nil)
 			q := tempQueue(t, admin, driver.Queue{Name: uniqueName("coalesce-" + how), Durable: true})
 			publishIDs(t, admin, q, ids("x", 5))
-			sub, err := c.Consume(ctxFor(t, 10*time.Second), driver.ConsumeSpec{Queue: q, Prefetch: 40})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = sub.Close() })
-			ds := receiveN(t, sub.(driver.Receiver), 5)
-			co := coalescing(t, sub)
+			sub, r, co := subscribe(t, c, q, 40)
+			ds := receiveN(t, r, 5)
 			busy(co)
 			for _, d := range ds {
 				if err := d.Ack(); err != nil {
