@@ -59,11 +59,6 @@ func ackBatchSize(prefetch int) int {
 	return min(prefetch/4, maxAckBatch)
 }
 
-// probeEvery: a subscription that is not busy looks, at one in probeEvery
-// of the times it finds no delivery waiting, whether one turns up once
-// amqp091's goroutines have had a turn (see subscription.await).
-const probeEvery = 8
-
 // The state of a delivery tag in an ackBatch's window.
 const (
 	tagOpen    uint8 = iota // not settled (or never handed up)
@@ -235,8 +230,7 @@ type coalescer struct {
 	pending atomic.Bool
 	// busy is set when a delivery was found waiting and cleared when none
 	// was (subscription.Receive); acks wait only while it is set.
-	busy   atomic.Bool
-	probes atomic.Uint32
+	busy atomic.Bool
 }
 
 func newCoalescer(size int, send func(tag uint64, multiple bool) error) *coalescer {

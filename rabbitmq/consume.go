@@ -201,29 +201,22 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 	return driver.Delivery{}, false
 }
 
-// await waits for the next delivery of att when none was waiting. Before
-// it parks, it gives the goroutines that hand deliveries over (amqp091's)
-// a turn and looks again: when acks wait, so that a consumer with nothing
-// more to do sends them at once while a busy one sends them in batches,
-// and, now and then, when it is not busy, to notice that it has become
-// busy (with one CPU amqp091's goroutine is never ready before a turn).
-// quit is true after Close.
+// await waits for the next delivery of att when none was waiting. When
+// acks wait, it first gives the goroutines that hand deliveries over
+// (amqp091's) a turn and looks again, so that a busy consumer sends its
+// acks in batches (with one CPU, amqp091's goroutine is ready but not yet
+// waiting when the worker comes back) while one with nothing more to do
+// sends them at once and is no longer busy. quit is true after Close.
 func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool) {
-	if co := att.ack.co; co != nil {
-		pending := co.pending.Load()
-		if pending || (!co.busy.Load() && co.probes.Add(1)%probeEvery == 0) {
-			runtime.Gosched()
-			select {
-			case d, ok = <-att.dels:
-				co.busy.Store(true)
-				return d, ok, false
-			default:
-			}
-			co.busy.Store(false)
-			if pending {
-				_ = co.flush()
-			}
+	if co := att.ack.co; co != nil && co.pending.Load() {
+		runtime.Gosched()
+		select {
+		case d, ok = <-att.dels:
+			return d, ok, false
+		default:
 		}
+		co.busy.Store(false)
+		_ = co.flush()
 	}
 	select {
 	case d, ok = <-att.dels:
