@@ -88,9 +88,8 @@ type Handler[T any] func(ctx context.Context, m Message[T]) Ack
 
 // Defaults of Consume.
 const (
-	DefaultPrefetch           = 20
-	DefaultDrainTimeout       = 20 * time.Second
-	DefaultSettlementDeadline = 30 * time.Second
+	DefaultPrefetch     = 20
+	DefaultDrainTimeout = 20 * time.Second
 )
 
 // Consumer is a running consumer started by Consume.
@@ -122,23 +121,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	for _, o := range opts {
 		o.applyConsume(&cfg)
 	}
-	switch {
-	case cfg.concurrency < 1:
-		return nil, fmt.Errorf("acemq: WithConcurrency(%d): at least one handler must run; the default is 1", cfg.concurrency)
-	case cfg.prefetch < 0:
-		return nil, fmt.Errorf("acemq: WithPrefetch(%d): the prefetch must be 0 (no limit) or more; the default is %d", cfg.prefetch, DefaultPrefetch)
-	case cfg.drainTimeout <= 0:
-		return nil, fmt.Errorf("acemq: WithDrainTimeout(%s): the drain timeout must be positive; the default is %s", cfg.drainTimeout, DefaultDrainTimeout)
-	case cfg.codec == nil:
-		return nil, errNoCodec
-	case cfg.noDeclare && len(cfg.topology) > 0:
-		return nil, errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
-	case cfg.argsErr != nil:
-		return nil, fmt.Errorf("acemq: WithConsumerArguments: %w", cfg.argsErr)
-	case cfg.err != nil:
-		return nil, cfg.err
-	}
-	if err := cfg.breaker.check(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	h, err := chain(h, cfg.middleware)
@@ -256,7 +239,7 @@ type consumerCore struct {
 func (k *consumerCore) start(ctx context.Context) error {
 	for _, t := range k.cfg.topology {
 		if err := t.Apply(ctx, k.conn); err != nil {
-			return fmt.Errorf("acemq: the consumer of %q could not declare its topology: %w", k.queue, err)
+			return fmt.Errorf("%w (declared for the consumer of %q)", err, k.queue)
 		}
 	}
 	if !k.cfg.noDeclare {
@@ -287,7 +270,7 @@ func (k *consumerCore) start(ctx context.Context) error {
 	if k.conn.closed {
 		k.hcancel()
 		_ = sub.Close()
-		return errors.New("acemq: the connection is closed")
+		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, ErrClosed)
 	}
 	k.conn.consumers[k] = struct{}{}
 	k.running.Store(true)
