@@ -5,11 +5,13 @@ import "sync/atomic"
 // Consumer is the state a consumer reports, for package acemqtest's
 // WaitIdle: the queue it reads, how many deliveries it has taken up and
 // not yet settled (handlers running and retries waiting in the consumer),
-// and the rung queues of its retry policy.
+// how many of those wait on the connection's clock, and the rung queues of
+// its retry policy.
 type Consumer struct {
 	queue     string
 	rungs     []string
 	unsettled atomic.Int64
+	waiting   atomic.Int64
 }
 
 // NewConsumer returns the state of a consumer of queue whose policy waits
@@ -30,6 +32,14 @@ func (c *Consumer) Unsettled() int64 { return c.unsettled.Load() }
 
 // AddUnsettled adds n (negative when deliveries are settled) to Unsettled.
 func (c *Consumer) AddUnsettled(n int64) { c.unsettled.Add(n) }
+
+// Waiting is how many of the unsettled deliveries wait in the consumer
+// for a timer on the connection's clock that has not fired.
+func (c *Consumer) Waiting() int64 { return c.waiting.Load() }
+
+// AddWaiting adds n (negative when a timer fires or is stopped) to
+// Waiting.
+func (c *Consumer) AddWaiting(n int64) { c.waiting.Add(n) }
 
 // ConsumerHandle lets a type that embeds it (an *acemq.Consumer) be found
 // by ConsumerOf; like Handle, it adds nothing to the embedding type's API.
