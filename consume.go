@@ -110,15 +110,41 @@ type Consumer struct{ core *consumerCore }
 // policy built with nonsensical values), with an error saying what to
 // change. ctx bounds the start-up only: stop the consumer with Close.
 func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], opts ...ConsumeOption) (*Consumer, error) {
+	if c != nil && h == nil {
+		return nil, errors.New("acemq: Consume needs a handler")
+	}
+	k, err := newConsumer(c, queue, opts, consumeDefaults())
+	if err != nil {
+		return nil, err
+	}
+	if err := k.only("Consume"); err != nil {
+		return nil, err
+	}
+	if h, err = chain(h, k.cfg.middleware); err != nil {
+		return nil, err
+	}
+	k.handle = typed(k.cfg.codec, queue, h)
+	if err := k.start(ctx); err != nil {
+		return nil, err
+	}
+	return &Consumer{k}, nil
+}
+
+// consumeDefaults is the configuration options are applied over.
+func consumeDefaults() consumeConfig {
+	return consumeConfig{codec: JSON, concurrency: 1, prefetch: DefaultPrefetch, drainTimeout: DefaultDrainTimeout}
+}
+
+// newConsumer checks c, queue and opts (applied over cfg) as every Consume
+// variant does, and returns the consumer to start: the caller sets its
+// handle (ConsumeTypes and ConsumeBatch build theirs on the same engine).
+func newConsumer(c *Conn, queue string, opts []ConsumeOption, cfg consumeConfig) (*consumerCore, error) {
 	switch {
 	case c == nil:
 		return nil, errors.New("acemq: Consume needs a connection")
-	case h == nil:
-		return nil, errors.New("acemq: Consume needs a handler")
 	case queue == "":
 		return nil, errors.New("acemq: Consume needs a queue name")
 	}
-	cfg := consumeConfig{codec: JSON, concurrency: 1, prefetch: DefaultPrefetch, drainTimeout: DefaultDrainTimeout}
 	for _, o := range opts {
 		o.applyConsume(&cfg)
 	}
@@ -141,10 +167,6 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	if err := cfg.breaker.check(); err != nil {
 		return nil, err
 	}
-	h, err := chain(h, cfg.middleware)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.retrySet {
 		if cfg.retry.err != nil {
 			return nil, fmt.Errorf("acemq: the consumer of %q: %w", queue, cfg.retry.err)
@@ -157,21 +179,10 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		cfg.tag = "acemq-" + queue
 	}
 	cfg.retry = cfg.retry.orDefault()
-	codec := cfg.codec
 	k := &consumerCore{conn: c, queue: queue, cfg: cfg}
 	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
 	k.brk = newBreaker(k, cfg.breaker)
-	k.handle = func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error) {
-		var v T
-		if err := decode(codec, d.Body, d.ContentType, &v); err != nil {
-			return Ack{}, err
-		}
-		return h(ctx, newMessage(v, &d, env, queue)), nil
-	}
-	if err := k.start(ctx); err != nil {
-		return nil, err
-	}
-	return &Consumer{k}, nil
+	return k, nil
 }
 
 // Queue is the queue the consumer reads.

@@ -373,6 +373,9 @@ type consumeConfig struct {
 	middleware []any // Middleware[T] of the consumer's T
 	breaker    *Breaker
 	err        error
+
+	unknown    Handler[[]byte] // WithUnknownType (types.go)
+	unknownSet bool
 }
 
 type consumeOption func(*consumeConfig)
