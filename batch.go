@@ -1,11 +1,13 @@
 package acemq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -89,7 +91,7 @@ func ConsumeBatch[T any](ctx context.Context, c *Conn, queue string, size int, w
 		if err := decode(codec, d.Body, d.ContentType, &v); err != nil {
 			return Ack{}, err
 		}
-		return b.add(newMessage(v, &d, env, queue)), nil
+		return b.add(newMessage(v, &d, env, queue), d.DeliveryTag), nil
 	}
 	if err := k.start(ctx); err != nil {
 		return nil, err
@@ -115,23 +117,25 @@ type batcher[T any] struct {
 
 type batch[T any] struct {
 	ms   []Message[T]
+	tags []uint64 // the delivery tags of ms: the order the broker delivered them in
 	acks []Ack
 	full chan struct{} // closed when the batch holds size messages
 	done chan struct{} // closed when acks holds the handler's answer
 }
 
-// add puts m in the open batch (opening one if there is none) and returns
-// the Ack the handler gave it.
-func (b *batcher[T]) add(m Message[T]) Ack {
+// add puts m, delivered with tag, in the open batch (opening one if there
+// is none) and returns the Ack the handler gave it.
+func (b *batcher[T]) add(m Message[T], tag uint64) Ack {
 	b.mu.Lock()
 	bt := b.open
 	lead := bt == nil
 	if lead {
-		bt = &batch[T]{ms: make([]Message[T], 0, b.size), full: make(chan struct{}), done: make(chan struct{})}
+		bt = &batch[T]{ms: make([]Message[T], 0, b.size), tags: make([]uint64, 0, b.size), full: make(chan struct{}), done: make(chan struct{})}
 		b.open = bt
 	}
 	i := len(bt.ms)
 	bt.ms = append(bt.ms, m)
+	bt.tags = append(bt.tags, tag)
 	if len(bt.ms) == b.size {
 		b.open = nil
 		close(bt.full)
@@ -160,11 +164,32 @@ func (b *batcher[T]) lead(bt *batch[T]) {
 	if b.open == bt {
 		b.open = nil
 	}
-	ms := bt.ms
+	ms, tags := bt.ms, bt.tags
 	b.mu.Unlock()
-	bt.acks = b.run(ms)
+	bt.acks = b.inOrder(ms, tags)
 	<-b.slots
 	close(bt.done)
+}
+
+// inOrder runs the handler over ms in the order the broker delivered them
+// (the workers that took them may have reached the batch in another), and
+// returns the Acks in the order of ms.
+func (b *batcher[T]) inOrder(ms []Message[T], tags []uint64) []Ack {
+	order := make([]int, len(ms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(tags[x], tags[y]) })
+	sorted := make([]Message[T], len(ms))
+	for i, j := range order {
+		sorted[i] = ms[j]
+	}
+	got := b.run(sorted)
+	acks := make([]Ack, len(ms))
+	for i, j := range order {
+		acks[j] = got[i]
+	}
+	return acks
 }
 
 // run calls the handler, turning a panic or a wrong number of Acks into a
