@@ -23,7 +23,6 @@ func TestRun(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"batch of 5: r-1 r-2 r-3 r-4 r-5\n", // the first five fill a batch, in the order they were sent
 		"outcomes:\n  attempt 1: acked\n" +
 			"  attempt 1: rejected (the handler reported an unprocessable message: Error: meter m-1: a negative reading (-1 kWh))\n" +
 			"  attempt 1: retried (Error: the row lock timed out)\n" +
