@@ -15,10 +15,7 @@ import (
 )
 
 // ConsumeBatch's promises, each run on memory:// and on RabbitMQ.
-var batchPaths = []struct {
-	name string
-	run  func(t *testing.T, b backend)
-}{
+var batchPaths = []enginePath{
 	{"BySize", testBatchBySize},
 	{"ByWindow", testBatchByWindow},
 	{"EachMessageSettledOnItsOwn", testBatchPerMessage},
@@ -29,23 +26,11 @@ var batchPaths = []struct {
 	{"UndecodableNeverJoins", testBatchUndecodable},
 }
 
-func TestConsumeBatchMemory(t *testing.T) {
-	for _, p := range batchPaths {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			p.run(t, memoryBackend)
-		})
-	}
-}
+func TestConsumeBatchMemory(t *testing.T) { runPaths(t, batchPaths, memoryBackend) }
 
 func TestConsumeBatchRabbitMQ(t *testing.T) {
-	rabbitBackend.open(t)
-	for _, p := range batchPaths {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			p.run(t, rabbitBackend)
-		})
-	}
+	rabbitBackend.open(t) // skip early when no broker is configured
+	runPaths(t, batchPaths, rabbitBackend)
 }
 
 // hour is a window no test waits for: a batch handed over before it is

@@ -3,7 +3,6 @@ package acemq_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,7 @@ import (
 )
 
 // ConsumeTypes' promises, each run on memory:// and on RabbitMQ.
-var typesPaths = []struct {
-	name string
-	run  func(t *testing.T, b backend)
-}{
+var typesPaths = []enginePath{
 	{"RoutesByType", testTypesRoute},
 	{"UnknownTypeDeadLettered", testTypesUnknownDefault},
 	{"UnknownTypeUsersChoice", testTypesUnknownChoice},
@@ -26,23 +22,11 @@ var typesPaths = []struct {
 	{"RetryThroughRung", testTypesRetry},
 }
 
-func TestConsumeTypesMemory(t *testing.T) {
-	for _, p := range typesPaths {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			p.run(t, memoryBackend)
-		})
-	}
-}
+func TestConsumeTypesMemory(t *testing.T) { runPaths(t, typesPaths, memoryBackend) }
 
 func TestConsumeTypesRabbitMQ(t *testing.T) {
-	rabbitBackend.open(t)
-	for _, p := range typesPaths {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			p.run(t, rabbitBackend)
-		})
-	}
+	rabbitBackend.open(t) // skip early when no broker is configured
+	runPaths(t, typesPaths, rabbitBackend)
 }
 
 type placed struct {
@@ -53,28 +37,6 @@ type placed struct {
 type cancelled struct {
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
-}
-
-// track registers c's queues for deletion and c for closing when the test
-// ends.
-func (r *rig) track(c *acemq.Consumer, err error) *acemq.Consumer {
-	r.t.Helper()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.mu.Lock()
-	for _, d := range acemq.ConsumerDeclarations(r.q, c.Policy()) {
-		if d.Kind == acemq.QueueDeclaration && !slices.Contains(r.cleanup, d.Queue.Name) {
-			r.cleanup = append(r.cleanup, d.Queue.Name)
-		}
-	}
-	r.mu.Unlock()
-	r.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	})
-	return c
 }
 
 // send publishes body with envelope type typ to the rig's queue.
