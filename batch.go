@@ -39,7 +39,8 @@ const maxBatchHold = math.MaxUint16
 // WithConcurrency(n) runs up to n batches at once (default 1), and the
 // prefetch defaults to size × n, so that the broker hands over what the
 // batches can hold and no more: a consumer holds at most size × n
-// messages (65535 at most), one worker goroutine each. A WithPrefetch
+// messages (65535 at most), one worker goroutine each; Consumer.InFlight
+// counts the messages held, whether waiting for their batch or in it. A WithPrefetch
 // below size is refused (a batch could never fill), as is 0 (no limit).
 // WithMiddleware, WithOrderKey and WithUnknownType are refused. h's
 // context is the consumer's: not cancelled when Close starts, cancelled
