@@ -40,8 +40,9 @@ const maxBatchHold = math.MaxUint16
 // prefetch defaults to size × n, so that the broker hands over what the
 // batches can hold and no more: a consumer holds at most size × n
 // messages (65535 at most), one worker goroutine each; Consumer.InFlight
-// counts the messages held, whether waiting for their batch or in it. A WithPrefetch
-// below size is refused (a batch could never fill), as is 0 (no limit).
+// counts the messages held, whether waiting for their batch or in it. A
+// WithPrefetch below size is refused (a batch could never fill), as is 0
+// (no limit).
 // WithMiddleware, WithOrderKey and WithUnknownType are refused. h's
 // context is the consumer's: not cancelled when Close starts, cancelled
 // when a drain runs out; it does not carry the values interceptors set on
@@ -65,7 +66,7 @@ func ConsumeBatch[T any](ctx context.Context, c *Conn, queue string, size int, w
 	if probe.concurrency >= 1 && probe.concurrency <= maxBatchHold/size {
 		cfg.prefetch = size * probe.concurrency
 	}
-	k, err := newConsumer(c, queue, opts, cfg)
+	k, err := newConsumer("ConsumeBatch", c, queue, opts, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -113,7 +113,7 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	if c != nil && h == nil {
 		return nil, errors.New("acemq: Consume needs a handler")
 	}
-	k, err := newConsumer(c, queue, opts, consumeDefaults())
+	k, err := newConsumer("Consume", c, queue, opts, consumeDefaults())
 	if err != nil {
 		return nil, err
 	}
@@ -136,14 +136,14 @@ func consumeDefaults() consumeConfig {
 }
 
 // newConsumer checks c, queue and opts (applied over cfg) as every Consume
-// variant does, and returns the consumer to start: the caller sets its
+// variant (named fn in errors) does, and returns the consumer to start: the caller sets its
 // handle (ConsumeTypes and ConsumeBatch build theirs on the same engine).
-func newConsumer(c *Conn, queue string, opts []ConsumeOption, cfg consumeConfig) (*consumerCore, error) {
+func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg consumeConfig) (*consumerCore, error) {
 	switch {
 	case c == nil:
-		return nil, errors.New("acemq: Consume needs a connection")
+		return nil, fmt.Errorf("acemq: %s needs a connection", fn)
 	case queue == "":
-		return nil, errors.New("acemq: Consume needs a queue name")
+		return nil, fmt.Errorf("acemq: %s needs a queue name", fn)
 	}
 	for _, o := range opts {
 		o.applyConsume(&cfg)

@@ -69,7 +69,7 @@ func ConsumeTypes(ctx context.Context, c *Conn, queue string, handlers []TypeHan
 	if err != nil {
 		return nil, err
 	}
-	k, err := newConsumer(c, queue, opts, consumeDefaults())
+	k, err := newConsumer("ConsumeTypes", c, queue, opts, consumeDefaults())
 	if err != nil {
 		return nil, err
 	}
