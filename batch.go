@@ -23,7 +23,7 @@ const maxBatchHold = math.MaxUint16
 // in batches, for work that is cheaper in bulk (one database write for
 // many messages): a batch is handed over when size messages have arrived,
 // or window after its first one arrived, whichever comes first, and at
-// once when the consumer closes. h returns one Ack per message, in the
+// once when the consumer closes or pauses. h returns one Ack per message, in the
 // order of ms, and each message is settled on its own as that Ack decides,
 // exactly as Consume settles it: one message retried or dead-lettered
 // leaves the others of its batch accepted. A handler that panics, or
@@ -87,6 +87,7 @@ func ConsumeBatch[T any](ctx context.Context, c *Conn, queue string, size int, w
 	}
 	k.cfg.concurrency = size * batches // a worker holds each message of a batch
 	b := &batcher[T]{k: k, size: size, window: window, h: h, slots: make(chan struct{}, batches)}
+	k.flush = b.flush
 	codec := k.cfg.codec
 	k.handle = func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error) {
 		var v T
@@ -121,7 +122,7 @@ type batch[T any] struct {
 	ms   []Message[T]
 	tags []uint64 // the delivery tags of ms: the order the broker delivered them in
 	acks []Ack
-	full chan struct{} // closed when the batch holds size messages
+	due  chan struct{} // closed when the batch holds size messages, or the consumer pauses
 	done chan struct{} // closed when acks holds the handler's answer
 }
 
@@ -132,7 +133,7 @@ func (b *batcher[T]) add(m Message[T], tag uint64) Ack {
 	bt := b.open
 	lead := bt == nil
 	if lead {
-		bt = &batch[T]{ms: make([]Message[T], 0, b.size), tags: make([]uint64, 0, b.size), full: make(chan struct{}), done: make(chan struct{})}
+		bt = &batch[T]{ms: make([]Message[T], 0, b.size), tags: make([]uint64, 0, b.size), due: make(chan struct{}), done: make(chan struct{})}
 		b.open = bt
 	}
 	i := len(bt.ms)
@@ -140,7 +141,7 @@ func (b *batcher[T]) add(m Message[T], tag uint64) Ack {
 	bt.tags = append(bt.tags, tag)
 	if len(bt.ms) == b.size {
 		b.open = nil
-		close(bt.full)
+		close(bt.due)
 	}
 	b.mu.Unlock()
 	if lead {
@@ -151,11 +152,22 @@ func (b *batcher[T]) add(m Message[T], tag uint64) Ack {
 	return bt.acks[i]
 }
 
+// flush hands over the batch being gathered, if any, without waiting for
+// its window: the consumer is pausing.
+func (b *batcher[T]) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open != nil {
+		close(b.open.due)
+		b.open = nil
+	}
+}
+
 // lead waits until bt is due, then hands it to the handler.
 func (b *batcher[T]) lead(bt *batch[T]) {
 	t := time.NewTimer(b.window)
 	select {
-	case <-bt.full:
+	case <-bt.due:
 	case <-t.C:
 	case <-b.k.stopping: // Close: hand over what there is at once
 	case <-b.k.hctx.Done():

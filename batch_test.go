@@ -21,6 +21,7 @@ var batchPaths = []enginePath{
 	{"EachMessageSettledOnItsOwn", testBatchPerMessage},
 	{"PrefetchIsTheBatch", testBatchPrefetch},
 	{"CloseHandsOverAPartialBatch", testBatchClose},
+	{"PauseHandsOverAPartialBatch", testBatchPause},
 	{"DrainOutCancelsTheContext", testBatchDrainOut},
 	{"PanicDeadLettersTheBatch", testBatchPanic},
 	{"UndecodableNeverJoins", testBatchUndecodable},
@@ -205,6 +206,37 @@ func testBatchClose(t *testing.T, b backend) {
 		checkSettlement(t, r.next(), acemq.DecisionAccept, acemq.OutcomeAcked, "")
 	}
 	r.messages(r.q, 0)
+}
+
+func testBatchPause(t *testing.T, b backend) {
+	r := newRig(t, b)
+	got := make(chan []string, 2)
+	c := r.track(acemq.ConsumeBatch(context.Background(), r.conn, r.q, 10, hour, acceptAll(got)))
+	r.publish("a", acemq.Envelope{})
+	r.publish("b", acemq.Envelope{})
+	testenv.Eventually(t, "both messages to wait in the batch", func() bool { return c.InFlight() == 2 })
+	// Pause returns once the running handlers have: the batch being
+	// gathered is handed over without waiting out its window.
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := c.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if batch := brokertest.Receive(t, got); len(batch) != 2 {
+		t.Errorf("Pause handed over %v, want both messages", batch)
+	}
+	for range 2 {
+		checkSettlement(t, r.next(), acemq.DecisionAccept, acemq.OutcomeAcked, "")
+	}
+	if err := c.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
+		r.publish(id, acemq.Envelope{})
+	}
+	if batch := brokertest.Receive(t, got); len(batch) != 10 {
+		t.Errorf("after Resume a batch of %d, want 10", len(batch))
+	}
 }
 
 func testBatchDrainOut(t *testing.T, b backend) {

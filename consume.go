@@ -262,6 +262,7 @@ type consumerCore struct {
 	closeErr  error
 	closed    bool
 	keyed     keyOrder // WithOrderKey's running keys (order.go)
+	flush     func()   // ConsumeBatch's: hand over the batch being gathered (batch.go)
 }
 
 func (k *consumerCore) start(ctx context.Context) error {
