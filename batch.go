@@ -96,10 +96,7 @@ func ConsumeBatch[T any](ctx context.Context, c *Conn, queue string, size int, w
 		}
 		return b.add(newMessage(v, &d, env, queue), d.DeliveryTag), nil
 	}
-	if err := k.start(ctx); err != nil {
-		return nil, err
-	}
-	return &Consumer{k}, nil
+	return k.started(ctx)
 }
 
 // batcher gathers the messages its consumer's workers hand it into

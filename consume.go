@@ -124,6 +124,11 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		return nil, err
 	}
 	k.handle = typed(k.cfg.codec, queue, h)
+	return k.started(ctx)
+}
+
+// started starts k, whose handle is set, and returns its Consumer.
+func (k *consumerCore) started(ctx context.Context) (*Consumer, error) {
 	if err := k.start(ctx); err != nil {
 		return nil, err
 	}

@@ -91,10 +91,7 @@ func ConsumeTypes(ctx context.Context, c *Conn, queue string, handlers []TypeHan
 		}
 		return unknown(ctx, newMessage(d.Body, &d, env, queue)), nil
 	}
-	if err := k.start(ctx); err != nil {
-		return nil, err
-	}
-	return &Consumer{k}, nil
+	return k.started(ctx)
 }
 
 // typeTable checks the handlers given to ConsumeTypes and indexes them by
