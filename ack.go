@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -132,13 +133,10 @@ func Park(err error) Ack { return Ack{decision: DecisionPark, err: orUnknown(err
 // of zero or less uses the default of 5 s.
 func InProgress(delay time.Duration) Ack {
 	if delay <= 0 {
-		delay = DefaultInProgressDelay
+		delay = tuning.InProgressDelay
 	}
 	return Ack{decision: DecisionInProgress, delay: delay}
 }
-
-// DefaultInProgressDelay is the wait InProgress uses when given none.
-const DefaultInProgressDelay = 5 * time.Second
 
 // FromError turns an error into a decision: nil accepts, an error marked
 // Fatal rejects, any other error retries.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -315,7 +316,7 @@ func (b *breaker) putBack(d *driver.Delivery, ack Ack, decodeErr error, s *Settl
 // running handlers (it is one of them): hold does not.
 func (b *breaker) pause() {
 	k := b.k
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultSettlementDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), tuning.SettlementDeadline)
 	_, err := k.hold(ctx, pausedByBreaker)
 	cancel()
 	if err != nil {
@@ -347,7 +348,7 @@ func (b *breaker) coolDown() {
 		k.conn.log.Info("acemq: the consumer's circuit breaker is half open: one delivery runs as a probe", slog.String("queue", k.queue))
 		// k.hctx ends when Close has finished, cutting short a
 		// resubscription that waits for a lost connection to recover.
-		ctx, cancel := context.WithTimeout(k.hctx, DefaultSettlementDeadline)
+		ctx, cancel := context.WithTimeout(k.hctx, tuning.SettlementDeadline)
 		err := k.release(ctx, pausedByBreaker)
 		cancel()
 		if err == nil || k.isStopping() || k.ended.Load() {

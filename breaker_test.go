@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -103,7 +104,7 @@ func testBreakerOpensAndCloses(t *testing.T, concurrency int) {
 		if retried != 2 {
 			t.Errorf("%d retries; want the 2 before the breaker opened", retried)
 		}
-		if d := brokertest.Depth(t, r.c, acemq.DeadLetterQueue(r.q)); d != 0 {
+		if d := brokertest.Depth(t, r.c, contract.DeadLetterQueue(r.q)); d != 0 {
 			t.Errorf("%d messages dead-lettered", d)
 		}
 		if g := x.count(t, "acemq.consume.breaker.state", map[string]string{"queue": r.q}); g != 0 {

@@ -101,9 +101,9 @@ func TestInspectAndBrowse(t *testing.T) {
 			if err := br.Move(ctx, got[1], "", other, moved); err != nil {
 				t.Fatal(err)
 			}
-			var ue *acemq.UnroutableError
+			var ue *driver.ReturnError
 			if err := br.Move(ctx, got[2], "", r.q+"-nowhere", got[2].Envelope); !errors.As(err, &ue) {
-				t.Fatalf("Move to nowhere: %v, want an *UnroutableError", err)
+				t.Fatalf("Move to nowhere: %v, want a *driver.ReturnError", err)
 			}
 			if err := br.Close(); err != nil {
 				t.Fatal(err)

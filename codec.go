@@ -15,7 +15,7 @@ import (
 )
 
 // Codec turns payloads into bodies and back. A publisher writes one format;
-// a consumer reads by content type, and a Composite reads several.
+// a consumer reads by content type, and a codec.Composite (package codec) reads several.
 type Codec interface {
 	// ContentType is written on every message the codec encodes.
 	ContentType() string
@@ -223,40 +223,6 @@ func (bytesCodec) Decode(body []byte, ct string, v any) error {
 		return &DecodeError{ContentType: ct, Err: fmt.Errorf("the bytes codec decodes into *[]byte, not %T", v)}
 	}
 	return nil
-}
-
-// Composite returns a codec that writes with the first codec and reads with
-// the first codec that accepts a body's content type. A content type none
-// accepts is a non-retryable DecodeError.
-func Composite(codecs ...Codec) Codec {
-	if len(codecs) == 0 {
-		panic("acemq: Composite needs at least one codec")
-	}
-	return composite(codecs)
-}
-
-type composite []Codec
-
-func (c composite) ContentType() string { return c[0].ContentType() }
-
-func (c composite) Accepts(ct string) bool {
-	for _, x := range c {
-		if x.Accepts(ct) {
-			return true
-		}
-	}
-	return false
-}
-
-func (c composite) Encode(v any) ([]byte, error) { return c[0].Encode(v) }
-
-func (c composite) Decode(body []byte, ct string, v any) error {
-	for _, x := range c {
-		if x.Accepts(ct) {
-			return x.Decode(body, ct, v)
-		}
-	}
-	return &DecodeError{ContentType: ct, Err: fmt.Errorf("no codec reads content type %q", ct)}
 }
 
 // decode runs codec.Decode, refusing a content type the codec does not

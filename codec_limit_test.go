@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/allocbound"
+	"github.com/acemq/acemq/internal/headerjson"
 )
 
 // A body over the JSON codec's bounds is refused before encoding/json reads
@@ -74,7 +75,7 @@ func TestJSONLimits(t *testing.T) {
 func TestHeadersFromJSONMemoryIsLinear(t *testing.T) {
 	deep := `{"h":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}`
 	var err error
-	n := allocbound.Bytes(func() { _, err = acemq.HeadersFromJSON([]byte(deep)) })
+	n := allocbound.Bytes(func() { _, err = headerjson.HeadersFromJSON([]byte(deep)) })
 	if !errors.Is(err, acemq.ErrTooDeep) || !strings.Contains(err.Error(), "more than 64 levels") {
 		t.Fatalf("18 KB of nested arrays: %v", err)
 	}
@@ -107,7 +108,7 @@ func TestHeadersFromJSONMemoryIsLinear(t *testing.T) {
 	b.WriteString(strings.Repeat("}", 63))
 	wide := b.String()
 	var h map[string]any
-	n = allocbound.Bytes(func() { h, err = acemq.HeadersFromJSON([]byte(wide)) })
+	n = allocbound.Bytes(func() { h, err = headerjson.HeadersFromJSON([]byte(wide)) })
 	if err != nil || len(h) != 1 {
 		t.Fatalf("long keys: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec"
 )
 
 type codecOrder struct {
@@ -71,7 +72,7 @@ func TestOnlyJSONAnswersAnEmptyContentType(t *testing.T) {
 	if acemq.Text.Accepts("") {
 		t.Error("Text answers an empty content type")
 	}
-	c := acemq.Composite(acemq.Text, acemq.JSON)
+	c := codec.Composite(acemq.Text, acemq.JSON)
 	var v any
 	if err := c.Decode([]byte(`{"a":1}`), "", &v); err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ func TestBytesCodec(t *testing.T) {
 }
 
 func TestCompositeDispatch(t *testing.T) {
-	c := acemq.Composite(acemq.JSON, acemq.Text, acemq.Bytes)
+	c := codec.Composite(acemq.JSON, acemq.Text, acemq.Bytes)
 	if c.ContentType() != "application/json" {
 		t.Errorf("a composite writes %q, want its first codec's", c.ContentType())
 	}
@@ -245,7 +246,7 @@ func TestCompositeDispatch(t *testing.T) {
 		}
 	}
 	// A content type nobody reads.
-	strict := acemq.Composite(acemq.JSON, acemq.Text)
+	strict := codec.Composite(acemq.JSON, acemq.Text)
 	if strict.Accepts("application/xml") {
 		t.Error("JSON+Text accepts application/xml")
 	}
@@ -261,7 +262,7 @@ func TestCompositeDispatch(t *testing.T) {
 			t.Error("Composite() with no codecs did not panic")
 		}
 	}()
-	acemq.Composite()
+	codec.Composite()
 }
 
 func TestDecodeErrorMessage(t *testing.T) {

@@ -36,7 +36,7 @@ type Conn struct {
 	listeners atomic.Pointer[[]func(Settlement)]
 	consumers map[*consumerCore]struct{}
 	closed    bool
-	events    []func(ConnEvent)
+	events    []func(driver.Event)
 	declared  declaredPolicies // retry_declared.go
 
 	// The pipeline (pipeline.go, logging.go).
@@ -44,15 +44,6 @@ type Conn struct {
 	consumeIcpt []ConsumeInterceptor
 	log         *slog.Logger
 }
-
-// ConnEvent is a connection state transition (lost, retrying, recovered,
-// blocked, unblocked), reported to the functions given with
-// WithConnEvents.
-type ConnEvent = driver.Event
-
-// UnroutableError reports a mandatory publish no queue took. Code and Text
-// are the broker's (312 NO_ROUTE).
-type UnroutableError = driver.ReturnError
 
 // Errors a caller tells apart with errors.Is.
 var (
@@ -88,7 +79,7 @@ func init() {
 		}
 		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load()}
 		for _, d := range c.core.cfg.retry.brokerRungs() {
-			st.Rungs = append(st.Rungs, RungQueue(c.core.queue, d))
+			st.Rungs = append(st.Rungs, wire.RungQueue(c.core.queue, d))
 		}
 		return st, true
 	})
@@ -116,7 +107,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	for _, o := range opts {
 		o.applyConn(&cfg)
 	}
-	if err := errors.Join(cfg.errs...); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	urls := driver.SplitURLs(url)
@@ -124,7 +115,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	fallback := append(urls[1:len(urls):len(urls)], cfg.fallback...)
 	d, err := driver.Lookup(url)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("acemq: connecting to %s: %w", driver.RedactURL(url), err)
 	}
 	if err := sameScheme(url, fallback); err != nil {
 		return nil, err
@@ -153,7 +144,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	cfg.drv.OnEvent = c.dispatchEvent
 	t, err := c.openWaiting(ctx, d, cfg.drv, cfg.wait)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, unprefixed{driver.Redact(err)})
+		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, driver.Redact(err))
 	}
 	c.t = t
 	c.plumb = &plumbing.Conn{
@@ -329,10 +320,3 @@ func sameScheme(first string, fallback []string) error {
 	}
 	return nil
 }
-
-// unprefixed is an error whose text drops a leading "acemq: ", for an error
-// wrapped in one that already says it.
-type unprefixed struct{ err error }
-
-func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), "acemq: ") }
-func (u unprefixed) Unwrap() error { return u.err }

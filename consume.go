@@ -88,9 +88,8 @@ type Handler[T any] func(ctx context.Context, m Message[T]) Ack
 
 // Defaults of Consume.
 const (
-	DefaultPrefetch           = 20
-	DefaultDrainTimeout       = 20 * time.Second
-	DefaultSettlementDeadline = 30 * time.Second
+	DefaultPrefetch     = 20
+	DefaultDrainTimeout = 20 * time.Second
 )
 
 // Consumer is a running consumer started by Consume.
@@ -141,8 +140,9 @@ func consumeDefaults() consumeConfig {
 }
 
 // newConsumer checks c, queue and opts (applied over cfg) as every Consume
-// variant (named fn in errors) does, and returns the consumer to start: the caller sets its
-// handle (ConsumeTypes and ConsumeBatch build theirs on the same engine).
+// variant (named fn in errors) does, and returns the consumer to start:
+// the caller sets its handle (ConsumeTypes and ConsumeBatch build theirs
+// on the same engine).
 func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg consumeConfig) (*consumerCore, error) {
 	switch {
 	case c == nil:
@@ -153,23 +153,7 @@ func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg con
 	for _, o := range opts {
 		o.applyConsume(&cfg)
 	}
-	switch {
-	case cfg.concurrency < 1:
-		return nil, fmt.Errorf("acemq: WithConcurrency(%d): at least one handler must run; the default is 1", cfg.concurrency)
-	case cfg.prefetch < 0:
-		return nil, fmt.Errorf("acemq: WithPrefetch(%d): the prefetch must be 0 (no limit) or more; the default is %d", cfg.prefetch, DefaultPrefetch)
-	case cfg.drainTimeout <= 0:
-		return nil, fmt.Errorf("acemq: WithDrainTimeout(%s): the drain timeout must be positive; the default is %s", cfg.drainTimeout, DefaultDrainTimeout)
-	case cfg.codec == nil:
-		return nil, errNoCodec
-	case cfg.noDeclare && len(cfg.topology) > 0:
-		return nil, errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
-	case cfg.argsErr != nil:
-		return nil, fmt.Errorf("acemq: WithConsumerArguments: %w", cfg.argsErr)
-	case cfg.err != nil:
-		return nil, cfg.err
-	}
-	if err := cfg.breaker.check(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.retrySet {
@@ -273,7 +257,7 @@ type consumerCore struct {
 func (k *consumerCore) start(ctx context.Context) error {
 	for _, t := range k.cfg.topology {
 		if err := t.Apply(ctx, k.conn); err != nil {
-			return fmt.Errorf("acemq: the consumer of %q could not declare its topology: %w", k.queue, err)
+			return fmt.Errorf("%w (declared for the consumer of %q)", err, k.queue)
 		}
 	}
 	if !k.cfg.noDeclare {
@@ -304,7 +288,7 @@ func (k *consumerCore) start(ctx context.Context) error {
 	if k.conn.closed {
 		k.hcancel()
 		_ = sub.Close()
-		return errors.New("acemq: the connection is closed")
+		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, ErrClosed)
 	}
 	k.conn.consumers[k] = struct{}{}
 	k.running.Store(true)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/memory"
@@ -97,12 +98,12 @@ func FuzzEngineSettlesAnything(f *testing.F) {
 			t.Errorf("the copy reads id %q", env.ID())
 		}
 		// x-acemq-error is the settlement's reason, cut to
-		// MaxErrorHeaderBytes when it is longer.
-		if len(s.Reason) <= acemq.MaxErrorHeaderBytes {
+		// contract.MaxErrorHeaderBytes when it is longer.
+		if len(s.Reason) <= contract.MaxErrorHeaderBytes {
 			if env.Reason() != s.Reason {
 				t.Errorf("the copy reads error %q, want %q", env.Reason(), s.Reason)
 			}
-		} else if mark := fmt.Sprintf("… (cut; the reason was %d bytes)", len(s.Reason)); len(env.Reason()) > acemq.MaxErrorHeaderBytes ||
+		} else if mark := fmt.Sprintf("… (cut; the reason was %d bytes)", len(s.Reason)); len(env.Reason()) > contract.MaxErrorHeaderBytes ||
 			!strings.HasSuffix(env.Reason(), mark) || !strings.HasPrefix(s.Reason, strings.TrimSuffix(env.Reason(), mark)) {
 			t.Errorf("the copy's error is not the reason cut: %d bytes, ends %q", len(env.Reason()), env.Reason()[max(0, len(env.Reason())-60):])
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -19,15 +20,15 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 		ctx := context.Background()
 		q := testenv.Unique(t, "acemq-missing")
 		policy := acemq.FixedRetry(3, time.Minute) // one rung, q.retry.1m
-		rung := acemq.RungQueue(q, time.Minute)
+		rung := contract.RungQueue(q, time.Minute)
 		// Deleted at the end in case the consumer wrongly declares them.
-		brokertest.DeleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), rung)
+		brokertest.DeleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung)
 		h := func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() }
 		_, err := acemq.Consume(ctx, conn, q, h, acemq.WithRetry(policy))
 		if !errors.Is(err, acemq.ErrNotFound) {
 			t.Fatalf("consuming a missing queue: %v, want an error wrapping ErrNotFound", err)
 		}
-		for _, name := range []string{acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), rung} {
+		for _, name := range []string{contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung} {
 			if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
 				t.Errorf("the consumer that could not start left %s behind (inspect: %v)", name, err)
 			}
@@ -41,7 +42,7 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer brokertest.Stop(t, c)
-		for _, name := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), rung} {
+		for _, name := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung} {
 			if _, err := conn.Inspect(ctx, name); err != nil {
 				t.Errorf("after a start with WithTopology, %s: %v", name, err)
 			}

@@ -12,9 +12,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/internal/tuning"
 )
 
 // The engine's decision paths (docs/wire.md §6), each run on memory:// here and
@@ -408,7 +410,7 @@ func testInProgress(t *testing.T, b backend) {
 	if s.Envelope.Attempt() != 1 || s.Envelope.ID() != env.ID() {
 		t.Errorf("after in-progress: attempt %d id %q, want attempt 1 id %q", s.Envelope.Attempt(), s.Envelope.ID(), env.ID())
 	}
-	if acemq.InProgress(0).Delay() != acemq.DefaultInProgressDelay || acemq.DefaultInProgressDelay != 5*time.Second {
+	if acemq.InProgress(0).Delay() != tuning.InProgressDelay || tuning.InProgressDelay != 5*time.Second {
 		t.Errorf("default in-progress delay %v", acemq.InProgress(0).Delay())
 	}
 }
@@ -468,7 +470,7 @@ func testMissingDeadLetterQueue(t *testing.T, b backend) {
 	if s.Outcome != acemq.OutcomeRequeued || s.SetAsideFailed != r.q+".dlq" || s.Decision != acemq.DecisionReject {
 		t.Errorf("settlement %+v, want requeued with the .dlq counted", s)
 	}
-	var ue *acemq.UnroutableError
+	var ue *driver.ReturnError
 	if !errors.As(s.SettleErr, &ue) || ue.Code != 312 {
 		t.Errorf("settle error %v, want an unroutable error", s.SettleErr)
 	}
@@ -522,7 +524,7 @@ func testPutBackCountsTowardDeliveryLimit(t *testing.T, b backend) {
 		t.Errorf("the handler ran %d times; want %d (the limit, plus one)", n, limit+1)
 	}
 	for range limit + 1 {
-		if s := r.next(); s.Outcome != acemq.OutcomeRequeued || s.SetAsideFailed != acemq.DeadLetterQueue(q) {
+		if s := r.next(); s.Outcome != acemq.OutcomeRequeued || s.SetAsideFailed != contract.DeadLetterQueue(q) {
 			t.Errorf("settlement %+v; want requeued with the set-aside failed", s)
 		}
 	}
@@ -909,8 +911,8 @@ func testHugeErrorIsCut(t *testing.T, b backend) {
 	checkSettlement(t, s, acemq.DecisionReject, acemq.OutcomeRejected, r.q+".dlq")
 	d := r.get(r.q + ".dlq")
 	got, _ := d.Headers[acemq.HeaderError].(string)
-	if len(got) > acemq.MaxErrorHeaderBytes || !utf8.ValidString(got) {
-		t.Errorf("x-acemq-error is %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), acemq.MaxErrorHeaderBytes)
+	if len(got) > contract.MaxErrorHeaderBytes || !utf8.ValidString(got) {
+		t.Errorf("x-acemq-error is %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), contract.MaxErrorHeaderBytes)
 	}
 	if !strings.HasPrefix(got, "the handler rejected it: Error: éé") || !strings.Contains(got, fmt.Sprintf("%d bytes", len(s.Reason))) {
 		t.Errorf("x-acemq-error = %.80q…%q", got, got[max(0, len(got)-60):])

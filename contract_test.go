@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
 type contractFixture struct {
@@ -292,7 +294,7 @@ func parsePolicy(t *testing.T, how string) (acemq.RetryPolicy, policyModel) {
 				t.Fatalf("policy %q: %v", how, err)
 			}
 			model.jitter = f
-			p = p.WithJitter(f)
+			p = p.Jitter(f)
 		case "waitInBrokerFrom":
 			model.threshold = parseHowDuration(t, mm[2])
 			p = p.WaitInBrokerFrom(time.Duration(model.threshold) * time.Millisecond)
@@ -314,8 +316,8 @@ func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millis
 func TestContractTopLevel(t *testing.T) {
 	f := loadContract(t)
 	for _, c := range []struct{ what, fixture, library, want string }{
-		{"dead-letter exchange", f.DeadLetterExchange, acemq.DeadLetterExchange, "acemq.dlx"},
-		{"retry exchange", f.RetryExchange, acemq.RetryExchange, "acemq.retry"},
+		{"dead-letter exchange", f.DeadLetterExchange, contract.DeadLetterExchange, "acemq.dlx"},
+		{"retry exchange", f.RetryExchange, contract.RetryExchange, "acemq.retry"},
 	} {
 		if c.fixture != c.want || c.library != c.want {
 			t.Errorf("%s: fixture %q, library %q, want %q", c.what, c.fixture, c.library, c.want)
@@ -324,7 +326,6 @@ func TestContractTopLevel(t *testing.T) {
 	for _, got := range []int64{
 		f.DefaultBrokerWaitThresholdMillis,
 		f.BrokerWaitThreshold.DefaultMillis,
-		acemq.DefaultBrokerWaitThreshold.Milliseconds(),
 		acemq.NoRetry().BrokerWaitThreshold().Milliseconds(),
 		acemq.RetryPolicy{}.BrokerWaitThreshold().Milliseconds(),
 		acemq.FixedRetry(3, time.Second).BrokerWaitThreshold().Milliseconds(),
@@ -375,7 +376,7 @@ func TestContractRetrySchedules(t *testing.T) {
 			// declares.
 			var declared []string
 			for _, d := range acemq.ConsumerDeclarations("orders.new", p) {
-				if d.Kind == acemq.QueueDeclaration && strings.Contains(d.Queue.Name, ".retry.") {
+				if d.Kind == topology.QueueDeclaration && strings.Contains(d.Queue.Name, ".retry.") {
 					declared = append(declared, d.Queue.Name)
 				}
 			}
@@ -485,7 +486,7 @@ func TestContractJitter(t *testing.T) {
 		}
 	}
 	// Floored at 1 ms, whatever the policy.
-	for _, pol := range []acemq.RetryPolicy{p, acemq.FixedRetry(3, 0), acemq.FixedRetry(3, 100*time.Microsecond).WithJitter(1)} {
+	for _, pol := range []acemq.RetryPolicy{p, acemq.FixedRetry(3, 0), acemq.FixedRetry(3, 100*time.Microsecond).Jitter(1)} {
 		for _, d := range []time.Duration{0, time.Microsecond, 900 * time.Microsecond} {
 			for range 200 {
 				if w := pol.Jittered(d); w < floor {
@@ -504,7 +505,7 @@ func TestContractJitter(t *testing.T) {
 		p, m := parsePolicy(t, sc.How)
 		rungs := map[string]int64{}
 		for _, d := range acemq.ConsumerDeclarations("q", p) {
-			if d.Kind == acemq.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
+			if d.Kind == topology.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
 				n, _ := asInt64(d.Queue.Args["x-message-ttl"])
 				rungs[d.Queue.Name] = n
 			}
@@ -539,10 +540,10 @@ func TestContractBrokerWaitThreshold(t *testing.T) {
 			var rungs []string
 			retryExchange := false
 			for _, d := range acemq.ConsumerDeclarations("q", p) {
-				if d.Kind == acemq.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
+				if d.Kind == topology.QueueDeclaration && strings.HasPrefix(d.Queue.Name, "q.retry.") {
 					rungs = append(rungs, d.Queue.Name)
 				}
-				if d.Kind == acemq.ExchangeDeclaration && d.Exchange.Name == "acemq.retry" {
+				if d.Kind == topology.ExchangeDeclaration && d.Exchange.Name == "acemq.retry" {
 					retryExchange = true
 				}
 			}
@@ -561,11 +562,11 @@ func TestContractNaming(t *testing.T) {
 	f := loadContract(t)
 	n := f.Naming
 	q := n.Queue
-	if want := q + ".dlq"; n.DeadLetterQueue != want || acemq.DeadLetterQueue(q) != want {
-		t.Errorf("dead-letter queue: fixture %q, library %q, want %q", n.DeadLetterQueue, acemq.DeadLetterQueue(q), want)
+	if want := q + ".dlq"; n.DeadLetterQueue != want || contract.DeadLetterQueue(q) != want {
+		t.Errorf("dead-letter queue: fixture %q, library %q, want %q", n.DeadLetterQueue, contract.DeadLetterQueue(q), want)
 	}
-	if want := q + ".parked"; n.ParkedQueue != want || acemq.ParkedQueue(q) != want {
-		t.Errorf("parked queue: fixture %q, library %q, want %q", n.ParkedQueue, acemq.ParkedQueue(q), want)
+	if want := q + ".parked"; n.ParkedQueue != want || contract.ParkedQueue(q) != want {
+		t.Errorf("parked queue: fixture %q, library %q, want %q", n.ParkedQueue, contract.ParkedQueue(q), want)
 	}
 	if len(n.RetryQueues) == 0 {
 		t.Fatal("no rung names")
@@ -575,7 +576,7 @@ func TestContractNaming(t *testing.T) {
 		if r.Queue != want {
 			t.Errorf("%d ms: fixture %q, independent derivation %q", r.DelayMillis, r.Queue, want)
 		}
-		if got := acemq.RungQueue(q, msDuration(r.DelayMillis)); got != want {
+		if got := contract.RungQueue(q, msDuration(r.DelayMillis)); got != want {
 			t.Errorf("RungQueue(%d ms) = %q, want %q", r.DelayMillis, got, want)
 		}
 	}
@@ -605,7 +606,7 @@ func TestContractRungArguments(t *testing.T) {
 			p := acemq.FixedRetry(2, d).WaitInBrokerFrom(d)
 			var found bool
 			for _, decl := range acemq.ConsumerDeclarations(q, p) {
-				if decl.Kind != acemq.QueueDeclaration || decl.Queue.Name != r.Queue {
+				if decl.Kind != topology.QueueDeclaration || decl.Queue.Name != r.Queue {
 					continue
 				}
 				found = true
@@ -629,23 +630,23 @@ func TestContractRungArguments(t *testing.T) {
 func TestContractQueueTypeDefaults(t *testing.T) {
 	f := loadContract(t)
 	d := f.QueueTypeDefaults
-	plan := func(q string, opts ...acemq.DeclareOption) acemq.Declaration {
+	plan := func(q string, opts ...acemq.DeclareOption) topology.Declaration {
 		t.Helper()
 		p, err := acemq.NewTopology().Queue(q, opts...).Plan()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, decl := range p {
-			if decl.Kind == acemq.QueueDeclaration && decl.Queue.Name == q {
+			if decl.Kind == topology.QueueDeclaration && decl.Queue.Name == q {
 				return decl
 			}
 		}
 		t.Fatalf("no queue %q in the plan", q)
-		return acemq.Declaration{}
+		return topology.Declaration{}
 	}
 	for _, c := range []struct {
 		what, want string
-		decl       acemq.Declaration
+		decl       topology.Declaration
 	}{
 		{"sourceQueue", d.SourceQueue, plan("a")},
 		{"sourceQueueWithDeadLetter", d.SourceQueueWithDeadLetter, plan("a", acemq.WithDeadLettering(true))},
@@ -664,15 +665,15 @@ func TestContractQueueTypeDefaults(t *testing.T) {
 	}
 }
 
-func consumerQueue(t *testing.T, name string) acemq.Declaration {
+func consumerQueue(t *testing.T, name string) topology.Declaration {
 	t.Helper()
 	for _, d := range acemq.ConsumerDeclarations("a", acemq.FixedRetry(2, 30*time.Second)) {
-		if d.Kind == acemq.QueueDeclaration && d.Queue.Name == name {
+		if d.Kind == topology.QueueDeclaration && d.Queue.Name == name {
 			return d
 		}
 	}
 	t.Fatalf("the consumer does not declare %q", name)
-	return acemq.Declaration{}
+	return topology.Declaration{}
 }
 
 // queueTypeOf reads a declaration's queue type as the fixture writes it:

@@ -9,29 +9,25 @@ import (
 	"github.com/acemq/acemq/driver"
 )
 
-// Credentials is a user name and password. Its String method never shows
-// the password.
-type Credentials = driver.Credentials
-
 // CredentialsProvider returns the user name and password to connect with.
 // WithCredentials consults it on every connection and reconnection, so a
 // rotated secret is picked up at the next reconnect. Any function of this
 // shape is one.
-type CredentialsProvider func(ctx context.Context) (Credentials, error)
+type CredentialsProvider func(ctx context.Context) (driver.Credentials, error)
 
 // CredentialsFromEnv reads the user name and password from two environment
 // variables on every connection and reconnection. An unset or empty
 // variable is an error that names the variable (never its value).
 func CredentialsFromEnv(userVar, passwordVar string) CredentialsProvider {
-	return func(context.Context) (Credentials, error) {
+	return func(context.Context) (driver.Credentials, error) {
 		u, p := os.Getenv(userVar), os.Getenv(passwordVar)
 		switch {
 		case u == "":
-			return Credentials{}, fmt.Errorf("acemq: the environment variable %s (the broker user name) is not set", userVar)
+			return driver.Credentials{}, fmt.Errorf("acemq: the environment variable %s (the broker user name) is not set", userVar)
 		case p == "":
-			return Credentials{}, fmt.Errorf("acemq: the environment variable %s (the broker password) is not set", passwordVar)
+			return driver.Credentials{}, fmt.Errorf("acemq: the environment variable %s (the broker password) is not set", passwordVar)
 		}
-		return Credentials{Username: u, Password: p}, nil
+		return driver.Credentials{Username: u, Password: p}, nil
 	}
 }
 
@@ -41,15 +37,15 @@ func CredentialsFromEnv(userVar, passwordVar string) CredentialsProvider {
 // trimmed); lines may end in \n or \r\n. This suits secrets mounted as
 // files, which are rotated in place.
 func CredentialsFromFile(path string) CredentialsProvider {
-	return func(context.Context) (Credentials, error) {
+	return func(context.Context) (driver.Credentials, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return Credentials{}, fmt.Errorf("acemq: reading broker credentials: %w", err)
+			return driver.Credentials{}, fmt.Errorf("acemq: reading broker credentials: %w", err)
 		}
 		lines := strings.SplitN(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n", 3)
 		if len(lines) < 2 || strings.TrimSpace(lines[0]) == "" || strings.TrimRight(lines[1], " \t") == "" {
-			return Credentials{}, fmt.Errorf("acemq: the credentials file %s must hold the user name on its first line and the password on its second", path)
+			return driver.Credentials{}, fmt.Errorf("acemq: the credentials file %s must hold the user name on its first line and the password on its second", path)
 		}
-		return Credentials{Username: strings.TrimSpace(lines[0]), Password: strings.TrimRight(lines[1], " \t")}, nil
+		return driver.Credentials{Username: strings.TrimSpace(lines[0]), Password: strings.TrimRight(lines[1], " \t")}, nil
 	}
 }

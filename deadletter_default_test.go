@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -24,11 +25,11 @@ func TestQuorumQueuesDeadLetterByDefault(t *testing.T) {
 		dlx  any // the x-dead-letter-exchange wanted, nil for none
 		half bool
 	}{
-		{"default quorum", nil, acemq.DeadLetterExchange, true},
+		{"default quorum", nil, contract.DeadLetterExchange, true},
 		{"opted out", []acemq.DeclareOption{acemq.WithDeadLettering(false)}, nil, false},
-		{"explicit", []acemq.DeclareOption{acemq.WithDeadLettering(true)}, acemq.DeadLetterExchange, true},
+		{"explicit", []acemq.DeclareOption{acemq.WithDeadLettering(true)}, contract.DeadLetterExchange, true},
 		{"classic", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic)}, nil, false},
-		{"classic asked", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true)}, acemq.DeadLetterExchange, true},
+		{"classic asked", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true)}, contract.DeadLetterExchange, true},
 		{"exclusive", []acemq.DeclareOption{acemq.WithExclusive(), acemq.WithDurable(false)}, nil, false},
 		{"stream", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueStream)}, nil, false},
 		{"own dead-letter exchange", []acemq.DeclareOption{acemq.WithArguments(map[string]any{"x-dead-letter-exchange": "mine"})}, "mine", false},
@@ -98,7 +99,7 @@ func testDeadLetterDefaultUpgrade(t *testing.T, open loggedBackend) {
 	q := testenv.Unique(t, "acemq-legacy")
 	tr := brokertest.Driver(c)
 	t.Cleanup(func() {
-		for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+		for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 			_, _ = tr.DeleteQueue(context.Background(), n)
 		}
 	})
@@ -112,8 +113,8 @@ func testDeadLetterDefaultUpgrade(t *testing.T, open loggedBackend) {
 		t.Errorf("no warning logged; the log holds:\n%s", log.String())
 	}
 	// The dead-letter half was still declared: a consumer's set-asides work.
-	if _, err := tr.InspectQueue(ctx, acemq.DeadLetterQueue(q)); err != nil {
-		t.Errorf("inspecting %s: %v", acemq.DeadLetterQueue(q), err)
+	if _, err := tr.InspectQueue(ctx, contract.DeadLetterQueue(q)); err != nil {
+		t.Errorf("inspecting %s: %v", contract.DeadLetterQueue(q), err)
 	}
 	// The connection still works after the refused declaration.
 	if _, err := tr.InspectQueue(ctx, q); err != nil {

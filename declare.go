@@ -13,25 +13,13 @@ import (
 
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
-// DeclarationKind says what a Declaration declares.
-type DeclarationKind string
-
-// The kinds of declaration.
-const (
-	ExchangeDeclaration DeclarationKind = "exchange"
-	QueueDeclaration    DeclarationKind = "queue"
-	BindingDeclaration  DeclarationKind = "binding"
-)
-
-// Declaration is one exchange, queue or binding to declare on the broker.
-// Exactly one of Exchange, Queue and Binding is meaningful, as Kind says.
-type Declaration struct {
-	Kind     DeclarationKind
-	Exchange driver.Exchange
-	Queue    driver.Queue
-	Binding  driver.Binding
+// declaration is a topology.Declaration with what Topology.Apply needs to
+// know of it.
+type declaration struct {
+	topology.Declaration
 
 	// defaultDeadLetter: the queue's dead-letter arguments are the quorum
 	// default, not asked for (Topology.Apply tolerates their absence).
@@ -61,95 +49,13 @@ const (
 	argMessageTTL           = "x-message-ttl"
 )
 
-func (d Declaration) apply(ctx context.Context, t driver.Conn) error {
-	switch d.Kind {
-	case ExchangeDeclaration:
-		return t.DeclareExchange(ctx, d.Exchange)
-	case QueueDeclaration:
-		_, err := t.DeclareQueue(ctx, d.Queue)
-		return err
-	case BindingDeclaration:
-		return t.Bind(ctx, d.Binding)
-	}
-	return fmt.Errorf("acemq: unknown declaration kind %q", d.Kind)
-}
-
-// Name is the exchange's or queue's name, or for a binding
-// "exchange -> queue".
-func (d Declaration) Name() string {
-	switch d.Kind {
-	case ExchangeDeclaration:
-		return d.Exchange.Name
-	case QueueDeclaration:
-		return d.Queue.Name
-	case BindingDeclaration:
-		return d.Binding.Exchange + " -> " + d.Binding.Queue
-	}
-	return ""
-}
-
-// String renders the declaration as one line of a plan, for example
-//
-//	queue orders.new (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.new.dlq
-func (d Declaration) String() string {
-	var b strings.Builder
-	switch d.Kind {
-	case ExchangeDeclaration:
-		e := d.Exchange
-		fmt.Fprintf(&b, "exchange %s (%s", e.Name, e.Kind)
-		flag(&b, e.Durable, "durable", "transient")
-		flag(&b, e.AutoDelete, "auto-delete", "")
-		flag(&b, e.Internal, "internal", "")
-		b.WriteString(")")
-		writeArgs(&b, e.Args)
-	case QueueDeclaration:
-		q := d.Queue
-		fmt.Fprintf(&b, "queue %s (%s", q.Name, queueType(q.Args))
-		flag(&b, q.Durable, "durable", "transient")
-		flag(&b, q.Exclusive, "exclusive", "")
-		flag(&b, q.AutoDelete, "auto-delete", "")
-		b.WriteString(")")
-		args := maps.Clone(q.Args)
-		delete(args, argQueueType)
-		writeArgs(&b, args)
-	case BindingDeclaration:
-		fmt.Fprintf(&b, "binding %s -> %s on %q", d.Binding.Exchange, d.Binding.Queue, d.Binding.RoutingKey)
-		writeArgs(&b, d.Binding.Args)
-	default:
-		b.WriteString(string(d.Kind))
-	}
-	return b.String()
-}
-
-func flag(b *strings.Builder, on bool, yes, no string) {
-	switch {
-	case on && yes != "":
-		b.WriteString(", " + yes)
-	case !on && no != "":
-		b.WriteString(", " + no)
-	}
-}
-
-func writeArgs(b *strings.Builder, args driver.Table) {
-	for _, k := range slices.Sorted(maps.Keys(args)) {
-		fmt.Fprintf(b, " %s=%v", k, args[k])
-	}
-}
-
-// queueType is the queue type a declaration's arguments ask for: the
-// x-queue-type argument, or "classic" when there is none.
-func queueType(args driver.Table) string {
-	if t, ok := args[argQueueType].(string); ok && t != "" {
-		return t
-	}
-	return string(QueueClassic)
-}
+func (d declaration) apply(ctx context.Context, t driver.Conn) error { return d.Declare(ctx, t) }
 
 // key identifies what a declaration names: two declarations with the same
 // key declare the same broker object and must agree.
-func (d Declaration) key() string {
+func (d declaration) key() string {
 	switch d.Kind {
-	case BindingDeclaration:
+	case topology.BindingDeclaration:
 		return fmt.Sprintf("binding\x00%s\x00%s\x00%s\x00%s", d.Binding.Exchange, d.Binding.Queue, d.Binding.RoutingKey, canonicalArgs(d.Binding.Args))
 	default:
 		return string(d.Kind) + "\x00" + d.Name()
@@ -159,20 +65,20 @@ func (d Declaration) key() string {
 // same reports whether two declarations of the same object ask for the same
 // settings. Integer arguments compare equal across widths, as the broker
 // compares them.
-func (d Declaration) same(o Declaration) bool {
+func (d declaration) same(o declaration) bool {
 	if d.Kind != o.Kind {
 		return false
 	}
 	switch d.Kind {
-	case ExchangeDeclaration:
+	case topology.ExchangeDeclaration:
 		a, b := d.Exchange, o.Exchange
 		return a.Name == b.Name && a.Kind == b.Kind && a.Durable == b.Durable && a.AutoDelete == b.AutoDelete &&
 			a.Internal == b.Internal && equalArgs(a.Args, b.Args)
-	case QueueDeclaration:
+	case topology.QueueDeclaration:
 		a, b := d.Queue, o.Queue
 		return a.Name == b.Name && a.Durable == b.Durable && a.Exclusive == b.Exclusive && a.AutoDelete == b.AutoDelete &&
 			equalArgs(a.Args, b.Args)
-	case BindingDeclaration:
+	case topology.BindingDeclaration:
 		return d.key() == o.key()
 	}
 	return false
@@ -192,49 +98,49 @@ func canonicalArgs(t driver.Table) string {
 
 func equalArgs(a, b driver.Table) bool { return canonicalArgs(a) == canonicalArgs(b) }
 
-func exchangeDecl(name, kind string) Declaration {
-	return Declaration{Kind: ExchangeDeclaration, Exchange: driver.Exchange{Name: name, Kind: kind, Durable: true}}
+func exchangeDecl(name, kind string) declaration {
+	return declaration{Declaration: topology.Declaration{Kind: topology.ExchangeDeclaration, Exchange: driver.Exchange{Name: name, Kind: kind, Durable: true}}}
 }
 
-func classicQueueDecl(name string, args driver.Table) Declaration {
+func classicQueueDecl(name string, args driver.Table) declaration {
 	if args == nil {
 		args = driver.Table{}
 	}
-	return Declaration{Kind: QueueDeclaration, Queue: driver.Queue{Name: name, Durable: true, Args: args}}
+	return declaration{Declaration: topology.Declaration{Kind: topology.QueueDeclaration, Queue: driver.Queue{Name: name, Durable: true, Args: args}}}
 }
 
-func bindingDecl(exchange, queue, key string) Declaration {
-	return Declaration{Kind: BindingDeclaration, Binding: driver.Binding{Exchange: exchange, Queue: queue, RoutingKey: key}}
+func bindingDecl(exchange, queue, key string) declaration {
+	return declaration{Declaration: topology.Declaration{Kind: topology.BindingDeclaration, Binding: driver.Binding{Exchange: exchange, Queue: queue, RoutingKey: key}}}
 }
 
 // rungArgs are exactly the three arguments of a retry rung of q.
 func rungArgs(q string, d time.Duration) driver.Table {
 	return driver.Table{
 		argMessageTTL:           d.Milliseconds(),
-		argDeadLetterExchange:   RetryExchange,
+		argDeadLetterExchange:   wire.RetryExchange,
 		argDeadLetterRoutingKey: q,
 	}
 }
 
 // consumerDeclarations is what starting a consumer of q with policy p
 // declares (docs/wire.md §5.4).
-func consumerDeclarations(q string, p RetryPolicy) []Declaration {
-	out := []Declaration{
-		exchangeDecl(DeadLetterExchange, driver.Direct),
-		classicQueueDecl(DeadLetterQueue(q), nil),
-		classicQueueDecl(ParkedQueue(q), nil),
-		bindingDecl(DeadLetterExchange, DeadLetterQueue(q), DeadLetterQueue(q)),
-		bindingDecl(DeadLetterExchange, ParkedQueue(q), ParkedQueue(q)),
+func consumerDeclarations(q string, p RetryPolicy) []declaration {
+	out := []declaration{
+		exchangeDecl(wire.DeadLetterExchange, driver.Direct),
+		classicQueueDecl(wire.DeadLetterQueue(q), nil),
+		classicQueueDecl(wire.ParkedQueue(q), nil),
+		bindingDecl(wire.DeadLetterExchange, wire.DeadLetterQueue(q), wire.DeadLetterQueue(q)),
+		bindingDecl(wire.DeadLetterExchange, wire.ParkedQueue(q), wire.ParkedQueue(q)),
 	}
 	rungs := p.brokerRungs()
 	if len(rungs) == 0 {
 		return out
 	}
-	out = append(out, exchangeDecl(RetryExchange, driver.Direct))
+	out = append(out, exchangeDecl(wire.RetryExchange, driver.Direct))
 	for _, d := range rungs {
-		out = append(out, classicQueueDecl(RungQueue(q, d), rungArgs(q, d)))
+		out = append(out, classicQueueDecl(wire.RungQueue(q, d), rungArgs(q, d)))
 	}
-	return append(out, bindingDecl(RetryExchange, q, q))
+	return append(out, bindingDecl(wire.RetryExchange, q, q))
 }
 
 // resolveQueue applies the queue-type rules of docs/wire.md §5.3 to q: the
@@ -317,8 +223,8 @@ func withDeadLetterArgs(q driver.Queue) (driver.Queue, error) {
 			return q, fmt.Errorf("the queue %q already sets %s; WithDeadLettering would overrule it: drop the argument or the option", q.Name, a)
 		}
 	}
-	q.Args[argDeadLetterExchange] = DeadLetterExchange
-	q.Args[argDeadLetterRoutingKey] = DeadLetterQueue(q.Name)
+	q.Args[argDeadLetterExchange] = wire.DeadLetterExchange
+	q.Args[argDeadLetterRoutingKey] = wire.DeadLetterQueue(q.Name)
 	return q, nil
 }
 
@@ -336,7 +242,7 @@ func deadLetterMismatch(err error) bool {
 // declareWithoutDeadLetter declares d's queue without the default
 // dead-letter arguments, for a queue that exists without them, and warns
 // that it has nowhere to dead-letter to.
-func declareWithoutDeadLetter(ctx context.Context, c *Conn, d Declaration) error {
+func declareWithoutDeadLetter(ctx context.Context, c *Conn, d declaration) error {
 	q := d.Queue
 	q.Args = maps.Clone(q.Args)
 	delete(q.Args, argDeadLetterExchange)
@@ -345,7 +251,7 @@ func declareWithoutDeadLetter(ctx context.Context, c *Conn, d Declaration) error
 		return err
 	}
 	c.log.Warn("acemq: the quorum queue exists without a dead-letter exchange: a message over its delivery limit (20 on RabbitMQ 4) is dropped, not moved to its .dlq; see docs/upgrading.md",
-		slog.String("queue", q.Name), slog.String("dead_letter_queue", DeadLetterQueue(q.Name)))
+		slog.String("queue", q.Name), slog.String("dead_letter_queue", wire.DeadLetterQueue(q.Name)))
 	return nil
 }
 
@@ -398,7 +304,7 @@ func queueLimits(q driver.Queue, s declareSpec) (driver.Queue, error) {
 		return nil
 	}
 	if s.maxAge != 0 {
-		age, err := MaxAge(s.maxAge)
+		age, err := formatMaxAge(s.maxAge)
 		if err != nil {
 			return q, fmt.Errorf("the stream %q: %w", q.Name, err)
 		}
@@ -426,11 +332,11 @@ func queueLimits(q driver.Queue, s declareSpec) (driver.Queue, error) {
 	return q, nil
 }
 
-// MaxAge renders d as a stream's x-max-age by the family's rule
+// formatMaxAge renders d as a stream's x-max-age by the family's rule
 // (docs/wire.md §5.9): the largest unit among D, h, m and s that states d
 // exactly, so 7 days is "7D", 36 hours "36h", 90 minutes "90m", 45 seconds
 // "45s". d must be a positive whole number of seconds.
-func MaxAge(d time.Duration) (string, error) {
+func formatMaxAge(d time.Duration) (string, error) {
 	if d <= 0 || d%time.Second != 0 {
 		return "", fmt.Errorf("WithMaxAge(%s): a stream's maximum age must be a positive whole number of seconds", d)
 	}
@@ -443,4 +349,13 @@ func MaxAge(d time.Duration) (string, error) {
 		}
 	}
 	return strconv.FormatInt(int64(d/time.Second), 10) + "s", nil
+}
+
+// queueType is the queue type a declaration's arguments ask for: the
+// x-queue-type argument, or "classic" when there is none.
+func queueType(args driver.Table) string {
+	if t, ok := args[argQueueType].(string); ok && t != "" {
+		return t
+	}
+	return string(QueueClassic)
 }

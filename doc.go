@@ -73,7 +73,7 @@ handlers that are running finish, deliveries not started go back.
 
 A [Topology] is the application's exchanges, queues and bindings written in
 code: built with [NewTopology] and its chained methods, validated,
-printed as a [Plan], declared with [Topology.Apply], compared with the
+printed as a [topology.Plan] ([Topology.Plan]), declared with [Topology.Apply], compared with the
 broker with [Topology.Drift] and removed with [Topology.Delete]. It decides
 the queue type (durable queues are quorum queues) and declares the
 dead-letter and retry halves ([WithDeadLettering], [WithRetry]) as the
@@ -114,15 +114,55 @@ every consumer at once within one deadline. See docs/pipeline.md.
 
 Every option of the module is a function named With… that returns an
 option interface: [ConnOption] for Connect, [PublisherOption], [SendOption],
-[ConsumeOption], [DeclareOption] for the topology builder, [DriftOption].
+[ConsumeOption], [DeclareOption] for the topology builder.
 An option that switches a default off takes a bool: WithConfirms(false),
 WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
 publishers and consumers, [WithRetry] by both consumers and queue
 declarations, and the [InterceptorOption] values of
 [WithPublishInterceptors] and [WithConsumeInterceptors] by Connect,
-NewPublisher and Consume. Nonsensical values (a concurrency of 0, a retry policy with
-no attempts, a negative timeout) are refused with an error that says what
-to change.
+NewPublisher and Consume. A callback option is named WithOn…
+([WithOnConnEvent]). A builder method of a value is not an option and is
+not named With… ([RetryPolicy.Jitter], [RetryPolicy.GiveUpAfter]).
+
+An option only records its value. The call that takes it checks it, and
+only that call: Connect, NewPublisher (whose mistakes every Send returns,
+since building a publisher cannot fail), Send, Consume, and the topology
+builder (reported by [Topology.Validate], Plan and Apply). Nonsensical
+values (a concurrency of 0, a retry policy with no attempts, a negative
+timeout, a nil interceptor) are refused there with an error that names the
+option and says what to change.
+
+# Errors
+
+Every package of the module writes its errors one way, as the standard
+library does. A message is a lower-case fragment with no final period, so
+that it reads well inside another. Each package begins the errors it
+returns with its own name, once — acemq:, rabbitmq:, rpc:, stream: — and
+keeps the text of an error it wraps as it is, so that a chain names each
+package it went through once, outermost first:
+
+	acemq: publishing to exchange "" with routing key "orders": rabbitmq: nothing was published: the message cannot be sent over AMQP 0-9-1: …
+
+A sentinel the package returns as it is begins with its name like any
+other error (rpc.ErrTimeout reads "rpc: no reply arrived"). One that an
+implementation returns to the package that asked it — the sentinels the
+drivers share ([ErrClosed], [ErrNotFound], [ErrLost], [ErrBlocked] and the
+rest of package driver's), those of a Store, a Log or a key Provider
+(saga.ErrExists, inbox.ErrClaimLost, avro.ErrConflict,
+encrypted.ErrUnknownKey) — is a fragment, met wrapped in the words of the
+package that asked; so are a few of this package's ([ErrNotTaken],
+[ErrPaused], [ErrTooLarge], [ErrTooDeep]) and the error types that carry
+what a caller inspects ([DecodeError], [LimitError], [HeaderValueError],
+[PanicError]), which [NewEnvelope] and the codecs return as they are.
+Wherever a doc comment says an error wraps a sentinel,
+errors.Is finds it; test for an error with errors.Is and errors.As, never
+by its text. Three texts are the family's, fixed by the wire contract
+rather than by this rule: a [BatchError] reads "N of M messages were not
+confirmed; K were. The first failure was: …" with no prefix, a publish that
+waited out its permit "N publishes are already waiting for a confirm and
+none completed within …", and a [ReservedHeaderError] uses Python's wording
+(docs/wire.md §2.5, §11.1, §11.4). The acemq command prints an error after its own name, once: an error of this
+package begins with it already.
 
 # Where to go next
 

@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 )
 
 // recordingScheme is a test transport: recording://NAME is the memory
@@ -44,17 +45,17 @@ func (recordingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn
 type recordingConn struct {
 	brokertest.FullConn
 	mu    sync.Mutex
-	decls []acemq.Declaration
+	decls []topology.Declaration
 }
 
-func (c *recordingConn) record(d acemq.Declaration) {
+func (c *recordingConn) record(d topology.Declaration) {
 	c.mu.Lock()
 	c.decls = append(c.decls, d)
 	c.mu.Unlock()
 }
 
 // take returns what was declared since the last take.
-func (c *recordingConn) take() []acemq.Declaration {
+func (c *recordingConn) take() []topology.Declaration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.decls
@@ -63,17 +64,17 @@ func (c *recordingConn) take() []acemq.Declaration {
 }
 
 func (c *recordingConn) DeclareExchange(ctx context.Context, e driver.Exchange) error {
-	c.record(acemq.Declaration{Kind: acemq.ExchangeDeclaration, Exchange: e})
+	c.record(topology.Declaration{Kind: topology.ExchangeDeclaration, Exchange: e})
 	return c.FullConn.DeclareExchange(ctx, e)
 }
 
 func (c *recordingConn) DeclareQueue(ctx context.Context, q driver.Queue) (driver.QueueInfo, error) {
-	c.record(acemq.Declaration{Kind: acemq.QueueDeclaration, Queue: q})
+	c.record(topology.Declaration{Kind: topology.QueueDeclaration, Queue: q})
 	return c.FullConn.DeclareQueue(ctx, q)
 }
 
 func (c *recordingConn) Bind(ctx context.Context, b driver.Binding) error {
-	c.record(acemq.Declaration{Kind: acemq.BindingDeclaration, Binding: b})
+	c.record(topology.Declaration{Kind: topology.BindingDeclaration, Binding: b})
 	return c.FullConn.Bind(ctx, b)
 }
 
@@ -195,7 +196,7 @@ func (r *rig) track(c *acemq.Consumer, err error) *acemq.Consumer {
 	}
 	r.mu.Lock()
 	for _, d := range acemq.ConsumerDeclarations(r.q, c.Policy()) {
-		if d.Kind == acemq.QueueDeclaration && !slices.Contains(r.cleanup, d.Queue.Name) {
+		if d.Kind == topology.QueueDeclaration && !slices.Contains(r.cleanup, d.Queue.Name) {
 			r.cleanup = append(r.cleanup, d.Queue.Name)
 		}
 	}

@@ -231,16 +231,6 @@ func (e Envelope) Reason() string { return e.reason }
 // Claim is the application-owned location of an offloaded payload, or "".
 func (e Envelope) Claim() string { return e.claim }
 
-// Route returns a copy of the declared route's step names (nil when none).
-// A republish of the envelope carries the route, its position and run id.
-func (e Envelope) Route() []string { return slices.Clone(e.route) }
-
-// RoutePosition is the zero-based position of the step this message is for.
-func (e Envelope) RoutePosition() int { return e.routePosition }
-
-// RouteID is the route run's id, or "".
-func (e Envelope) RouteID() string { return e.routeID }
-
 // Headers returns a copy of the application headers (never nil): changing
 // it, or a table, array or byte slice inside it, does not change e.
 // Reserved x-acemq-* headers are never among them.

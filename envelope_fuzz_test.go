@@ -154,8 +154,8 @@ func FuzzReadEnvelope(f *testing.F) {
 		if e.Version() < 1 || e.Attempt() < 1 || e.Version() > math.MaxInt32 || e.Attempt() > math.MaxInt32 {
 			t.Errorf("version %d attempt %d out of range", e.Version(), e.Attempt())
 		}
-		if e.RoutePosition() < 0 || (len(e.Route()) == 0 && (e.RoutePosition() != 0 || e.RouteID() != "")) {
-			t.Errorf("route %q position %d id %q", e.Route(), e.RoutePosition(), e.RouteID())
+		if e.Fields().RoutePosition < 0 || (len(e.Fields().Route) == 0 && (e.Fields().RoutePosition != 0 || e.Fields().RouteID != "")) {
+			t.Errorf("route %q position %d id %q", e.Fields().Route, e.Fields().RoutePosition, e.Fields().RouteID)
 		}
 		if _, known := e.Age(); known != e.FirstSeenKnown() {
 			t.Error("Age and FirstSeenKnown disagree")

@@ -332,8 +332,8 @@ func goldenResult(t *testing.T, c goldenCase) goldenWant {
 	f := goldenFields{
 		ID: env.ID(), Type: env.Type(), Version: env.Version(), CorrelationID: env.CorrelationID(),
 		CausationID: env.CausationID(), Attempt: env.Attempt(), FirstSeenKnown: env.FirstSeenKnown(),
-		Origin: env.Origin(), Error: env.Reason(), Claim: env.Claim(), Route: env.Route(),
-		RoutePosition: env.RoutePosition(), RouteID: env.RouteID(),
+		Origin: env.Origin(), Error: env.Reason(), Claim: env.Claim(), Route: env.Fields().Route,
+		RoutePosition: env.Fields().RoutePosition, RouteID: env.Fields().RouteID,
 		Headers: typedValues(env.Headers()), UnknownReserved: typedValues(env.UnknownReserved()),
 	}
 	if f.Route == nil {
@@ -457,8 +457,8 @@ func envelopeDiff(a, b acemq.Envelope) string {
 		{"CorrelationID", a.CorrelationID(), b.CorrelationID()}, {"CausationID", a.CausationID(), b.CausationID()},
 		{"Attempt", a.Attempt(), b.Attempt()}, {"FirstSeen", a.FirstSeen().UnixMilli(), b.FirstSeen().UnixMilli()},
 		{"Origin", a.Origin(), b.Origin()}, {"Reason", a.Reason(), b.Reason()}, {"Claim", a.Claim(), b.Claim()},
-		{"Route", a.Route(), b.Route()}, {"RoutePosition", a.RoutePosition(), b.RoutePosition()},
-		{"RouteID", a.RouteID(), b.RouteID()}, {"Headers", a.Headers(), b.Headers()},
+		{"Route", a.Fields().Route, b.Fields().Route}, {"RoutePosition", a.Fields().RoutePosition, b.Fields().RoutePosition},
+		{"RouteID", a.Fields().RouteID, b.Fields().RouteID}, {"Headers", a.Headers(), b.Headers()},
 		{"UnknownReserved", a.UnknownReserved(), b.UnknownReserved()},
 	} {
 		if !sameValue(p.a, p.b) {

@@ -79,7 +79,7 @@ func TestNewEnvelopeDefaults(t *testing.T) {
 		t.Error("FirstSeenKnown = false for a built envelope")
 	}
 	if e.Type() != "" || e.CausationID() != "" || e.Origin() != "" || e.Reason() != "" || e.Claim() != "" ||
-		e.Route() != nil || e.RoutePosition() != 0 || e.RouteID() != "" {
+		e.Fields().Route != nil || e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
 		t.Errorf("unset fields are not empty: %+v", e.Fields())
 	}
 	if h := e.Headers(); h == nil || len(h) != 0 {
@@ -108,26 +108,26 @@ func TestNewEnvelopeCorrectsCounters(t *testing.T) {
 		}
 	}
 	e := mustEnvelope(t, acemq.Fields{Route: []string{"a"}, RoutePosition: -3})
-	if e.RoutePosition() != 0 {
-		t.Errorf("RoutePosition -3 → %d, want 0", e.RoutePosition())
+	if e.Fields().RoutePosition != 0 {
+		t.Errorf("RoutePosition -3 → %d, want 0", e.Fields().RoutePosition)
 	}
 }
 
 func TestNewEnvelopeRoute(t *testing.T) {
 	e := mustEnvelope(t, acemq.Fields{Route: []string{" validate ", "", "ship,  bill ", " "}, RoutePosition: 2, RouteID: "run"})
-	if got, want := e.Route(), []string{"validate", "ship", "bill"}; !reflect.DeepEqual(got, want) {
+	if got, want := e.Fields().Route, []string{"validate", "ship", "bill"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Route = %q, want %q", got, want)
 	}
-	if e.RoutePosition() != 2 || e.RouteID() != "run" {
-		t.Errorf("position, id = %d, %q", e.RoutePosition(), e.RouteID())
+	if e.Fields().RoutePosition != 2 || e.Fields().RouteID != "run" {
+		t.Errorf("position, id = %d, %q", e.Fields().RoutePosition, e.Fields().RouteID)
 	}
 	// Without steps there is no route: position and run id go with it.
 	e = mustEnvelope(t, acemq.Fields{Route: []string{" ", ","}, RoutePosition: 2, RouteID: "run"})
-	if e.Route() != nil || e.RoutePosition() != 0 || e.RouteID() != "" {
-		t.Errorf("an empty route kept position %d, id %q", e.RoutePosition(), e.RouteID())
+	if e.Fields().Route != nil || e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
+		t.Errorf("an empty route kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
 	}
-	if e := change(t, e, func(f *acemq.Fields) { f.Route, f.RoutePosition, f.RouteID = nil, 4, "x" }); e.RoutePosition() != 0 || e.RouteID() != "" {
-		t.Errorf("Change to route nil, 4, x kept position %d, id %q", e.RoutePosition(), e.RouteID())
+	if e := change(t, e, func(f *acemq.Fields) { f.Route, f.RoutePosition, f.RouteID = nil, 4, "x" }); e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
+		t.Errorf("Change to route nil, 4, x kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
 	}
 }
 
@@ -156,7 +156,7 @@ func TestEnvelopeCopySemantics(t *testing.T) {
 	v.(map[string]any)["c"] = 1
 	raw, _ := e.Header("raw")
 	raw.([]byte)[2] = 'X'
-	e.Route()[1] = "changed"
+	e.Fields().Route[1] = "changed"
 	got := e.Fields()
 	got.Headers["x-tenant"] = "evil"
 	got.Route[0] = "changed"
@@ -311,7 +311,7 @@ func TestEnvelopeDerive(t *testing.T) {
 	if d.CorrelationID() != e.CorrelationID() || d.CausationID() != e.ID() {
 		t.Errorf("Derive: correlation %q causation %q, want %q %q", d.CorrelationID(), d.CausationID(), e.CorrelationID(), e.ID())
 	}
-	if d.Attempt() != 1 || d.Type() != "" || len(d.Headers()) != 0 || d.Route() != nil || d.Reason() != "" {
+	if d.Attempt() != 1 || d.Type() != "" || len(d.Headers()) != 0 || d.Fields().Route != nil || d.Reason() != "" {
 		t.Errorf("Derive carried fields of the cause: %#v", d.Fields())
 	}
 }

@@ -138,16 +138,16 @@ func TestUnknownReservedSurvivesRepublish(t *testing.T) {
 }
 
 // TestPublisherUnroutableOnEachBroker: mandatory by default on either
-// broker; the return is a *UnroutableError with code 312.
+// broker; the return is a *driver.ReturnError with code 312.
 func TestPublisherUnroutableOnEachBroker(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c, q := wireConn(t, url)
 		ctx := context.Background()
 		p := acemq.NewPublisher[int](c, "")
 		_, err := p.Send(ctx, q+"-nobody", 1)
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if !errors.As(err, &ue) || ue.Code != 312 {
-			t.Fatalf("Send to an unbound key: %v, want an *UnroutableError with code 312", err)
+			t.Fatalf("Send to an unbound key: %v, want a *driver.ReturnError with code 312", err)
 		}
 		results, err := p.SendAll(ctx, []acemq.Outgoing[int]{{RoutingKey: q, Payload: 1}, {RoutingKey: q + "-nobody", Payload: 2}, {RoutingKey: q, Payload: 3}})
 		var be *acemq.BatchError

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 )
 
 func ExampleNewEnvelope() {
@@ -121,7 +122,7 @@ func ExampleNewPublisher() {
 
 	// Mandatory by default: a message no queue takes is an error, not a loss.
 	_, err = orders.Send(ctx, "orders.typo", exampleOrder{ID: "o-2"})
-	var unroutable *acemq.UnroutableError
+	var unroutable *driver.ReturnError
 	fmt.Println(errors.As(err, &unroutable), unroutable.Code)
 
 	// A batch: everything is published, then every confirm awaited.

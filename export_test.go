@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
 const (
@@ -55,13 +56,18 @@ var (
 	DefaultOrigin   = wire.DefaultOrigin
 	DurationBuckets = telemetry.DurationBuckets
 	AttemptBuckets  = telemetry.AttemptBuckets
-	FormatDelay     = formatDelay
+	FormatDelay     = wire.FormatDelay
+	FormatMaxAge    = formatMaxAge
 )
 
 // ConsumerDeclarations lists what starting a consumer of queue with policy
 // p declares, in order, without declaring it.
-func ConsumerDeclarations(queue string, p RetryPolicy) []Declaration {
-	return consumerDeclarations(queue, p.orDefault())
+func ConsumerDeclarations(queue string, p RetryPolicy) []topology.Declaration {
+	var out []topology.Declaration
+	for _, d := range consumerDeclarations(queue, p.orDefault()) {
+		out = append(out, d.Declaration)
+	}
+	return out
 }
 
 func (p RetryPolicy) MaxAttempts() int                     { return p.orDefault().maxAttempts }

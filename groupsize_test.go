@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 func TestInitialGroupSizeArgument(t *testing.T) {
@@ -61,7 +62,7 @@ func TestInitialGroupSizeDeclares(t *testing.T) {
 		if err := topo.Apply(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		drift, err := topo.Drift(ctx, c, acemq.WithSettingsProbe())
+		drift, err := topo.Drift(ctx, c, topology.WithSettingsProbe())
 		if err != nil || len(drift) != 0 {
 			t.Fatalf("drift after applying: %v %v", drift, err)
 		}
@@ -79,10 +80,10 @@ func TestInitialGroupSizeDeclares(t *testing.T) {
 }
 
 // queueIn returns the declaration of the queue name in plan.
-func queueIn(t *testing.T, plan acemq.Plan, name string) driver.Queue {
+func queueIn(t *testing.T, plan topology.Plan, name string) driver.Queue {
 	t.Helper()
 	for _, d := range plan {
-		if d.Kind == acemq.QueueDeclaration && d.Queue.Name == name {
+		if d.Kind == topology.QueueDeclaration && d.Queue.Name == name {
 			return d.Queue
 		}
 	}

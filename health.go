@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acemq/acemq/internal/wire"
 )
 
 // HealthStatus is the state a health check reports.
@@ -20,14 +22,9 @@ const (
 	HealthDown     HealthStatus = "down"
 )
 
-// DefaultHealthTimeout bounds Conn.Health's broker probe when ctx has no
+// defaultHealthTimeout bounds Conn.Health's broker probe when ctx has no
 // deadline (docs/wire.md §12).
-const DefaultHealthTimeout = 3 * time.Second
-
-// BlockedDetail starts the detail of a connection the broker has blocked;
-// the broker's reason follows it (docs/wire.md §11.3, fixed up to the
-// colon).
-const BlockedDetail = "the broker has blocked this connection; publishing is paused: "
+const defaultHealthTimeout = 3 * time.Second
 
 // HealthReport is the result of a health check. Its JSON form is the
 // family's: {"status", "detail", "checked", "parts"}.
@@ -48,14 +45,14 @@ type HealthReport struct {
 	Parts map[string]any `json:"parts"`
 }
 
-// Health checks the connection within ctx, or DefaultHealthTimeout when ctx
+// Health checks the connection within ctx, or 3 s when ctx
 // has no deadline. It reports:
 //
 //   - down when the connection is closed or the broker does not answer a
 //     ping (driver.Pinger, which creates nothing on the broker; with a
 //     driver that cannot ping, the broker is not probed);
 //   - up while the broker has blocked the connection, with the detail
-//     BlockedDetail + reason; the broker is not probed then, since a
+//     contract.BlockedDetail + reason; the broker is not probed then, since a
 //     blocked broker stops reading;
 //   - degraded when a consumer's subscription ended without Close being
 //     called (its queue was deleted, or the broker cancelled it), or when
@@ -67,7 +64,7 @@ type HealthReport struct {
 func (c *Conn) Health(ctx context.Context) HealthReport {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultHealthTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultHealthTimeout)
 		defer cancel()
 	}
 	blocked, reason := c.Blocked()
@@ -119,7 +116,7 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 		if reason == "" {
 			reason = "(the broker gave no reason)"
 		}
-		r.Status, r.Detail = HealthUp, BlockedDetail+reason
+		r.Status, r.Detail = HealthUp, wire.BlockedDetail+reason
 		return r
 	}
 	if p, ok := c.t.(driver.Pinger); ok {

@@ -3,6 +3,8 @@ package acemq
 import (
 	"errors"
 	"fmt"
+
+	"github.com/acemq/acemq/internal/nesting"
 )
 
 // ErrTooLarge is wrapped by the error a codec returns for a body larger
@@ -14,7 +16,7 @@ var ErrTooLarge = errors.New("too large")
 // ErrTooDeep is wrapped by the error a codec returns for a body that nests
 // values deeper than it reads (its maximum depth), found before the body
 // reaches a parser whose cost grows with depth.
-var ErrTooDeep = errors.New("nested too deeply")
+var ErrTooDeep = nesting.ErrTooDeep
 
 // LimitError reports a body a codec refused for exceeding one of its
 // bounds. Its Error names the bound, which is what an operator reads in a

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -90,13 +91,13 @@ func TestLoggerLogsOperatorEventsOnly(t *testing.T) {
 			t.Errorf("settling messages logged %v", got)
 		}
 		// A missing .dlq: the set-aside fails and is logged.
-		if _, err := brokertest.Driver(r.c).DeleteQueue(context.Background(), acemq.DeadLetterQueue(r.q)); err != nil {
+		if _, err := brokertest.Driver(r.c).DeleteQueue(context.Background(), contract.DeadLetterQueue(r.q)); err != nil {
 			t.Fatal(err)
 		}
 		env := r.send("reject")
 		testenv.Eventually(t, "the failed set-aside logged", func() bool { return logs.find(t, "could not be set aside") != nil })
 		line := logs.find(t, "could not be set aside")
-		if line["level"] != "ERROR" || line["queue"] != r.q || line["target"] != acemq.DeadLetterQueue(r.q) || line["message.id"] != env.ID() || line["acemq.connection"] != "logged" {
+		if line["level"] != "ERROR" || line["queue"] != r.q || line["target"] != contract.DeadLetterQueue(r.q) || line["message.id"] != env.ID() || line["acemq.connection"] != "logged" {
 			t.Errorf("logged %v", line)
 		}
 		if u, _ := line["acemq.url"].(string); u == "" || strings.Contains(u, ":guest@") {

@@ -18,8 +18,16 @@ import (
 // value of one of the option interfaces below. An option that switches a
 // default off takes a bool: WithConfirms(false), WithMandatory(false).
 // Options are applied in order: a later one of the same kind wins, except
-// WithConnEvents, WithFallbackURLs, WithTopology, WithPublishInterceptors,
+// WithOnConnEvent, WithFallbackURLs, WithTopology, WithPublishInterceptors,
 // WithConsumeInterceptors and WithMiddleware, which add up.
+//
+// An option only records its value; it never checks it. Each call that
+// takes options checks them all in one place, the validate method of its
+// configuration below, and reports the first mistake with an error naming
+// the option: Connect (ConnOption), NewPublisher (PublisherOption; a
+// publisher cannot fail to build, so each Send returns the error), Send
+// (SendOption), Consume (ConsumeOption) and the Topology builder
+// (DeclareOption, reported by Topology.Validate, Plan and Apply).
 
 // A ConnOption configures Connect.
 type ConnOption interface{ applyConn(*connConfig) }
@@ -39,9 +47,6 @@ type ConsumeOption interface{ applyConsume(*consumeConfig) }
 // Topology.Validate reports.
 type DeclareOption interface{ applyDeclare(*declareSpec) }
 
-// A DriftOption configures Topology.Drift.
-type DriftOption interface{ applyDrift(*driftConfig) }
-
 // A CodecOption chooses a codec; NewPublisher and Consume both take it.
 type CodecOption interface {
 	PublisherOption
@@ -60,11 +65,15 @@ type RetryOption interface {
 type connConfig struct {
 	drv      driver.Config
 	origin   string
-	onEvent  []func(ConnEvent)
+	onEvent  []func(driver.Event)
 	tel      telemetryConfig
 	fallback []string
-	errs     []error
 	wait     bool
+
+	// What validate checks: the values given, before defaults apply.
+	maxOutstanding                               *int
+	confirmTimeout, dialTimeout, endpointTimeout *time.Duration
+	credentials                                  *CredentialsProvider
 
 	// The pipeline (pipeline.go, logging.go).
 	publishIcpt []PublishInterceptor
@@ -76,8 +85,41 @@ type connOption func(*connConfig)
 
 func (f connOption) applyConn(c *connConfig) { f(c) }
 
-func (c *connConfig) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("acemq: "+format, args...))
+// validate checks Connect's options: every mistake, joined.
+func (c *connConfig) validate() error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("acemq: "+format, args...)) }
+	for _, u := range c.fallback {
+		if strings.TrimSpace(u) == "" {
+			fail("WithFallbackURLs was given an empty URL: pass the other nodes' URLs, for example amqp://guest:guest@node2:5672/")
+			continue
+		}
+		if _, err := driver.ParseURL(u); err != nil {
+			fail("WithFallbackURLs: a URL cannot be parsed: %v; write it as amqp://user:pass@host:port/vhost", err)
+		}
+	}
+	if c.credentials != nil && *c.credentials == nil {
+		fail("WithCredentials was given a nil provider: pass CredentialsFromEnv, CredentialsFromFile or a function")
+	}
+	if n := c.maxOutstanding; n != nil && *n < 1 {
+		fail("WithMaxOutstanding(%d): at least one publish must be allowed to await its confirm; the default is 1000", *n)
+	}
+	for _, t := range []struct {
+		d      *time.Duration
+		option string
+		def    string
+	}{{c.confirmTimeout, "WithConfirmTimeout", "10s"}, {c.dialTimeout, "WithDialTimeout", "30s"}, {c.endpointTimeout, "WithEndpointTimeout", "5s"}} {
+		if t.d != nil && *t.d <= 0 {
+			fail("%s(%s): the timeout must be positive; the default is %s", t.option, *t.d, t.def)
+		}
+	}
+	if nilPublish(c.publishIcpt) {
+		fail("WithPublishInterceptors was given a nil interceptor: drop it")
+	}
+	if nilConsume(c.consumeIcpt) {
+		fail("WithConsumeInterceptors was given a nil interceptor: drop it")
+	}
+	return errors.Join(errs...)
 }
 
 // WithName names the connection; the broker shows the name in its
@@ -95,19 +137,7 @@ func WithOrigin(origin string) ConnOption {
 // driver rotates through them: docs/connecting.md). Each must have the
 // first URL's scheme. A comma-separated list in Connect's URL is the same.
 func WithFallbackURLs(urls ...string) ConnOption {
-	return connOption(func(c *connConfig) {
-		for _, u := range urls {
-			if strings.TrimSpace(u) == "" {
-				c.fail("WithFallbackURLs was given an empty URL: pass the other nodes' URLs, for example amqp://guest:guest@node2:5672/")
-				continue
-			}
-			if _, err := driver.ParseURL(u); err != nil {
-				c.fail("WithFallbackURLs: a URL cannot be parsed: %v; write it as amqp://user:pass@host:port/vhost", err)
-				continue
-			}
-			c.fallback = append(c.fallback, u)
-		}
-	})
+	return connOption(func(c *connConfig) { c.fallback = append(c.fallback, urls...) })
 }
 
 // WithTLS sets the TLS configuration for amqps:// URLs. Nil verifies the
@@ -119,10 +149,7 @@ func WithTLS(cfg *tls.Config) ConnOption { return connOption(func(c *connConfig)
 // URL. See CredentialsFromEnv and CredentialsFromFile.
 func WithCredentials(p CredentialsProvider) ConnOption {
 	return connOption(func(c *connConfig) {
-		if p == nil {
-			c.fail("WithCredentials was given a nil provider: pass CredentialsFromEnv, CredentialsFromFile or a function")
-			return
-		}
+		c.credentials = &p
 		c.drv.Credentials = func(ctx context.Context) (driver.Credentials, error) { return p(ctx) }
 	})
 }
@@ -138,38 +165,20 @@ func WithConfirms(on bool) ConnOption {
 // WithMaxOutstanding bounds the publishes awaiting a confirm (default
 // 1000); at the bound, publishers wait for a permit. n must be at least 1.
 func WithMaxOutstanding(n int) ConnOption {
-	return connOption(func(c *connConfig) {
-		if n < 1 {
-			c.fail("WithMaxOutstanding(%d): at least one publish must be allowed to await its confirm; the default is 1000", n)
-			return
-		}
-		c.drv.MaxOutstanding = n
-	})
+	return connOption(func(c *connConfig) { c.maxOutstanding, c.drv.MaxOutstanding = &n, n })
 }
 
 // WithConfirmTimeout bounds the wait for a permit to publish and for a
 // confirm (default 10 s). d must be positive.
 func WithConfirmTimeout(d time.Duration) ConnOption {
-	return connOption(func(c *connConfig) {
-		if d <= 0 {
-			c.fail("WithConfirmTimeout(%s): the timeout must be positive; the default is 10s", d)
-			return
-		}
-		c.drv.ConfirmTimeout = d
-	})
+	return connOption(func(c *connConfig) { c.confirmTimeout, c.drv.ConfirmTimeout = &d, d })
 }
 
 // WithDialTimeout bounds one connection attempt to one URL (default 30 s);
 // with several URLs, WithEndpointTimeout bounds each when it is shorter.
 // d must be positive.
 func WithDialTimeout(d time.Duration) ConnOption {
-	return connOption(func(c *connConfig) {
-		if d <= 0 {
-			c.fail("WithDialTimeout(%s): the timeout must be positive; the default is 30s", d)
-			return
-		}
-		c.drv.DialTimeout = d
-	})
+	return connOption(func(c *connConfig) { c.dialTimeout, c.drv.DialTimeout = &d, d })
 }
 
 // WithEndpointTimeout bounds the dial of each node when the connection has
@@ -178,19 +187,13 @@ func WithDialTimeout(d time.Duration) ConnOption {
 // dial when it is shorter. With a single URL it has no effect: there is no
 // other node to move on to. d must be positive.
 func WithEndpointTimeout(d time.Duration) ConnOption {
-	return connOption(func(c *connConfig) {
-		if d <= 0 {
-			c.fail("WithEndpointTimeout(%s): the timeout must be positive; the default is 5s", d)
-			return
-		}
-		c.drv.EndpointTimeout = d
-	})
+	return connOption(func(c *connConfig) { c.endpointTimeout, c.drv.EndpointTimeout = &d, d })
 }
 
 // WithWaitForBroker makes Connect keep dialling, with backoff, until the
 // broker answers or ctx ends, instead of failing at the first attempt: for
 // a service that may start before its broker. Each failed attempt is
-// reported to the WithConnEvents functions as a retrying event (Attempt,
+// reported to the WithOnConnEvent functions as a retrying event (Attempt,
 // Delay, Err) and logged through WithLogger's logger; a connection made
 // after one or more retries is reported as recovered. The waits start at
 // about 1 s and double up to 30 s, each with ±20 % jitter; every attempt
@@ -206,10 +209,10 @@ func WithWaitForBroker() ConnOption {
 	return connOption(func(c *connConfig) { c.wait = true })
 }
 
-// WithConnEvents registers a function called for every connection state
+// WithOnConnEvent registers a function called for every connection state
 // transition (lost, retrying, recovered, blocked, unblocked). It runs on
 // the driver's goroutine and must not block.
-func WithConnEvents(f func(ConnEvent)) ConnOption {
+func WithOnConnEvent(f func(driver.Event)) ConnOption {
 	return connOption(func(c *connConfig) {
 		if f != nil {
 			c.onEvent = append(c.onEvent, f)
@@ -243,7 +246,7 @@ func (o codecOption) applyConsume(c *consumeConfig)     { c.codec = o.c }
 func (o codecOption) Carried() Codec { return o.c }
 
 // WithCodec chooses the codec: for a publisher, the one it writes with; for
-// a consumer, the one it reads with (a Composite reads several formats).
+// a consumer, the one it reads with (codec.Composite reads several formats).
 // The default is JSON.
 func WithCodec(c Codec) CodecOption { return codecOption{c} }
 
@@ -272,7 +275,17 @@ type publisherConfig struct {
 	transient       bool
 	allowUnroutable bool
 	intercept       []PublishInterceptor
-	err             error
+}
+
+// validate checks NewPublisher's options.
+func (c *publisherConfig) validate() error {
+	switch {
+	case c.codec == nil:
+		return errNoCodec
+	case nilPublish(c.intercept):
+		return errors.New("acemq: WithPublishInterceptors was given a nil interceptor: drop it")
+	}
+	return nil
 }
 
 type publisherOption func(*publisherConfig)
@@ -286,7 +299,7 @@ func WithPersistent(on bool) PublisherOption {
 }
 
 // WithMandatory(false) turns the mandatory flag off: a message no queue
-// takes is dropped silently instead of failing with an *UnroutableError.
+// takes is dropped silently instead of failing with a *driver.ReturnError.
 // The default is mandatory.
 func WithMandatory(on bool) PublisherOption {
 	return publisherOption(func(c *publisherConfig) { c.allowUnroutable = !on })
@@ -300,7 +313,14 @@ type sendConfig struct {
 	ttlSet      bool
 	priority    uint8
 	prioritySet bool
-	err         error
+}
+
+// validate checks Send's options.
+func (c *sendConfig) validate() error {
+	if c.ttlSet && c.ttl < 0 {
+		return fmt.Errorf("acemq: WithExpiration(%s): a time to live must not be negative (0 expires the message unless a consumer takes it at once)", c.ttl)
+	}
+	return nil
 }
 
 // envelopeOption is WithEnvelope's option. Send applies it, like the
@@ -322,13 +342,7 @@ func WithEnvelope(env Envelope) SendOption { return envelopeOption{env} }
 // switch, like envelopeOption, so they stay off the heap.
 type expirationOption time.Duration
 
-func (o expirationOption) applySend(c *sendConfig) {
-	if o < 0 {
-		c.err = fmt.Errorf("acemq: WithExpiration(%s): a time to live must not be negative (0 expires the message unless a consumer takes it at once)", time.Duration(o))
-		return
-	}
-	c.ttl, c.ttlSet = time.Duration(o), true
-}
+func (o expirationOption) applySend(c *sendConfig) { c.ttl, c.ttlSet = time.Duration(o), true }
 
 type priorityOption uint8
 
@@ -369,13 +383,38 @@ type consumeConfig struct {
 	orderKey     func(m Message[[]byte]) string // WithOrderKey (order.go)
 
 	// The pipeline (pipeline.go, breaker.go).
-	intercept  []ConsumeInterceptor
-	middleware []any // Middleware[T] of the consumer's T
-	breaker    *Breaker
-	err        error
+	intercept     []ConsumeInterceptor
+	middleware    []any // Middleware[T] of the consumer's T
+	nilMiddleware bool  // WithMiddleware was given a nil one
+	breaker       *Breaker
 
 	unknown    Handler[[]byte] // WithUnknownType (types.go)
 	unknownSet bool
+}
+
+// validate checks Consume's options.
+func (c *consumeConfig) validate() error {
+	switch {
+	case c.concurrency < 1:
+		return fmt.Errorf("acemq: WithConcurrency(%d): at least one handler must run; the default is 1", c.concurrency)
+	case c.prefetch < 0:
+		return fmt.Errorf("acemq: WithPrefetch(%d): the prefetch must be 0 (no limit) or more; the default is %d", c.prefetch, DefaultPrefetch)
+	case c.drainTimeout <= 0:
+		return fmt.Errorf("acemq: WithDrainTimeout(%s): the drain timeout must be positive; the default is %s", c.drainTimeout, DefaultDrainTimeout)
+	case c.codec == nil:
+		return errNoCodec
+	case c.noDeclare && len(c.topology) > 0:
+		return errors.New("acemq: WithDeclarations(false) and WithTopology contradict each other: drop one")
+	case c.argsErr != nil:
+		return fmt.Errorf("acemq: WithConsumerArguments: %w", c.argsErr)
+	case nilConsume(c.intercept):
+		return errors.New("acemq: WithConsumeInterceptors was given a nil interceptor: drop it")
+	case c.nilMiddleware:
+		return errors.New("acemq: WithMiddleware was given a nil middleware: drop it")
+	case c.unknownSet && c.unknown == nil:
+		return errors.New("acemq: WithUnknownType(nil): pass the handler that decides what to do with a type nobody registered")
+	}
+	return c.breaker.check()
 }
 
 type consumeOption func(*consumeConfig)
@@ -466,28 +505,18 @@ type InterceptorOption interface {
 type interceptors struct {
 	publish []PublishInterceptor
 	consume []ConsumeInterceptor
-	err     error
 }
 
 func (o interceptors) applyConn(c *connConfig) {
-	if o.err != nil {
-		c.errs = append(c.errs, o.err)
-	}
 	c.publishIcpt = append(c.publishIcpt, o.publish...)
 	c.consumeIcpt = append(c.consumeIcpt, o.consume...)
 }
 
 func (o interceptors) applyPublisher(c *publisherConfig) {
-	if o.err != nil && c.err == nil {
-		c.err = o.err
-	}
 	c.intercept = append(c.intercept, o.publish...)
 }
 
 func (o interceptors) applyConsume(c *consumeConfig) {
-	if o.err != nil && c.err == nil {
-		c.err = o.err
-	}
 	c.intercept = append(c.intercept, o.consume...)
 }
 
@@ -495,26 +524,14 @@ func (o interceptors) applyConsume(c *consumeConfig) {
 // given. Given to Connect they run for every publisher of the connection,
 // before those given to NewPublisher. Consumers ignore them.
 func WithPublishInterceptors(fs ...PublishInterceptor) InterceptorOption {
-	o := interceptors{publish: fs}
-	for _, f := range fs {
-		if f == nil {
-			o.err = errors.New("acemq: WithPublishInterceptors was given a nil interceptor: drop it")
-		}
-	}
-	return o
+	return interceptors{publish: fs}
 }
 
 // WithConsumeInterceptors adds consume interceptors, run in the order
 // given. Given to Connect they run for every consumer of the connection,
 // before those given to Consume. Publishers ignore them.
 func WithConsumeInterceptors(fs ...ConsumeInterceptor) InterceptorOption {
-	o := interceptors{consume: fs}
-	for _, f := range fs {
-		if f == nil {
-			o.err = errors.New("acemq: WithConsumeInterceptors was given a nil interceptor: drop it")
-		}
-	}
-	return o
+	return interceptors{consume: fs}
 }
 
 // WithMiddleware wraps the consumer's handler in mw, the first given
@@ -526,9 +543,7 @@ func WithMiddleware[T any](mw ...Middleware[T]) ConsumeOption {
 	return consumeOption(func(c *consumeConfig) {
 		for _, m := range mw {
 			if m == nil {
-				if c.err == nil {
-					c.err = errors.New("acemq: WithMiddleware was given a nil middleware: drop it")
-				}
+				c.nilMiddleware = true
 				continue
 			}
 			c.middleware = append(c.middleware, m)
@@ -708,25 +723,25 @@ func WithMaxPriority(max uint8) DeclareOption {
 	return declareOption(func(s *declareSpec) { s.maxPrio, s.maxPrioSet = max, true })
 }
 
-// Drift's options.
+// errNoCodec is the error of a publisher or consumer given WithCodec(nil).
+var errNoCodec = errors.New("acemq: WithCodec was given a nil codec: pass JSON, Text, Bytes, a codec.Composite or a codec of your own")
 
-type driftConfig struct{ probe bool }
-
-type driftOption func(*driftConfig)
-
-func (f driftOption) applyDrift(c *driftConfig) { f(c) }
-
-// WithSettingsProbe makes Drift also look for exchanges and queues that
-// exist with different settings, by repeating the topology's own
-// declaration of each one the passive check found: the broker accepts that
-// as a no-op when the settings are equivalent and refuses it with
-// PRECONDITION_FAILED (reported as DriftDifferent) when they are not. It
-// is not passive: it needs configure permission (without it the entry is
-// DriftUnchecked), and a connection that recovers from a lost link
-// redeclares what it declared, probes included.
-func WithSettingsProbe() DriftOption {
-	return driftOption(func(c *driftConfig) { c.probe = true })
+// nilPublish and nilConsume report whether a list of interceptors holds a
+// nil one.
+func nilPublish(fs []PublishInterceptor) bool {
+	for _, f := range fs {
+		if f == nil {
+			return true
+		}
+	}
+	return false
 }
 
-// errNoCodec is the error of a publisher or consumer given WithCodec(nil).
-var errNoCodec = errors.New("acemq: WithCodec was given a nil codec: pass JSON, Text, Bytes, a Composite or a codec of your own")
+func nilConsume(fs []ConsumeInterceptor) bool {
+	for _, f := range fs {
+		if f == nil {
+			return true
+		}
+	}
+	return false
+}

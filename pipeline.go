@@ -62,29 +62,16 @@ func (p *Publishing) SetHeader(name string, value any) error {
 // docs/wire.md §6.3).
 type PublishInterceptor func(ctx context.Context, p *Publishing) error
 
-// Delivery is a delivery as a consume interceptor sees it: the envelope
-// read from the headers and the raw body, before decoding.
-type Delivery struct {
-	Queue         string
-	Exchange      string
-	RoutingKey    string
-	ContentType   string
-	ReplyTo       string
-	CorrelationID string
-	Redelivered   bool
-	Envelope      Envelope
-	// Body is the raw body as delivered. Do not modify it.
-	Body []byte
-}
-
 // A ConsumeInterceptor sees every delivery of the consumers it is given to
-// before its body is decoded. It returns the context the rest of the chain
+// before its body is decoded, as the Message[[]byte] a WithOrderKey key
+// function sees: the envelope read from the headers, and the raw body as
+// both Payload and Body (do not modify it). It returns the context the rest of the chain
 // and the handler run with (ctx itself, or one derived from it: a tenant
 // found in a header, say; nil means ctx), or an error that refuses the
 // delivery: the message is dead-lettered to {queue}.dlq with the reason
 // "an interceptor refused it: …" and outcome rejected, and the handler is
 // not called (docs/wire.md §6.1). Its time counts in acemq.consume.duration.
-type ConsumeInterceptor func(ctx context.Context, d Delivery) (context.Context, error)
+type ConsumeInterceptor func(ctx context.Context, m Message[[]byte]) (context.Context, error)
 
 // reasonRefused is the x-acemq-error prefix of a delivery a consume
 // interceptor refused (docs/wire.md §6.2).
@@ -96,7 +83,7 @@ func interceptPublish(ctx context.Context, chain []PublishInterceptor, exchange,
 	p := &Publishing{Exchange: *exchange, RoutingKey: *key, Envelope: *env, ContentType: contentType, Body: body}
 	for _, f := range chain {
 		if err := f(ctx, p); err != nil {
-			return fmt.Errorf("acemq: a publish interceptor refused the message to exchange %q with routing key %q: %w", *exchange, *key, unprefixed{err})
+			return fmt.Errorf("acemq: a publish interceptor refused the message to exchange %q with routing key %q: %w", *exchange, *key, err)
 		}
 		if p.err != nil {
 			return fmt.Errorf("acemq: a publish interceptor set a header that cannot be sent: %w", p.err)
@@ -109,17 +96,7 @@ func interceptPublish(ctx context.Context, chain []PublishInterceptor, exchange,
 // interceptConsume runs the consume interceptors over one delivery. Called
 // only when there is at least one.
 func (k *consumerCore) interceptConsume(ctx context.Context, d *driver.Delivery, env Envelope) (context.Context, error) {
-	in := Delivery{
-		Queue:         k.queue,
-		Exchange:      d.Exchange,
-		RoutingKey:    d.RoutingKey,
-		ContentType:   d.ContentType,
-		ReplyTo:       d.ReplyTo,
-		CorrelationID: d.CorrelationID,
-		Redelivered:   d.Redelivered,
-		Envelope:      env,
-		Body:          d.Body,
-	}
+	in := newMessage(d.Body, d, env, k.queue)
 	for _, f := range k.intercept {
 		next, err := f(ctx, in)
 		if err != nil {

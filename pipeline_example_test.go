@@ -33,7 +33,7 @@ func ExampleWithPublishInterceptors() {
 			return acemq.Accept()
 		},
 		acemq.WithCodec(acemq.Text),
-		acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Delivery) (context.Context, error) {
+		acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Message[[]byte]) (context.Context, error) {
 			if _, ok := d.Envelope.Header("tenant"); !ok {
 				return nil, errors.New("no tenant")
 			}

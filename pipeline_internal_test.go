@@ -135,7 +135,7 @@ func BenchmarkPipeline(b *testing.B) {
 	pass := func(next Handler[[]byte]) Handler[[]byte] {
 		return func(ctx context.Context, m Message[[]byte]) Ack { return next(ctx, m) }
 	}
-	look := func(ctx context.Context, d Delivery) (context.Context, error) { return ctx, nil }
+	look := func(ctx context.Context, d Message[[]byte]) (context.Context, error) { return ctx, nil }
 	stamp := func(_ context.Context, p *Publishing) error { p.RoutingKey = "pipe"; return nil }
 	env := MustEnvelope(Fields{Type: "order.placed", Origin: "o"})
 	d := driver.Delivery{RoutingKey: "pipe", Headers: env.AppendHeaders(nil, "pipe"), Body: []byte("x")}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -169,7 +170,7 @@ func TestConsumeInterceptorRefuses(t *testing.T) {
 		var order []string
 		var mu sync.Mutex
 		note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
-		r := newPipeRig(t, url, acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Delivery) (context.Context, error) {
+		r := newPipeRig(t, url, acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Message[[]byte]) (context.Context, error) {
 			note("conn " + string(d.Body))
 			tenant, _ := d.Envelope.Header("tenant")
 			if tenant != "acme" {
@@ -181,7 +182,7 @@ func TestConsumeInterceptorRefuses(t *testing.T) {
 		r.consume(func(ctx context.Context, m acemq.Message[string]) acemq.Ack {
 			handled <- fmt.Sprint(m.Payload, " ", ctx.Value(tenantKey{}))
 			return acemq.Accept()
-		}, acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Delivery) (context.Context, error) {
+		}, acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Message[[]byte]) (context.Context, error) {
 			note("consumer " + string(d.Body))
 			if d.Queue != r.q || d.ContentType != "text/plain; charset=utf-8" {
 				return nil, fmt.Errorf("saw queue %q, content type %q", d.Queue, d.ContentType)
@@ -200,10 +201,10 @@ func TestConsumeInterceptorRefuses(t *testing.T) {
 			s = ss[1]
 		}
 		const want = `an interceptor refused it: Error: tenant evil is not allowed`
-		if s.Outcome != acemq.OutcomeRejected || s.Decision != acemq.DecisionReject || s.Target != acemq.DeadLetterQueue(r.q) || s.Reason != want {
+		if s.Outcome != acemq.OutcomeRejected || s.Decision != acemq.DecisionReject || s.Target != contract.DeadLetterQueue(r.q) || s.Reason != want {
 			t.Errorf("the refused delivery was settled %+v", s)
 		}
-		d := brokertest.Get(t, r.c, acemq.DeadLetterQueue(r.q))
+		d := brokertest.Get(t, r.c, contract.DeadLetterQueue(r.q))
 		if got := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason(); got != want || string(d.Body) != "refused" {
 			t.Errorf("the dead letter says %q, body %q", got, d.Body)
 		}
@@ -278,7 +279,7 @@ func TestMiddlewareOfAnotherTypeIsRefused(t *testing.T) {
 func TestConsumeInterceptorTimeCountsInTheDuration(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		const pause = 30 * time.Millisecond
-		r := newPipeRig(t, url, acemq.WithConsumeInterceptors(func(ctx context.Context, _ acemq.Delivery) (context.Context, error) {
+		r := newPipeRig(t, url, acemq.WithConsumeInterceptors(func(ctx context.Context, _ acemq.Message[[]byte]) (context.Context, error) {
 			time.Sleep(pause)
 			return ctx, nil
 		}))
@@ -294,7 +295,7 @@ func TestPanicInAnInterceptorIsAFatalReject(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		r := newPipeRig(t, url)
 		r.consume(func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() },
-			acemq.WithConsumeInterceptors(func(context.Context, acemq.Delivery) (context.Context, error) { panic("boom") }))
+			acemq.WithConsumeInterceptors(func(context.Context, acemq.Message[[]byte]) (context.Context, error) { panic("boom") }))
 		r.send("x")
 		s := r.rec.Wait(t, 1)[0]
 		var pe *acemq.PanicError

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -53,7 +54,7 @@ func TestPriorityAndExpiry(t *testing.T) {
 		// memory:// deliver a quorum queue first in, first out.
 		t.Run("QuorumQueuePriority", func(t *testing.T) {
 			q := testenv.Unique(t, "acemq-qprio")
-			brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+			brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 			if err := acemq.NewTopology().Queue(q).Apply(ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +92,7 @@ func TestPriorityAndExpiry(t *testing.T) {
 		})
 		t.Run("ExpiredIsDeadLettered", func(t *testing.T) {
 			q := testenv.Unique(t, "acemq-exp")
-			brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+			brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
 			if err := topo.Apply(ctx, c); err != nil {
 				t.Fatal(err)
@@ -100,7 +101,7 @@ func TestPriorityAndExpiry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+			d := brokertest.Get(t, c, contract.DeadLetterQueue(q))
 			if string(d.Body) != `"stale"` || d.MessageID != env.ID() {
 				t.Errorf("dead-lettered %q (id %q), want the expired message %s", d.Body, d.MessageID, env.ID())
 			}

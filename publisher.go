@@ -39,14 +39,9 @@ func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Pub
 	for _, o := range opts {
 		o.applyPublisher(&p.cfg)
 	}
-	switch {
-	case c == nil:
+	if c == nil {
 		p.err = errors.New("acemq: NewPublisher was given a nil connection")
-	case p.cfg.codec == nil:
-		p.err = errNoCodec
-	case p.cfg.err != nil:
-		p.err = p.cfg.err
-	default:
+	} else if p.err = p.cfg.validate(); p.err == nil {
 		p.intercept = append(append([]PublishInterceptor(nil), c.publishIcpt...), p.cfg.intercept...)
 	}
 	return p
@@ -54,29 +49,15 @@ func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Pub
 
 // Send encodes v, publishes it with routing key key and waits for the
 // broker's confirm. It returns the envelope as sent (its ID is the message
-// id). A message nothing routes fails with an *UnroutableError; a blocked
+// id). A message nothing routes fails with a *driver.ReturnError; a blocked
 // connection with an error wrapping ErrBlocked.
 func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOption) (Envelope, error) {
 	if p.err != nil {
 		return Envelope{}, p.err
 	}
-	var sc sendConfig
-	for _, o := range opts {
-		// Every SendOption is one of these (applySend is unexported):
-		// applying each by its type rather than through the interface, or
-		// through a function value, lets the compiler keep the options and
-		// sc off the heap.
-		switch so := o.(type) {
-		case envelopeOption:
-			sc.env = so.env
-		case expirationOption:
-			so.applySend(&sc)
-		case priorityOption:
-			so.applySend(&sc)
-		}
-	}
-	if sc.err != nil {
-		return Envelope{}, sc.err
+	sc := sendOptions(opts)
+	if err := sc.validate(); err != nil {
+		return Envelope{}, err
 	}
 	if err := p.gate.wait(ctx); err != nil {
 		return Envelope{}, err
@@ -296,4 +277,32 @@ func (c *sendConfig) apply(m *driver.Message) {
 	if c.prioritySet {
 		m.Priority = c.priority
 	}
+}
+
+// sendOptions applies Send's options. The options of this package are
+// applied by their type rather than through the interface, which lets the
+// compiler keep them and the configuration off the heap; any other
+// SendOption (applySend is unexported, so one this package adds later) is
+// applied through the interface by the default branch, so that no option
+// can be ignored.
+func sendOptions(opts []SendOption) sendConfig {
+	var sc sendConfig
+	for _, o := range opts {
+		switch so := o.(type) {
+		case envelopeOption:
+			sc.env = so.env
+		case expirationOption:
+			so.applySend(&sc)
+		case priorityOption:
+			so.applySend(&sc)
+		default:
+			// Through a copy, so that only such an option costs an
+			// allocation: &sc given to an interface method would escape.
+			c := new(sendConfig)
+			*c = sc
+			o.applySend(c)
+			sc = *c
+		}
+	}
+	return sc
 }

@@ -110,7 +110,7 @@ func TestSendSeqFailuresStayAlone(t *testing.T) {
 		if len(rs) != 5 {
 			t.Fatalf("%d results for 5 messages", len(rs))
 		}
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		switch {
 		case rs[0].Err != nil || rs[4].Err != nil:
 			t.Errorf("the good messages failed: %v, %v", rs[0].Err, rs[4].Err)

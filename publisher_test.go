@@ -143,12 +143,12 @@ func TestPublisherTransient(t *testing.T) {
 func TestPublisherMandatoryByDefault(t *testing.T) {
 	c := memConn(t)
 	env, err := acemq.NewPublisher[string](c, "").Send(context.Background(), "nowhere", "x")
-	var ue *acemq.UnroutableError
+	var ue *driver.ReturnError
 	if !errors.As(err, &ue) {
-		t.Fatalf("Send to an unbound key: %v, want an *UnroutableError", err)
+		t.Fatalf("Send to an unbound key: %v, want a *driver.ReturnError", err)
 	}
 	if ue.Code != 312 || ue.Text != "NO_ROUTE" || ue.RoutingKey != "nowhere" {
-		t.Errorf("UnroutableError = %+v", ue)
+		t.Errorf("driver.ReturnError = %+v", ue)
 	}
 	if !strings.Contains(err.Error(), `"nowhere"`) {
 		t.Errorf("the error does not name the routing key: %v", err)
@@ -202,7 +202,7 @@ func TestPublisherSendAll(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), "312 NO_ROUTE") || !strings.Contains(err.Error(), `"nowhere"`) {
 		t.Errorf("error %q, want %q followed by the first (nowhere) failure", err, prefix)
 	}
-	var ue *acemq.UnroutableError
+	var ue *driver.ReturnError
 	if !errors.As(err, &ue) || ue.RoutingKey != "nowhere" {
 		t.Errorf("the BatchError does not unwrap to the first failure: %v", err)
 	}
@@ -212,7 +212,7 @@ func TestPublisherSendAll(t *testing.T) {
 			t.Errorf("result %d (%s): err %v", i, msgs[i].RoutingKey, r.Err)
 		}
 		if !errors.As(r.Err, &ue) && failed {
-			t.Errorf("result %d: %v is not an *UnroutableError", i, r.Err)
+			t.Errorf("result %d: %v is not a *driver.ReturnError", i, r.Err)
 		}
 		if r.Envelope.Origin() != "orders@test" || r.Envelope.ID() == "" {
 			t.Errorf("result %d envelope %#v", i, r.Envelope.Fields())
@@ -392,9 +392,9 @@ func TestSendAllMixedBatch(t *testing.T) {
 		if !errors.As(results[1].Err, &ue) {
 			t.Errorf("the NaN payload failed with %v, want a *json.UnsupportedValueError", results[1].Err)
 		}
-		var re *acemq.UnroutableError
+		var re *driver.ReturnError
 		if !errors.As(results[2].Err, &re) {
-			t.Errorf("the unroutable message failed with %v, want an *UnroutableError", results[2].Err)
+			t.Errorf("the unroutable message failed with %v, want a *driver.ReturnError", results[2].Err)
 		}
 		for _, i := range []int{0, 3} {
 			if results[i].Err != nil || results[i].Envelope.ID() == "" {

@@ -78,7 +78,7 @@ func TestSendAllFailuresStayAlone(t *testing.T) {
 		if !errors.As(err, &be) || be.Failed != 3 || be.Confirmed != 2 {
 			t.Fatalf("SendAll: %v", err)
 		}
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		switch {
 		case rs[0].Err != nil || rs[4].Err != nil:
 			t.Errorf("the good messages failed: %v, %v", rs[0].Err, rs[4].Err)
@@ -145,7 +145,7 @@ func TestSendAllOnACoreOnlyDriver(t *testing.T) {
 		{RoutingKey: "q", Payload: "last"},
 	})
 	var be *acemq.BatchError
-	var ue *acemq.UnroutableError
+	var ue *driver.ReturnError
 	switch {
 	case !errors.As(err, &be) || be.Failed != 2 || be.Confirmed != 2:
 		t.Fatalf("SendAll: %v", err)

@@ -7,17 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/acemq/acemq/internal/wire"
 )
 
-// Names of the exchanges the library manages (docs/wire.md §5.1).
-const (
-	DeadLetterExchange = "acemq.dlx"
-	RetryExchange      = "acemq.retry"
-)
-
-// DefaultBrokerWaitThreshold is the wait from which a retry is held on a
+// defaultBrokerWaitThreshold is the wait from which a retry is held on a
 // broker rung queue instead of in the consumer.
-const DefaultBrokerWaitThreshold = 30 * time.Second
+const defaultBrokerWaitThreshold = 30 * time.Second
 
 // RetryPolicy says how many times a message is attempted, how long to wait
 // between attempts, where the wait happens, and when to give up on age
@@ -45,14 +41,14 @@ type RetryPolicy struct {
 // NoRetry is one attempt: a retry request dead-letters at once. It is the
 // default policy.
 func NoRetry() RetryPolicy {
-	return RetryPolicy{maxAttempts: 1, multiplier: 1, threshold: DefaultBrokerWaitThreshold, built: true}
+	return RetryPolicy{maxAttempts: 1, multiplier: 1, threshold: defaultBrokerWaitThreshold, built: true}
 }
 
 // FixedRetry makes n attempts in all (the first included), waiting d before
 // each retry, without jitter. n must be at least 1 (1 is NoRetry) and d
 // must not be negative.
 func FixedRetry(n int, d time.Duration) RetryPolicy {
-	p := RetryPolicy{maxAttempts: n, initial: d, multiplier: 1, maxDelay: d, threshold: DefaultBrokerWaitThreshold, built: true}
+	p := RetryPolicy{maxAttempts: n, initial: d, multiplier: 1, maxDelay: d, threshold: defaultBrokerWaitThreshold, built: true}
 	switch {
 	case n < 1:
 		p = p.failf("FixedRetry(%d, %s): the number of attempts includes the first, so it must be at least 1 (1 is NoRetry)", n, d)
@@ -68,7 +64,7 @@ func FixedRetry(n int, d time.Duration) RetryPolicy {
 // never jittered). n must be at least 1, initial must not be negative and
 // maxDelay must not be below initial.
 func ExponentialRetry(n int, initial, maxDelay time.Duration) RetryPolicy {
-	p := RetryPolicy{maxAttempts: n, initial: initial, multiplier: 2, maxDelay: maxDelay, jitter: DefaultExponentialJitter, threshold: DefaultBrokerWaitThreshold, built: true}
+	p := RetryPolicy{maxAttempts: n, initial: initial, multiplier: 2, maxDelay: maxDelay, jitter: defaultExponentialJitter, threshold: defaultBrokerWaitThreshold, built: true}
 	switch {
 	case n < 1:
 		p = p.failf("ExponentialRetry(%d, %s, %s): the number of attempts includes the first, so it must be at least 1 (1 is NoRetry)", n, initial, maxDelay)
@@ -96,8 +92,8 @@ func (p RetryPolicy) Err() error {
 	return fmt.Errorf("acemq: %w", p.err)
 }
 
-// DefaultExponentialJitter is the jitter factor ExponentialRetry starts with.
-const DefaultExponentialJitter = 0.2
+// defaultExponentialJitter is the jitter factor ExponentialRetry starts with.
+const defaultExponentialJitter = 0.2
 
 func (p RetryPolicy) fix() RetryPolicy {
 	p.maxAttempts = max(p.maxAttempts, 1)
@@ -125,12 +121,12 @@ func (p RetryPolicy) GiveUpAfter(age time.Duration) RetryPolicy {
 	return p
 }
 
-// WithJitter returns a copy whose consumer waits land uniformly in
+// Jitter returns a copy whose consumer waits land uniformly in
 // [d×(1−f), d×(1+f)]. f must be in [0, 1].
-func (p RetryPolicy) WithJitter(f float64) RetryPolicy {
+func (p RetryPolicy) Jitter(f float64) RetryPolicy {
 	p = p.orDefault()
 	if !(f >= 0 && f <= 1) {
-		p = p.failf("WithJitter(%g): the jitter factor must be between 0 (none) and 1", f)
+		p = p.failf("Jitter(%g): the jitter factor must be between 0 (none) and 1", f)
 	}
 	p.jitter = math.Min(math.Max(f, 0), 1)
 	if math.IsNaN(p.jitter) {
@@ -141,7 +137,7 @@ func (p RetryPolicy) WithJitter(f float64) RetryPolicy {
 
 // WaitInBrokerFrom returns a copy whose waits at or above t are held on a
 // broker rung queue; 0 keeps every wait in the consumer. t must not be
-// negative.
+// negative. The default is 30 s.
 func (p RetryPolicy) WaitInBrokerFrom(t time.Duration) RetryPolicy {
 	p = p.orDefault()
 	if t < 0 {
@@ -251,44 +247,19 @@ func (p RetryPolicy) String() string {
 	case p.maxAttempts == 1 && p.initial == 0:
 		s = "none()"
 	case p.multiplier == 1:
-		s = fmt.Sprintf("fixed(%d, %s)", p.maxAttempts, formatDelay(p.initial))
+		s = fmt.Sprintf("fixed(%d, %s)", p.maxAttempts, wire.FormatDelay(p.initial))
 	default:
-		s = fmt.Sprintf("exponential(%d, %s, %s)", p.maxAttempts, formatDelay(p.initial), formatDelay(p.maxDelay))
-		jitter = DefaultExponentialJitter
+		s = fmt.Sprintf("exponential(%d, %s, %s)", p.maxAttempts, wire.FormatDelay(p.initial), wire.FormatDelay(p.maxDelay))
+		jitter = defaultExponentialJitter
 	}
 	if p.maxAge > 0 {
-		s += ".giveUpAfter(" + formatDelay(p.maxAge) + ")"
+		s += ".giveUpAfter(" + wire.FormatDelay(p.maxAge) + ")"
 	}
 	if p.jitter != jitter {
 		s += ".withJitter(" + strconv.FormatFloat(p.jitter, 'g', -1, 64) + ")"
 	}
-	if p.threshold != DefaultBrokerWaitThreshold {
-		s += ".waitInBrokerFrom(" + formatDelay(p.threshold) + ")"
+	if p.threshold != defaultBrokerWaitThreshold {
+		s += ".waitInBrokerFrom(" + wire.FormatDelay(p.threshold) + ")"
 	}
 	return s
-}
-
-// DeadLetterQueue is the name of q's dead-letter queue, {q}.dlq.
-func DeadLetterQueue(q string) string { return q + ".dlq" }
-
-// ParkedQueue is the name of q's parking queue, {q}.parked.
-func ParkedQueue(q string) string { return q + ".parked" }
-
-// RungQueue is the name of q's retry rung for a wait of d,
-// {q}.retry.{delay}.
-func RungQueue(q string, d time.Duration) string { return q + ".retry." + formatDelay(d) }
-
-// formatDelay renders a delay as the family names rungs: Nh for whole
-// hours, else Nm for whole minutes, else Ns for whole seconds, else Nms.
-func formatDelay(d time.Duration) string {
-	ms := d.Milliseconds()
-	switch {
-	case ms != 0 && ms%3_600_000 == 0:
-		return fmt.Sprintf("%dh", ms/3_600_000)
-	case ms != 0 && ms%60_000 == 0:
-		return fmt.Sprintf("%dm", ms/60_000)
-	case ms != 0 && ms%1000 == 0:
-		return fmt.Sprintf("%ds", ms/1000)
-	}
-	return fmt.Sprintf("%dms", ms)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 )
 
 // The handler's own retry delay (RetryAfter) on both brokers: held in the
@@ -52,7 +53,7 @@ func testRetryAfterOnRung(t *testing.T, b backend) {
 		return acemq.RetryAfter(delays[m.Envelope.Attempt()], errTransient)
 	}, acemq.WithRetry(acemq.ExponentialRetry(3, time.Second, 2*time.Second).WaitInBrokerFrom(time.Second)))
 	r.publish("o-2", acemq.Envelope{})
-	rung := acemq.RungQueue(r.q, 2*time.Second)
+	rung := contract.RungQueue(r.q, 2*time.Second)
 	s := r.byAttempt(3)
 	for i := range 2 {
 		checkSettlement(t, s[i], acemq.DecisionRetry, acemq.OutcomeRetried, rung)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -146,11 +147,11 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 	case panicked != nil:
 		s.Decision = DecisionReject
 		s.Err = panicked
-		k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+wire.Describe(panicked), OutcomeRejected)
+		k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonFatal+wire.Describe(panicked), OutcomeRejected)
 	case refused != nil:
 		s.Decision = DecisionReject
 		s.Err = refused
-		k.setAside(d, env, &s, DeadLetterQueue(k.queue), refusedReason(refused), OutcomeRejected)
+		k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), refusedReason(refused), OutcomeRejected)
 	case decodeErr != nil:
 		s.Err = decodeErr
 		var de *DecodeError
@@ -162,7 +163,7 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 			break
 		}
 		s.Decision = DecisionPark
-		k.setAside(d, env, &s, ParkedQueue(k.queue), undecodableReason(decodeErr), OutcomeParked)
+		k.setAside(d, env, &s, wire.ParkedQueue(k.queue), undecodableReason(decodeErr), OutcomeParked)
 	default:
 		s.Decision = ack.decision
 		s.Err = ack.err
@@ -182,12 +183,12 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 			}
 		case DecisionReject:
 			if IsFatal(ack.err) {
-				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonFatal+wire.Describe(ack.err), OutcomeRejected)
+				k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonFatal+wire.Describe(ack.err), OutcomeRejected)
 			} else {
-				k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+wire.Describe(ack.err), OutcomeRejected)
+				k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonRejected+wire.Describe(ack.err), OutcomeRejected)
 			}
 		case DecisionPark:
-			k.setAside(d, env, &s, ParkedQueue(k.queue), reasonParked+wire.Describe(ack.err), OutcomeParked)
+			k.setAside(d, env, &s, wire.ParkedQueue(k.queue), reasonParked+wire.Describe(ack.err), OutcomeParked)
 		case DecisionInProgress:
 			s.Delay = ack.delay
 			s.Where = WhereConsumer
@@ -200,7 +201,7 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 			})
 			return
 		default:
-			k.setAside(d, env, &s, DeadLetterQueue(k.queue), reasonRejected+fmt.Sprintf("unknown decision %d", ack.decision), OutcomeRejected)
+			k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonRejected+fmt.Sprintf("unknown decision %d", ack.decision), OutcomeRejected)
 		}
 	}
 	k.finish(s)
@@ -222,22 +223,14 @@ func (k *consumerCore) strand(s Settlement) {
 	k.finish(s)
 }
 
-// MaxErrorHeaderBytes is the most the engine writes in x-acemq-error. A
-// longer reason (an error that quotes a whole payload, say) is cut there
-// and says how long it was; the Settlement keeps it whole. Headers travel
-// in one AMQP frame (128 KiB by default on RabbitMQ): a copy whose reason
-// did not fit could not be set aside at all, and its delivery would come
-// back again and again.
-const MaxErrorHeaderBytes = 4096
-
-// cutReason returns reason cut to MaxErrorHeaderBytes on a UTF-8 boundary,
+// cutReason returns reason cut to contract.MaxErrorHeaderBytes on a UTF-8 boundary,
 // marked with its full length.
 func cutReason(reason string) string {
-	if len(reason) <= MaxErrorHeaderBytes {
+	if len(reason) <= wire.MaxErrorHeaderBytes {
 		return reason
 	}
 	mark := "… (cut; the reason was " + strconv.Itoa(len(reason)) + " bytes)"
-	n := MaxErrorHeaderBytes - len(mark)
+	n := wire.MaxErrorHeaderBytes - len(mark)
 	for n > 0 && !utf8.RuneStart(reason[n]) {
 		n--
 	}
@@ -292,7 +285,7 @@ func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement
 		} else {
 			reason = fmt.Sprintf(reasonTooOld, p.maxAge)
 		}
-		k.setAside(d, env, s, DeadLetterQueue(k.queue), reason+wire.Describe(s.Err), OutcomeDeadLettered)
+		k.setAside(d, env, s, wire.DeadLetterQueue(k.queue), reason+wire.Describe(s.Err), OutcomeDeadLettered)
 		return false
 	}
 	s.Reason = wire.Describe(s.Err)
@@ -304,7 +297,7 @@ func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement
 	s.Delay = delay
 	next := env.next()
 	if inBroker {
-		rung := RungQueue(k.queue, delay)
+		rung := wire.RungQueue(k.queue, delay)
 		s.Where = WhereBroker
 		err := k.publishCopy(d, next, rung, s)
 		var ue *driver.ReturnError
@@ -421,7 +414,7 @@ func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement, err error) {
 // to queue through the default exchange: persistent, mandatory, confirmed,
 // within the detached settlement deadline.
 func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue string, s *Settlement) error {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultSettlementDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), tuning.SettlementDeadline)
 	defer cancel()
 	m := driver.Message{
 		Exchange:      "",

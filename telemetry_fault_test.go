@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -55,7 +56,7 @@ func TestFaultTelemetryBlocked(t *testing.T) {
 	}
 	r.wantCount("acemq.connection.events", map[string]string{"event": "blocked"}, 1)
 	h := r.c.Health(context.Background())
-	if h.Status != acemq.HealthUp || h.Detail != acemq.BlockedDetail+reason || h.Parts["roundTripMillis"] != nil {
+	if h.Status != acemq.HealthUp || h.Detail != contract.BlockedDetail+reason || h.Parts["roundTripMillis"] != nil {
 		t.Errorf("health while blocked: %+v", h)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -249,7 +250,7 @@ func newTelRig(t *testing.T, url string) *telRig {
 		_ = c.Close(context.Background())
 	})
 	t.Cleanup(func() {
-		for _, q := range []string{r.q, acemq.DeadLetterQueue(r.q), acemq.ParkedQueue(r.q), acemq.RungQueue(r.q, time.Second)} {
+		for _, q := range []string{r.q, contract.DeadLetterQueue(r.q), contract.ParkedQueue(r.q), contract.RungQueue(r.q, time.Second)} {
 			_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), q)
 		}
 	})
@@ -493,7 +494,7 @@ func TestTelemetryRetriedOnBroker(t *testing.T) {
 		}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
 		_, app := r.publish("rung")
 		ss := r.wait(2)
-		rung := acemq.RungQueue(r.q, time.Second)
+		rung := contract.RungQueue(r.q, time.Second)
 		if s := byOutcome(t, ss, acemq.OutcomeRetried); s.Where != acemq.WhereBroker || s.Target != rung {
 			t.Fatalf("retried settlement %+v", s)
 		}
@@ -526,10 +527,10 @@ func TestTelemetrySetAsides(t *testing.T) {
 		reason  string
 		status  codes.Code
 	}{
-		{"rejected", acemq.Reject(errors.New("bad total")), acemq.OutcomeRejected, acemq.DeadLetterQueue, "dead_lettered", "message.dead_lettered", "the handler rejected it: ", codes.Unset},
-		{"dead_lettered", acemq.Retry(errors.New("still failing")), acemq.OutcomeDeadLettered, acemq.DeadLetterQueue, "dead_lettered", "message.dead_lettered", "exhausted 1 attempts: ", codes.Error},
-		{"fatal", acemq.Retry(acemq.Fatal(errors.New("no such customer"))), acemq.OutcomeRejected, acemq.DeadLetterQueue, "dead_lettered", "message.dead_lettered", "the handler reported an unprocessable message: ", codes.Unset},
-		{"parked", acemq.Park(errors.New("needs a human")), acemq.OutcomeParked, acemq.ParkedQueue, "parked", "message.parked", "the handler parked it: ", codes.Unset},
+		{"rejected", acemq.Reject(errors.New("bad total")), acemq.OutcomeRejected, contract.DeadLetterQueue, "dead_lettered", "message.dead_lettered", "the handler rejected it: ", codes.Unset},
+		{"dead_lettered", acemq.Retry(errors.New("still failing")), acemq.OutcomeDeadLettered, contract.DeadLetterQueue, "dead_lettered", "message.dead_lettered", "exhausted 1 attempts: ", codes.Error},
+		{"fatal", acemq.Retry(acemq.Fatal(errors.New("no such customer"))), acemq.OutcomeRejected, contract.DeadLetterQueue, "dead_lettered", "message.dead_lettered", "the handler reported an unprocessable message: ", codes.Unset},
+		{"parked", acemq.Park(errors.New("needs a human")), acemq.OutcomeParked, contract.ParkedQueue, "parked", "message.parked", "the handler parked it: ", codes.Unset},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -626,10 +627,10 @@ func TestTelemetryMissingTargets(t *testing.T) {
 			if err := k.Close(context.Background()); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			if s.Outcome != acemq.OutcomeRequeued || s.SetAsideFailed != acemq.DeadLetterQueue(r.q) {
+			if s.Outcome != acemq.OutcomeRequeued || s.SetAsideFailed != contract.DeadLetterQueue(r.q) {
 				t.Fatalf("settlement %+v", s)
 			}
-			if got := r.tel.count(t, "acemq.messages.set.aside.failed", map[string]string{"queue": r.q, "target": acemq.DeadLetterQueue(r.q)}); got < 1 {
+			if got := r.tel.count(t, "acemq.messages.set.aside.failed", map[string]string{"queue": r.q, "target": contract.DeadLetterQueue(r.q)}); got < 1 {
 				t.Errorf("acemq.messages.set.aside.failed = %d, want at least 1", got)
 			}
 			for _, s := range r.tel.series(t, "acemq.consume.total") {
@@ -642,7 +643,7 @@ func TestTelemetryMissingTargets(t *testing.T) {
 				wantAttr(t, p, "messaging.acemq.outcome", "requeued")
 			}
 			// The copy that did not route is a failed publish.
-			for _, p := range r.tel.ended(acemq.DeadLetterQueue(r.q) + " publish") {
+			for _, p := range r.tel.ended(contract.DeadLetterQueue(r.q) + " publish") {
 				wantAttr(t, p, "messaging.acemq.outcome", "unroutable")
 				if p.Status().Code != codes.Error {
 					t.Errorf("unroutable publish span status %v", p.Status())
@@ -659,7 +660,7 @@ func TestTelemetryMissingTargets(t *testing.T) {
 				return acemq.Accept()
 			}, acemq.WithDeclarations(false), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
 			ss := r.wait(2)
-			rung := acemq.RungQueue(r.q, time.Second)
+			rung := contract.RungQueue(r.q, time.Second)
 			if s := byOutcome(t, ss, acemq.OutcomeRetried); s.RungMissing != rung || s.Where != acemq.WhereConsumer {
 				t.Fatalf("retried settlement %+v", s)
 			}
@@ -678,9 +679,9 @@ func TestTelemetryUnroutable(t *testing.T) {
 		ctx, app := r.tel.tp.Tracer("test").Start(context.Background(), "app")
 		_, err := acemq.NewPublisher[string](r.c, "").Send(ctx, nowhere, "lost")
 		app.End()
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if !errors.As(err, &ue) {
-			t.Fatalf("Send to %s: %v, want an UnroutableError", nowhere, err)
+			t.Fatalf("Send to %s: %v, want an driver.ReturnError", nowhere, err)
 		}
 		pub := r.spanFor(nowhere+" publish", app.SpanContext())
 		r.checkPublishSpan(pub, nowhere, nowhere, "unroutable")
@@ -755,7 +756,7 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() {
-			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+			for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 				_, _ = brokertest.Driver(c).DeleteQueue(ctx, n)
 			}
 		}()
@@ -789,7 +790,7 @@ func TestTelemetryWithoutProviders(t *testing.T) {
 		}
 		var parked driver.Delivery
 		testenv.Eventually(t, "the parked copy", func() bool {
-			d, ok, err := brokertest.Driver(c).Get(ctx, acemq.ParkedQueue(q))
+			d, ok, err := brokertest.Driver(c).Get(ctx, contract.ParkedQueue(q))
 			if err == nil && ok {
 				parked = d
 				_ = d.Ack()

@@ -8,14 +8,21 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
-// Exchange kinds, for Topology.Exchange.
+// ExchangeKind is an exchange's type, given to Topology.Exchange: one of
+// the four below or a plugin's kind, whose name begins "x-"
+// (ExchangeKind("x-consistent-hash")).
+type ExchangeKind string
+
+// The exchange kinds AMQP 0-9-1 defines.
 const (
-	ExchangeDirect  = driver.Direct
-	ExchangeTopic   = driver.Topic
-	ExchangeFanout  = driver.Fanout
-	ExchangeHeaders = driver.Headers
+	ExchangeDirect  ExchangeKind = driver.Direct
+	ExchangeTopic   ExchangeKind = driver.Topic
+	ExchangeFanout  ExchangeKind = driver.Fanout
+	ExchangeHeaders ExchangeKind = driver.Headers
 )
 
 // Topology is the application's broker topology written in code: exchanges,
@@ -42,7 +49,7 @@ const (
 // goroutine. Once built, its methods that talk to a broker may be called
 // from many.
 type Topology struct {
-	decls []Declaration
+	decls []declaration
 	errs  []error
 	// policies are the retry policies queues are declared with
 	// (WithRetry), which their consumers take or must agree with.
@@ -56,9 +63,9 @@ func NewTopology() *Topology { return &Topology{} }
 // ExchangeTopic, ExchangeFanout, ExchangeHeaders, or a plugin's "x-…"
 // kind). WithDurable, WithAutoDelete, WithInternal and WithArguments apply
 // to exchanges.
-func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology {
+func (t *Topology) Exchange(name string, kind ExchangeKind, opts ...DeclareOption) *Topology {
 	s := t.spec(opts)
-	e := driver.Exchange{Name: name, Kind: kind, Durable: !s.transient, AutoDelete: s.autoDelete, Internal: s.internal, Args: s.args}
+	e := driver.Exchange{Name: name, Kind: string(kind), Durable: !s.transient, AutoDelete: s.autoDelete, Internal: s.internal, Args: s.args}
 	switch {
 	case name == "":
 		t.fail(errors.New("an exchange needs a name (the default exchange exists already and cannot be declared)"))
@@ -66,7 +73,7 @@ func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology 
 	case strings.HasPrefix(name, "amq."):
 		t.fail(fmt.Errorf("the exchange %q cannot be declared: names beginning amq. belong to the broker", name))
 		return t
-	case kind != driver.Direct && kind != driver.Topic && kind != driver.Fanout && kind != driver.Headers && !strings.HasPrefix(kind, "x-"):
+	case kind != ExchangeDirect && kind != ExchangeTopic && kind != ExchangeFanout && kind != ExchangeHeaders && !strings.HasPrefix(string(kind), "x-"):
 		t.fail(fmt.Errorf("the exchange %q has unknown kind %q (want direct, topic, fanout, headers or a plugin's x-… kind)", name, kind))
 		return t
 	}
@@ -76,7 +83,7 @@ func (t *Topology) Exchange(name, kind string, opts ...DeclareOption) *Topology 
 		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
-	t.add(Declaration{Kind: ExchangeDeclaration, Exchange: e})
+	t.add(declaration{Declaration: topology.Declaration{Kind: topology.ExchangeDeclaration, Exchange: e}})
 	return t
 }
 
@@ -146,23 +153,23 @@ func (t *Topology) Queue(name string, opts ...DeclareOption) *Topology {
 		t.policies[name] = s.retry
 	}
 	if s.deadLetter {
-		t.add(exchangeDecl(DeadLetterExchange, driver.Direct))
+		t.add(exchangeDecl(wire.DeadLetterExchange, driver.Direct))
 	}
 	if len(rungs) > 0 {
-		t.add(exchangeDecl(RetryExchange, driver.Direct))
+		t.add(exchangeDecl(wire.RetryExchange, driver.Direct))
 	}
-	t.add(Declaration{Kind: QueueDeclaration, Queue: q, defaultDeadLetter: defaulted})
+	t.add(declaration{Declaration: topology.Declaration{Kind: topology.QueueDeclaration, Queue: q}, defaultDeadLetter: defaulted})
 	if s.deadLetter {
-		t.add(classicQueueDecl(DeadLetterQueue(name), nil))
-		t.add(classicQueueDecl(ParkedQueue(name), nil))
-		t.add(bindingDecl(DeadLetterExchange, DeadLetterQueue(name), DeadLetterQueue(name)))
-		t.add(bindingDecl(DeadLetterExchange, ParkedQueue(name), ParkedQueue(name)))
+		t.add(classicQueueDecl(wire.DeadLetterQueue(name), nil))
+		t.add(classicQueueDecl(wire.ParkedQueue(name), nil))
+		t.add(bindingDecl(wire.DeadLetterExchange, wire.DeadLetterQueue(name), wire.DeadLetterQueue(name)))
+		t.add(bindingDecl(wire.DeadLetterExchange, wire.ParkedQueue(name), wire.ParkedQueue(name)))
 	}
 	for _, d := range rungs {
-		t.add(classicQueueDecl(RungQueue(name, d), rungArgs(name, d)))
+		t.add(classicQueueDecl(wire.RungQueue(name, d), rungArgs(name, d)))
 	}
 	if len(rungs) > 0 {
-		t.add(bindingDecl(RetryExchange, name, name))
+		t.add(bindingDecl(wire.RetryExchange, name, name))
 	}
 	return t
 }
@@ -189,7 +196,7 @@ func (t *Topology) Bind(exchange, queue, routingKey string, opts ...DeclareOptio
 		"WithSingleActiveConsumer", s.singleActive, "WithInitialGroupSize", s.groupSizeSet) {
 		return t
 	}
-	t.add(Declaration{Kind: BindingDeclaration, Binding: b})
+	t.add(declaration{Declaration: topology.Declaration{Kind: topology.BindingDeclaration, Binding: b}})
 	return t
 }
 
@@ -223,7 +230,7 @@ func (t *Topology) fail(err error) { t.errs = append(t.errs, fmt.Errorf("acemq: 
 
 // add appends d unless an identical declaration is already there; a
 // different declaration of the same object is an error.
-func (t *Topology) add(d Declaration) {
+func (t *Topology) add(d declaration) {
 	k := d.key()
 	for _, e := range t.decls {
 		if e.key() != k {
@@ -243,28 +250,27 @@ func (t *Topology) Validate() error {
 	return errors.Join(t.errs...)
 }
 
-// Plan is the ordered list of declarations a topology makes: exchanges,
-// then queues, then bindings.
-type Plan []Declaration
-
-// String renders the plan one declaration a line.
-func (p Plan) String() string {
-	var b strings.Builder
-	for _, d := range p {
-		b.WriteString(d.String())
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // Plan validates the topology and returns what Apply would declare, in
 // order: exchanges, then queues, then bindings, each in the order added.
-func (t *Topology) Plan() (Plan, error) {
+func (t *Topology) Plan() (topology.Plan, error) {
+	p, err := t.plan()
+	if err != nil {
+		return nil, err
+	}
+	out := make(topology.Plan, len(p))
+	for i, d := range p {
+		out[i] = d.Declaration
+	}
+	return out, nil
+}
+
+// plan is Plan with what Apply needs to know of each declaration.
+func (t *Topology) plan() ([]declaration, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	var p Plan
-	for _, kind := range []DeclarationKind{ExchangeDeclaration, QueueDeclaration, BindingDeclaration} {
+	var p []declaration
+	for _, kind := range []topology.DeclarationKind{topology.ExchangeDeclaration, topology.QueueDeclaration, topology.BindingDeclaration} {
 		for _, d := range t.decls {
 			if d.Kind == kind {
 				p = append(p, d)
@@ -284,7 +290,7 @@ func (t *Topology) Plan() (Plan, error) {
 // it as it is, without them, and logs a warning, since a message over its
 // delivery limit is then dropped (docs/upgrading.md).
 func (t *Topology) Apply(ctx context.Context, c *Conn) error {
-	p, err := t.Plan()
+	p, err := t.plan()
 	if err != nil {
 		return err
 	}
@@ -317,16 +323,16 @@ func (t *Topology) Delete(ctx context.Context, c *Conn) error {
 	if !ok {
 		return fmt.Errorf("acemq: topology: the driver of %s cannot delete queues or exchanges: %w", c, ErrUnsupported)
 	}
-	for _, kind := range []DeclarationKind{QueueDeclaration, ExchangeDeclaration} {
+	for _, kind := range []topology.DeclarationKind{topology.QueueDeclaration, topology.ExchangeDeclaration} {
 		for i := len(p) - 1; i >= 0; i-- {
 			d := p[i]
 			var err error
 			switch {
 			case d.Kind != kind:
 				continue
-			case kind == QueueDeclaration:
+			case kind == topology.QueueDeclaration:
 				_, err = del.DeleteQueue(ctx, d.Queue.Name)
-			case d.Exchange.Name == DeadLetterExchange || d.Exchange.Name == RetryExchange:
+			case d.Exchange.Name == wire.DeadLetterExchange || d.Exchange.Name == wire.RetryExchange:
 				continue
 			default:
 				err = del.DeleteExchange(ctx, d.Exchange.Name)

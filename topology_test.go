@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/topology"
 )
 
 // fixtureApplicationTopology is the fixture's application topology in one
@@ -27,7 +29,7 @@ func fixtureApplicationTopology() *acemq.Topology {
 // declKey renders a declaration for set comparison: names, kinds,
 // durability, flags, queue types and arguments, integers compared whatever
 // their width.
-func declKey(d acemq.Declaration) string {
+func declKey(d topology.Declaration) string {
 	args := func(t driver.Table) string {
 		var parts []string
 		for _, k := range slices.Sorted(mapsKeys(t)) {
@@ -40,10 +42,10 @@ func declKey(d acemq.Declaration) string {
 		return "{" + strings.Join(parts, ",") + "}"
 	}
 	switch d.Kind {
-	case acemq.ExchangeDeclaration:
+	case topology.ExchangeDeclaration:
 		e := d.Exchange
 		return fmt.Sprintf("exchange %s kind=%s durable=%t autoDelete=%t internal=%t args=%s", e.Name, e.Kind, e.Durable, e.AutoDelete, e.Internal, args(e.Args))
-	case acemq.QueueDeclaration:
+	case topology.QueueDeclaration:
 		q := d.Queue
 		return fmt.Sprintf("queue %s durable=%t exclusive=%t autoDelete=%t args=%s", q.Name, q.Durable, q.Exclusive, q.AutoDelete, args(q.Args))
 	default:
@@ -70,7 +72,7 @@ func fixtureDecls(t *testing.T, ft fixtureTopology, by ...string) []string {
 	var out []string
 	for _, e := range ft.Exchanges {
 		if slices.Contains(by, e.DeclaredBy) {
-			out = append(out, declKey(acemq.Declaration{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: e.Name, Kind: e.Type, Durable: e.Durable}}))
+			out = append(out, declKey(topology.Declaration{Kind: topology.ExchangeDeclaration, Exchange: driver.Exchange{Name: e.Name, Kind: e.Type, Durable: e.Durable}}))
 		}
 	}
 	for _, q := range ft.Queues {
@@ -91,18 +93,18 @@ func fixtureDecls(t *testing.T, ft fixtureTopology, by ...string) []string {
 		default:
 			t.Fatalf("fixture queue %s has type %q", q.Name, q.Type)
 		}
-		out = append(out, declKey(acemq.Declaration{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q.Name, Durable: q.Durable, Args: args}}))
+		out = append(out, declKey(topology.Declaration{Kind: topology.QueueDeclaration, Queue: driver.Queue{Name: q.Name, Durable: q.Durable, Args: args}}))
 	}
 	for _, b := range ft.Bindings {
 		if slices.Contains(by, b.DeclaredBy) {
-			out = append(out, declKey(acemq.Declaration{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: b.Exchange, Queue: b.Queue, RoutingKey: b.RoutingKey}}))
+			out = append(out, declKey(topology.Declaration{Kind: topology.BindingDeclaration, Binding: driver.Binding{Exchange: b.Exchange, Queue: b.Queue, RoutingKey: b.RoutingKey}}))
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func declKeys(ds []acemq.Declaration) []string {
+func declKeys(ds []topology.Declaration) []string {
 	out := make([]string, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, declKey(d))
@@ -144,29 +146,29 @@ func TestContractTopologyDerivation(t *testing.T) {
 		t.Errorf("rungs: fixture %v, independent derivation %v", ft.PolicyRungDelaysMillis, m.rungs())
 	}
 	// The consumer's part derived from first principles (docs/wire.md §5.1, §5.4).
-	want := []acemq.Declaration{
-		{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: "acemq.dlx", Kind: "direct", Durable: true}},
-		{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q + ".dlq", Durable: true, Args: driver.Table{}}},
-		{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q + ".parked", Durable: true, Args: driver.Table{}}},
-		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".dlq", RoutingKey: q + ".dlq"}},
-		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".parked", RoutingKey: q + ".parked"}},
-		{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: "acemq.retry", Kind: "direct", Durable: true}},
-		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.retry", Queue: q, RoutingKey: q}},
+	want := []topology.Declaration{
+		{Kind: topology.ExchangeDeclaration, Exchange: driver.Exchange{Name: "acemq.dlx", Kind: "direct", Durable: true}},
+		{Kind: topology.QueueDeclaration, Queue: driver.Queue{Name: q + ".dlq", Durable: true, Args: driver.Table{}}},
+		{Kind: topology.QueueDeclaration, Queue: driver.Queue{Name: q + ".parked", Durable: true, Args: driver.Table{}}},
+		{Kind: topology.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".dlq", RoutingKey: q + ".dlq"}},
+		{Kind: topology.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.dlx", Queue: q + ".parked", RoutingKey: q + ".parked"}},
+		{Kind: topology.ExchangeDeclaration, Exchange: driver.Exchange{Name: "acemq.retry", Kind: "direct", Durable: true}},
+		{Kind: topology.BindingDeclaration, Binding: driver.Binding{Exchange: "acemq.retry", Queue: q, RoutingKey: q}},
 	}
 	for _, d := range m.rungs() {
-		want = append(want, acemq.Declaration{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: modelRung(q, d), Durable: true, Args: driver.Table{
+		want = append(want, topology.Declaration{Kind: topology.QueueDeclaration, Queue: driver.Queue{Name: modelRung(q, d), Durable: true, Args: driver.Table{
 			"x-message-ttl": d, "x-dead-letter-exchange": "acemq.retry", "x-dead-letter-routing-key": q,
 		}}})
 	}
 	diffSets(t, "fixture consumer+both vs derivation", fixtureDecls(t, ft, "consumer", "both"), declKeys(want))
 	// The application's part: its exchange, its queue (quorum, dead-lettered),
 	// its binding, and the dead-letter half.
-	app := []acemq.Declaration{
-		{Kind: acemq.ExchangeDeclaration, Exchange: driver.Exchange{Name: "orders", Kind: "topic", Durable: true}},
-		{Kind: acemq.QueueDeclaration, Queue: driver.Queue{Name: q, Durable: true, Args: driver.Table{
+	app := []topology.Declaration{
+		{Kind: topology.ExchangeDeclaration, Exchange: driver.Exchange{Name: "orders", Kind: "topic", Durable: true}},
+		{Kind: topology.QueueDeclaration, Queue: driver.Queue{Name: q, Durable: true, Args: driver.Table{
 			"x-queue-type": "quorum", "x-dead-letter-exchange": "acemq.dlx", "x-dead-letter-routing-key": q + ".dlq",
 		}}},
-		{Kind: acemq.BindingDeclaration, Binding: driver.Binding{Exchange: "orders", Queue: q, RoutingKey: "order.*"}},
+		{Kind: topology.BindingDeclaration, Binding: driver.Binding{Exchange: "orders", Queue: q, RoutingKey: "order.*"}},
 	}
 	app = append(app, want[:5]...)
 	diffSets(t, "fixture topology+both vs derivation", fixtureDecls(t, ft, "topology", "both"), declKeys(app))
@@ -248,19 +250,19 @@ func TestTopologyPlanOrderAndText(t *testing.T) {
 	// Exchanges, then queues, then bindings: every binding's exchange and
 	// queue is declared before it.
 	seen := map[string]bool{}
-	last := acemq.ExchangeDeclaration
-	rank := map[acemq.DeclarationKind]int{acemq.ExchangeDeclaration: 0, acemq.QueueDeclaration: 1, acemq.BindingDeclaration: 2}
+	last := topology.ExchangeDeclaration
+	rank := map[topology.DeclarationKind]int{topology.ExchangeDeclaration: 0, topology.QueueDeclaration: 1, topology.BindingDeclaration: 2}
 	for _, d := range plan {
 		if rank[d.Kind] < rank[last] {
 			t.Errorf("%s comes after a %s", d, last)
 		}
 		last = d.Kind
 		switch d.Kind {
-		case acemq.ExchangeDeclaration:
+		case topology.ExchangeDeclaration:
 			seen["e:"+d.Exchange.Name] = true
-		case acemq.QueueDeclaration:
+		case topology.QueueDeclaration:
 			seen["q:"+d.Queue.Name] = true
-		case acemq.BindingDeclaration:
+		case topology.BindingDeclaration:
 			if !seen["e:"+d.Binding.Exchange] || !seen["q:"+d.Binding.Queue] {
 				t.Errorf("%s comes before its exchange or queue", d)
 			}
@@ -287,7 +289,7 @@ func TestTopologyQueueTypes(t *testing.T) {
 			return driver.Queue{}, err
 		}
 		for _, d := range p {
-			if d.Kind == acemq.QueueDeclaration && d.Queue.Name == "q" {
+			if d.Kind == topology.QueueDeclaration && d.Queue.Name == "q" {
 				return d.Queue, nil
 			}
 		}
@@ -381,7 +383,7 @@ func TestTopologyValidate(t *testing.T) {
 	p, _ := topo.Plan()
 	n := 0
 	for _, d := range p {
-		if d.Kind == acemq.ExchangeDeclaration && d.Exchange.Name == "acemq.dlx" {
+		if d.Kind == topology.ExchangeDeclaration && d.Exchange.Name == "acemq.dlx" {
 			n++
 		}
 	}
@@ -442,10 +444,10 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			}
 			missing := map[string]bool{}
 			for _, d := range drift {
-				if d.Kind == acemq.DriftMissing {
+				if d.Kind == topology.DriftMissing {
 					missing[d.Declaration.Name()] = true
 				}
-				if d.Declaration.Kind == acemq.BindingDeclaration {
+				if d.Declaration.Kind == topology.BindingDeclaration {
 					t.Errorf("a binding was checked: %s", d)
 				}
 			}
@@ -464,7 +466,7 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			if err := topo.Apply(ctx, conn); err != nil {
 				t.Fatalf("a second Apply: %v", err)
 			}
-			for _, opts := range [][]acemq.DriftOption{nil, {acemq.WithSettingsProbe()}} {
+			for _, opts := range [][]topology.DriftOption{nil, {topology.WithSettingsProbe()}} {
 				drift, err := topo.Drift(ctx, conn, opts...)
 				if err != nil || len(drift) != 0 {
 					t.Errorf("drift after Apply (%d options): %v, %v", len(opts), drift, err)
@@ -483,11 +485,11 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			if err != nil || len(drift) != 0 {
 				t.Errorf("passive drift saw settings: %v, %v", drift, err)
 			}
-			drift, err = topo.Drift(ctx, conn, acemq.WithSettingsProbe())
+			drift, err = topo.Drift(ctx, conn, topology.WithSettingsProbe())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(drift) != 1 || drift[0].Kind != acemq.DriftDifferent || drift[0].Declaration.Queue.Name != q {
+			if len(drift) != 1 || drift[0].Kind != topology.DriftDifferent || drift[0].Declaration.Queue.Name != q {
 				t.Errorf("probed drift = %v, want the queue %s different", drift, q)
 			}
 			err = topo.Apply(ctx, conn)
@@ -509,14 +511,14 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			}
 			missing = map[string]bool{}
 			for _, d := range drift {
-				missing[d.Declaration.Name()] = d.Kind == acemq.DriftMissing
+				missing[d.Declaration.Name()] = d.Kind == topology.DriftMissing
 			}
 			for _, n := range []string{ex, q, q + ".dlq", q + ".parked", q + ".retry.1s"} {
 				if !missing[n] {
 					t.Errorf("after Delete, %s is not missing: %v", n, drift)
 				}
 			}
-			if missing[acemq.DeadLetterExchange] || missing[acemq.RetryExchange] {
+			if missing[contract.DeadLetterExchange] || missing[contract.RetryExchange] {
 				t.Errorf("Delete deleted a shared exchange: %v", drift)
 			}
 		})

@@ -150,9 +150,6 @@ func WithUnknownType(h Handler[[]byte]) ConsumeOption {
 	return consumeOption(func(c *consumeConfig) {
 		c.unknownSet = true
 		c.unknown = h
-		if h == nil && c.err == nil {
-			c.err = errors.New("acemq: WithUnknownType(nil): pass the handler that decides what to do with a type nobody registered")
-		}
 	})
 }
 

@@ -25,8 +25,8 @@ func TestNonsensicalPoliciesAreRefused(t *testing.T) {
 		{"negative first delay", acemq.ExponentialRetry(3, -time.Second, time.Minute), "the first delay must not be negative"},
 		{"cap below the first delay", acemq.ExponentialRetry(3, time.Minute, time.Second), "the cap on a delay (1s) is below the first delay (1m0s)"},
 		{"negative age", acemq.FixedRetry(3, time.Second).GiveUpAfter(-1), "GiveUpAfter(-1ns): the age limit must not be negative"},
-		{"jitter above 1", acemq.FixedRetry(3, time.Second).WithJitter(1.5), "WithJitter(1.5): the jitter factor must be between 0 (none) and 1"},
-		{"negative jitter", acemq.FixedRetry(3, time.Second).WithJitter(-0.1), "WithJitter(-0.1)"},
+		{"jitter above 1", acemq.FixedRetry(3, time.Second).Jitter(1.5), "Jitter(1.5): the jitter factor must be between 0 (none) and 1"},
+		{"negative jitter", acemq.FixedRetry(3, time.Second).Jitter(-0.1), "Jitter(-0.1)"},
 		{"negative threshold", acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(-time.Second), "WaitInBrokerFrom(-1s)"},
 		{"first mistake kept", acemq.ExponentialRetry(0, 0, 0).GiveUpAfter(-1), "ExponentialRetry(0, 0s, 0s)"},
 	} {
@@ -45,7 +45,7 @@ func TestNonsensicalPoliciesAreRefused(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range []acemq.RetryPolicy{{}, acemq.NoRetry(), acemq.FixedRetry(1, 0), acemq.ExponentialRetry(5, 0, 0), acemq.FixedRetry(2, time.Second).WithJitter(1).GiveUpAfter(0).WaitInBrokerFrom(0)} {
+	for _, p := range []acemq.RetryPolicy{{}, acemq.NoRetry(), acemq.FixedRetry(1, 0), acemq.ExponentialRetry(5, 0, 0), acemq.FixedRetry(2, time.Second).Jitter(1).GiveUpAfter(0).WaitInBrokerFrom(0)} {
 		if err := p.Err(); err != nil {
 			t.Errorf("%s: Err() = %v, want nil", p, err)
 		}
@@ -185,5 +185,52 @@ func TestURLListConnects(t *testing.T) {
 	_ = c.Close(ctx)
 	if got := c.Endpoint(); got != "" {
 		t.Errorf("a closed connection reports the endpoint %q", got)
+	}
+}
+
+// TestOptionsAreCheckedWhereTheyAreTaken: every option is checked by the
+// call that takes it (docs: package acemq, Options), never earlier and
+// never later: the interceptor and middleware options given nil, a
+// negative expiration.
+func TestOptionsAreCheckedWhereTheyAreTaken(t *testing.T) {
+	ctx := context.Background()
+	c := memoryBackend.open(t)
+	h := func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() }
+	const nilPublish, nilConsume = "WithPublishInterceptors was given a nil interceptor", "WithConsumeInterceptors was given a nil interceptor"
+
+	if _, err := acemq.Connect(ctx, c.URL(), acemq.WithPublishInterceptors(nil)); err == nil || !strings.Contains(err.Error(), nilPublish) {
+		t.Errorf("Connect: %v, want it to say %q", err, nilPublish)
+	}
+	if _, err := acemq.Connect(ctx, c.URL(), acemq.WithConsumeInterceptors(nil)); err == nil || !strings.Contains(err.Error(), nilConsume) {
+		t.Errorf("Connect: %v, want it to say %q", err, nilConsume)
+	}
+	// Interceptors of the other direction are not the consumer's or the
+	// publisher's business: each checks its own.
+	for _, tc := range []struct {
+		opt  acemq.ConsumeOption
+		says string
+	}{
+		{acemq.WithConsumeInterceptors(nil), nilConsume},
+		{acemq.WithMiddleware[string](nil), "WithMiddleware was given a nil middleware"},
+	} {
+		if _, err := acemq.Consume(ctx, c, "q", h, tc.opt); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Consume: %v, want it to say %q", err, tc.says)
+		}
+	}
+	p := acemq.NewPublisher[string](c, "", acemq.WithPublishInterceptors(nil))
+	for range 2 { // every Send reports it: building a publisher cannot fail
+		if _, err := p.Send(ctx, "q", "x"); err == nil || !strings.Contains(err.Error(), nilPublish) {
+			t.Errorf("Send: %v, want it to say %q", err, nilPublish)
+		}
+	}
+	ok := acemq.NewPublisher[string](c, "", acemq.WithPublishInterceptors(func(context.Context, *acemq.Publishing) error { return nil }))
+	const negative = "WithExpiration(-1s): a time to live must not be negative"
+	if _, err := ok.Send(ctx, "q", "x", acemq.WithExpiration(-time.Second)); err == nil || !strings.Contains(err.Error(), negative) {
+		t.Errorf("Send: %v, want it to say %q", err, negative)
+	}
+	// A later valid value does not hide an earlier mistake of another
+	// option, and the last value of one option is the one checked.
+	if _, err := acemq.Consume(ctx, c, "q", h, acemq.WithConcurrency(0), acemq.WithConcurrency(2), acemq.WithPrefetch(-1)); err == nil || !strings.Contains(err.Error(), "WithPrefetch(-1)") {
+		t.Errorf("Consume: %v, want it to name WithPrefetch(-1)", err)
 	}
 }

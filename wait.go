@@ -76,7 +76,7 @@ func (c *Conn) gaveUp(ctx context.Context, attempts int, last error) error {
 }
 
 // waitEvent reports an event of the first connection's wait to the
-// metrics and the WithConnEvents functions, and logs it.
+// metrics and the WithOnConnEvent functions, and logs it.
 func (c *Conn) waitEvent(e driver.Event) {
 	c.obs.connEvent(e)
 	switch e.Kind {

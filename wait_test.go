@@ -67,15 +67,15 @@ func shortWaits(t *testing.T) {
 // events records connection events.
 type events struct {
 	mu sync.Mutex
-	es []acemq.ConnEvent
+	es []driver.Event
 }
 
-func (r *events) add(e acemq.ConnEvent) { r.mu.Lock(); r.es = append(r.es, e); r.mu.Unlock() }
+func (r *events) add(e driver.Event) { r.mu.Lock(); r.es = append(r.es, e); r.mu.Unlock() }
 
-func (r *events) all() []acemq.ConnEvent {
+func (r *events) all() []driver.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]acemq.ConnEvent(nil), r.es...)
+	return append([]driver.Event(nil), r.es...)
 }
 
 func TestWaitForBrokerRetriesUntilTheBrokerAnswers(t *testing.T) {
@@ -84,7 +84,7 @@ func TestWaitForBrokerRetriesUntilTheBrokerAnswers(t *testing.T) {
 	var rec events
 	var logs bytes.Buffer
 	conn, err := acemq.Connect(context.Background(), u, acemq.WithWaitForBroker(),
-		acemq.WithConnEvents(rec.add), acemq.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		acemq.WithOnConnEvent(rec.add), acemq.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatalf("Connect with WithWaitForBroker: %v", err)
 	}
@@ -120,7 +120,7 @@ func TestConnectWithoutWaitFailsAtOnce(t *testing.T) {
 	shortWaits(t)
 	u, b := newLateBroker(t, 3, errNotYet)
 	var rec events
-	_, err := acemq.Connect(context.Background(), u, acemq.WithConnEvents(rec.add))
+	_, err := acemq.Connect(context.Background(), u, acemq.WithOnConnEvent(rec.add))
 	if !errors.Is(err, errNotYet) {
 		t.Fatalf("Connect = %v, want the open's error", err)
 	}
@@ -137,7 +137,7 @@ func TestWaitForBrokerStopsAtAPermanentError(t *testing.T) {
 	refused := driver.Permanent(errors.New("403 ACCESS_REFUSED (test)"))
 	u, b := newLateBroker(t, -1, refused)
 	var rec events
-	_, err := acemq.Connect(context.Background(), u, acemq.WithWaitForBroker(), acemq.WithConnEvents(rec.add))
+	_, err := acemq.Connect(context.Background(), u, acemq.WithWaitForBroker(), acemq.WithOnConnEvent(rec.add))
 	if !errors.Is(err, driver.ErrPermanent) || !strings.Contains(err.Error(), "ACCESS_REFUSED") {
 		t.Fatalf("Connect = %v, want the permanent error", err)
 	}
@@ -155,7 +155,7 @@ func TestWaitForBrokerEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var rec events
-	_, err := acemq.Connect(ctx, u, acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	_, err := acemq.Connect(ctx, u, acemq.WithWaitForBroker(), acemq.WithOnConnEvent(func(e driver.Event) {
 		rec.add(e)
 		if e.Attempt == 3 {
 			cancel()
@@ -205,7 +205,7 @@ func TestWaitForBrokerRabbitMQ(t *testing.T) {
 	var rec events
 	var fw testenv.Forwarder
 	defer fw.Close()
-	conn, err := acemq.Connect(t.Context(), through.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	conn, err := acemq.Connect(t.Context(), through.String(), acemq.WithWaitForBroker(), acemq.WithOnConnEvent(func(e driver.Event) {
 		rec.add(e)
 		if e.Kind == driver.EventRetrying {
 			once.Do(func() {
@@ -246,7 +246,7 @@ func TestWaitForBrokerRabbitMQCancelled(t *testing.T) {
 	base.Host = testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	_, err = acemq.Connect(ctx, base.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	_, err = acemq.Connect(ctx, base.String(), acemq.WithWaitForBroker(), acemq.WithOnConnEvent(func(e driver.Event) {
 		if e.Attempt == 2 {
 			cancel()
 		}
@@ -269,7 +269,7 @@ func TestWaitForBrokerRabbitMQBadPassword(t *testing.T) {
 	var rec events
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	_, err = acemq.Connect(ctx, base.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(rec.add))
+	_, err = acemq.Connect(ctx, base.String(), acemq.WithWaitForBroker(), acemq.WithOnConnEvent(rec.add))
 	if !errors.Is(err, driver.ErrPermanent) {
 		t.Fatalf("Connect = %v, want a permanent error", err)
 	}
@@ -294,7 +294,7 @@ func TestWaitForBrokerRabbitMQClusterNotAllPermanent(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var rec events
-	_, err = acemq.Connect(ctx, bad.String()+","+down.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	_, err = acemq.Connect(ctx, bad.String()+","+down.String(), acemq.WithWaitForBroker(), acemq.WithOnConnEvent(func(e driver.Event) {
 		rec.add(e)
 		cancel()
 	}))
@@ -324,7 +324,7 @@ func TestWaitForBrokerRabbitMQCluster(t *testing.T) {
 	defer fw.Close()
 	var once sync.Once
 	var rec events
-	conn, err := acemq.Connect(t.Context(), dead.String()+","+late.String(), acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	conn, err := acemq.Connect(t.Context(), dead.String()+","+late.String(), acemq.WithWaitForBroker(), acemq.WithOnConnEvent(func(e driver.Event) {
 		rec.add(e)
 		once.Do(func() { fw.Start(t, late.Host, backend) })
 	}))

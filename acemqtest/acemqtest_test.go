@@ -13,6 +13,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	_ "github.com/acemq/acemq/rabbitmq"
 )
@@ -152,7 +153,7 @@ func TestOnRabbitMQ(t *testing.T) {
 	if settled.Count(acemq.OutcomeParked) != 1 {
 		t.Fatalf("settlements %v", settled.All())
 	}
-	if parked := acemqtest.Peek(t, conn, acemq.ParkedQueue(q)); len(parked) != 1 {
+	if parked := acemqtest.Peek(t, conn, contract.ParkedQueue(q)); len(parked) != 1 {
 		t.Fatalf("%d parked", len(parked))
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/actuator"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/telemetry"
@@ -51,7 +52,7 @@ func traffic(t *testing.T, act *actuator.Endpoints, url string) (*acemq.Conn, st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+		for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 			_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), n)
 		}
 	})

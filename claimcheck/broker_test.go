@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 )
 
@@ -131,7 +132,7 @@ func TestMissingKeyIsParked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.ParkedQueue(q))
+		d := brokertest.Get(t, c, contract.ParkedQueue(q))
 		brokertest.Stop(t, cons)
 		if called.Load() != 0 {
 			t.Fatal("the handler was called for an undecodable message")
@@ -208,7 +209,7 @@ func TestStoreFailureExhaustsToTheDeadLetterQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(q))
 		brokertest.Stop(t, cons)
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 		if !strings.HasPrefix(env.Reason(), "exhausted 2 attempts: ") || env.Attempt() != 2 {

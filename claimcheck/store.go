@@ -29,12 +29,14 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// ErrNotFound is wrapped by Store.Get for a key that holds nothing.
-var ErrNotFound = errors.New("claimcheck: no payload is stored under this key")
+// ErrNotFound is wrapped by Store.Get for a key that holds nothing. Like
+// the driver's sentinels it is a fragment, met wrapped in the words of the
+// codec that asked the store.
+var ErrNotFound = errors.New("no payload is stored under this key")
 
 // ErrInvalidKey is wrapped by the stores of this package for a key that does
-// not match [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
-var ErrInvalidKey = errors.New("claimcheck: invalid key")
+// not match [A-Za-z0-9][A-Za-z0-9._-]{0,127}. It is a fragment too.
+var ErrInvalidKey = errors.New("invalid key")
 
 // ValidKey reports whether key matches [A-Za-z0-9][A-Za-z0-9._-]{0,127}, the
 // keys every store of the family accepts. The pattern admits no path
@@ -126,7 +128,11 @@ func (s *MemoryStore) Len() int {
 // renames it into place, so a reader never sees a half-written payload and a
 // crash leaves at most a stray temporary file (named ".claimcheck-*", which
 // no valid key can collide with). Several processes may share the directory
-// (a shared volume), since rename is atomic on one file system.
+// (a shared volume), since rename is atomic on one file system. Its errors,
+// but for those wrapping ErrNotFound and ErrInvalidKey, are the file
+// system's (*fs.PathError, *os.LinkError), which name the file; the codec
+// wraps them in its own words ("claimcheck: storing a 7-byte payload under
+// …: open …").
 type DirStore struct {
 	dir string
 }
@@ -153,7 +159,7 @@ func (s *DirStore) Put(ctx context.Context, key string, data []byte) (err error)
 	}
 	f, err := os.CreateTemp(s.dir, ".claimcheck-*")
 	if err != nil {
-		return fmt.Errorf("claimcheck: storing %q: %w", key, err)
+		return err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -168,12 +174,9 @@ func (s *DirStore) Put(ctx context.Context, key string, data []byte) (err error)
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("claimcheck: storing %q: %w", key, err)
+		return err
 	}
-	if err = os.Rename(tmp, filepath.Join(s.dir, key)); err != nil {
-		return fmt.Errorf("claimcheck: storing %q: %w", key, err)
-	}
-	return nil
+	return os.Rename(tmp, filepath.Join(s.dir, key))
 }
 
 // Get reads the file named key.
@@ -186,7 +189,7 @@ func (s *DirStore) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %q in %s", ErrNotFound, key, s.dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claimcheck: reading %q: %w", key, err)
+		return nil, err
 	}
 	return b, nil
 }
@@ -198,7 +201,7 @@ func (s *DirStore) Delete(ctx context.Context, key string) error {
 	}
 	err := os.Remove(filepath.Join(s.dir, key))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("claimcheck: deleting %q: %w", key, err)
+		return err
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/codec/toml"
 	"github.com/acemq/acemq/codec/xml"
 	"github.com/acemq/acemq/codec/yaml"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -145,7 +146,7 @@ func TestReadingByContentTypeAndParkingWhatDoesNotOpen(t *testing.T) {
 		cons, err := acemq.Consume(context.Background(), conn, q, func(_ context.Context, m acemq.Message[order]) acemq.Ack {
 			got <- m
 			return acemq.Accept()
-		}, acemq.WithCodec(acemq.Composite(enc, reader)))
+		}, acemq.WithCodec(codec.Composite(enc, reader)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +167,7 @@ func TestReadingByContentTypeAndParkingWhatDoesNotOpen(t *testing.T) {
 		if len(seen) != 5 {
 			t.Errorf("content types read: %v", seen)
 		}
-		d := brokertest.Get(t, conn, acemq.ParkedQueue(q))
+		d := brokertest.Get(t, conn, contract.ParkedQueue(q))
 		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason()
 		if !strings.Contains(reason, `key id "2025-06", which is not on the keyring`) {
 			t.Errorf("parked with %q", reason)
@@ -229,7 +230,7 @@ func TestHostileBodiesAreParkedWithTheBound(t *testing.T) {
 			want[fmt.Sprintf("%d bytes: could not be decoded: LimitError: %s (content type %s)", len(h.body), h.reason, h.ct)]++
 		}
 		for range hostile {
-			d := brokertest.Get(t, conn, acemq.ParkedQueue(q))
+			d := brokertest.Get(t, conn, contract.ParkedQueue(q))
 			parked := fmt.Sprintf("%d bytes: %s", len(d.Body), acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason())
 			if want[parked] == 0 {
 				t.Errorf("parked %q, want one of %v", parked, want)

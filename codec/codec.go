@@ -133,5 +133,5 @@ func Reading(names ...string) (acemq.Codec, error) {
 	if len(cs) == 1 {
 		return cs[0], nil
 	}
-	return acemq.Composite(cs...), nil
+	return Composite(cs...), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -24,7 +25,7 @@ func BenchmarkPeek(b *testing.B) {
 	const n = 1000
 	url := testenv.AMQPURL(b)
 	conn := brokertest.Connect(b, url)
-	q := acemq.DeadLetterQueue(brokertest.Queue(b, conn, "console-bench"))
+	q := contract.DeadLetterQueue(brokertest.Queue(b, conn, "console-bench"))
 	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic)).Apply(context.Background(), conn); err != nil {
 		b.Fatal(err)
 	}

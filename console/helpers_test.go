@@ -12,6 +12,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	_ "github.com/acemq/acemq/rabbitmq"
@@ -71,7 +72,7 @@ func deadLetters(t *testing.T, url string, nQty, nSKU int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{conn: conn, queue: q, dlq: acemq.DeadLetterQueue(q), qtyIDs: map[string]bool{}, skuIDs: map[string]bool{}, topology: topo}
+	f := &fixture{conn: conn, queue: q, dlq: contract.DeadLetterQueue(q), qtyIDs: map[string]bool{}, skuIDs: map[string]bool{}, topology: topo}
 	pub := acemq.NewPublisher[order](conn, "")
 	typed := func() acemq.SendOption {
 		return acemq.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: "order.placed"}))

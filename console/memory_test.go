@@ -13,6 +13,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -55,7 +56,7 @@ func bigDeadLetters(t *testing.T, url string, n, size int) (*acemq.Conn, string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = topo.Delete(context.Background(), conn) })
-	dlq := acemq.DeadLetterQueue(q)
+	dlq := contract.DeadLetterQueue(q)
 	for i := range n {
 		body := bytes.Repeat([]byte{'a' + byte(i%26)}, size)
 		env := acemq.MustEnvelope(acemq.Fields{Type: "order.placed", Reason: fmt.Sprintf("TooBigError: order %d is too big", i)})
@@ -172,7 +173,7 @@ func TestPeekBudget(t *testing.T) {
 	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	dlq := acemq.DeadLetterQueue(q)
+	dlq := contract.DeadLetterQueue(q)
 	for i := range n {
 		reason := fmt.Sprintf("LongError %d: %s", i, strings.Repeat("x", 1000))
 		env := acemq.MustEnvelope(acemq.Fields{Type: "order.placed", Reason: reason})

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 )
 
 // Roles of a queue in the list.
@@ -155,8 +157,8 @@ func (c *Console) named() []string {
 	}
 	addApp := func(q string) {
 		add(q)
-		add(acemq.DeadLetterQueue(q))
-		add(acemq.ParkedQueue(q))
+		add(contract.DeadLetterQueue(q))
+		add(contract.ParkedQueue(q))
 	}
 	for _, q := range c.cfg.queues {
 		base, _ := roleOf(q)
@@ -165,7 +167,7 @@ func (c *Console) named() []string {
 	for _, t := range c.cfg.topology {
 		plan, _ := t.Plan() // validated by New
 		for _, d := range plan {
-			if d.Kind != acemq.QueueDeclaration {
+			if d.Kind != topology.QueueDeclaration {
 				continue
 			}
 			base, role := roleOf(d.Queue.Name)

@@ -50,7 +50,7 @@ func Schemes() []string {
 func Lookup(rawURL string) (Driver, error) {
 	u, err := ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: the broker URL cannot be parsed: %w", err)
+		return nil, fmt.Errorf("driver: the broker URL cannot be parsed: %w", err)
 	}
 	registryMu.RLock()
 	d, ok := registry[u.Scheme]
@@ -60,7 +60,7 @@ func Lookup(rawURL string) (Driver, error) {
 		if u.Scheme == "amqp" || u.Scheme == "amqps" {
 			hint = `; import _ "github.com/acemq/acemq/rabbitmq" to register it`
 		}
-		return nil, fmt.Errorf("acemq: no driver is registered for scheme %q (registered: %v)%s", u.Scheme, Schemes(), hint)
+		return nil, fmt.Errorf("driver: no driver is registered for scheme %q (registered: %v)%s", u.Scheme, Schemes(), hint)
 	}
 	return d, nil
 }

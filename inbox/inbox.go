@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/tuning"
 	"github.com/google/uuid"
 )
 
@@ -33,7 +34,7 @@ type Inbox struct {
 // by Err.
 func New(store Store, name string, opts ...Option) *Inbox {
 	in := &Inbox{store: store, name: name, cfg: config{
-		lease: DefaultLease, pruneEvery: DefaultPruneEvery, delay: acemq.DefaultInProgressDelay,
+		lease: DefaultLease, pruneEvery: DefaultPruneEvery, delay: tuning.InProgressDelay,
 		key: func(e acemq.Envelope) string { return e.ID() },
 	}, lastPrune: time.Now()}
 	if r, ok := store.(interface{ DefaultRetention() time.Duration }); ok {

@@ -50,7 +50,7 @@ func WithRetention(d time.Duration) Option { return option(func(c *config) { c.r
 func WithPruneEvery(d time.Duration) Option { return option(func(c *config) { c.pruneEvery = d }) }
 
 // WithInProgressDelay sets the wait before a message whose key another
-// worker holds is tried again (default acemq.DefaultInProgressDelay, 5 s).
+// worker holds is tried again (default 5 s, as acemq.InProgress waits).
 func WithInProgressDelay(d time.Duration) Option { return option(func(c *config) { c.delay = d }) }
 
 // WithKey sets the function that gives a message's idempotency key

@@ -36,8 +36,9 @@ func (s State) String() string {
 
 // ErrClaimLost is returned by Confirm when the caller's claim is no longer
 // its own: the lease ran out and another worker claimed the key, or the
-// claim was pruned.
-var ErrClaimLost = errors.New("inbox: the claim was lost (its lease ran out and the key was claimed again, or it was pruned)")
+// claim was pruned. Like the driver's sentinels it is a fragment, met
+// wrapped in the words of the Inbox that asked the store.
+var ErrClaimLost = errors.New("the claim was lost (its lease ran out and the key was claimed again, or it was pruned)")
 
 // Store keeps claims and confirmations, per consumer name and key.
 // Implementations: NewMemory here, and sqlstore.Store.Inbox for PostgreSQL

@@ -112,7 +112,7 @@ func (b *broker) publish(m *message, mandatory bool) error {
 	} else {
 		ex, ok := b.exchanges[m.exchange]
 		if !ok {
-			return fmt.Errorf("memory: publish: %w", notFound("exchange", m.exchange))
+			return notFound("exchange", m.exchange)
 		}
 		if ex.internal {
 			return refusedErr("cannot publish to internal exchange '%s' in vhost '/'", m.exchange)

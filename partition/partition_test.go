@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -187,7 +188,7 @@ func runGroup(t *testing.T, url string, kill func(t *testing.T, active *acemq.Co
 	// The members' consumers declare the queue's parked and dead-letter
 	// queues, which the partition topology does not hold.
 	t.Cleanup(func() {
-		for _, name := range []string{acemq.ParkedQueue(q), acemq.DeadLetterQueue(q)} {
+		for _, name := range []string{contract.ParkedQueue(q), contract.DeadLetterQueue(q)} {
 			if _, err := brokertest.Driver(admin).DeleteQueue(context.Background(), name); err != nil && !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("deleting %s: %v", name, err)
 			}

@@ -88,7 +88,7 @@ func open(ctx context.Context, cfg driver.Config) (*conn, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
-		return nil, fmt.Errorf("acemq: cannot connect to the broker: %w", err)
+		return nil, fmt.Errorf("rabbitmq: cannot connect to the broker: %w", err)
 	}
 	c.markUp(s)
 	c.wg.Add(1)
@@ -98,7 +98,7 @@ func open(ctx context.Context, cfg driver.Config) (*conn, error) {
 
 func checkConfig(cfg *driver.Config) error {
 	if len(cfg.URLs) == 0 {
-		return errors.New("acemq: no broker URL is configured")
+		return errors.New("rabbitmq: no broker URL is configured")
 	}
 	urls := make([]string, len(cfg.URLs))
 	copy(urls, cfg.URLs)
@@ -106,19 +106,19 @@ func checkConfig(cfg *driver.Config) error {
 	for _, raw := range cfg.URLs {
 		u, err := driver.ParseURL(raw)
 		if err != nil {
-			return fmt.Errorf("acemq: the broker URL cannot be parsed: %w", err)
+			return fmt.Errorf("rabbitmq: the broker URL cannot be parsed: %w", err)
 		}
 		switch u.Scheme {
 		case "amqp":
 			if cfg.TLS != nil {
-				return fmt.Errorf("acemq: a TLS configuration is set but the URL %s is not encrypted; use an amqps:// URL to connect over TLS", driver.RedactURL(raw))
+				return fmt.Errorf("rabbitmq: a TLS configuration is set but the URL %s is not encrypted; use an amqps:// URL to connect over TLS", driver.RedactURL(raw))
 			}
 		case "amqps":
 		default:
-			return fmt.Errorf("acemq: the URL %s is not an amqp:// or amqps:// URL", driver.RedactURL(raw))
+			return fmt.Errorf("rabbitmq: the URL %s is not an amqp:// or amqps:// URL", driver.RedactURL(raw))
 		}
 		if _, err := amqp.ParseURI(raw); err != nil {
-			return fmt.Errorf("acemq: the broker URL %s is invalid: %w", driver.RedactURL(raw), scrub(driver.Redact(err), u))
+			return fmt.Errorf("rabbitmq: the broker URL %s is invalid: %w", driver.RedactURL(raw), scrub(driver.Redact(err), u))
 		}
 	}
 	if cfg.MaxOutstanding <= 0 {
@@ -349,7 +349,7 @@ func (c *conn) Blocked() (bool, string) {
 }
 
 func blockedError(reason string) error {
-	return fmt.Errorf("%w: %s", driver.ErrBlocked, reason)
+	return fmt.Errorf("rabbitmq: %w: %s", driver.ErrBlocked, reason)
 }
 
 // Ping opens and closes a channel within ctx. While the broker blocks the
@@ -364,7 +364,7 @@ func (c *conn) Ping(ctx context.Context) error {
 	}
 	s := c.cur.Load()
 	if s == nil || s.ac.IsClosed() {
-		return errors.New("acemq: the connection to the broker is down; reconnecting")
+		return errors.New("rabbitmq: the connection to the broker is down; reconnecting")
 	}
 	err := c.do(ctx, func() error {
 		ch, err := s.ac.Channel()
@@ -374,7 +374,7 @@ func (c *conn) Ping(ctx context.Context) error {
 		return ch.Close()
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("acemq: the broker did not answer: %w", err)
+		return fmt.Errorf("rabbitmq: the broker did not answer: %w", err)
 	}
 	return nil
 }

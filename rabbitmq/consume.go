@@ -64,7 +64,7 @@ func (a *attachment) close() {
 func (c *conn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Subscription, error) {
 	args, err := toAMQPTable(spec.Args)
 	if err != nil {
-		return nil, fmt.Errorf("acemq: consume from queue %q: %w", spec.Queue, err)
+		return nil, fmt.Errorf("rabbitmq: consume from queue %q: %w", spec.Queue, err)
 	}
 	if spec.Tag == "" {
 		spec.Tag = "acemq-" + spec.Queue + "-" + strconv.FormatUint(c.tagSeq.Add(1), 10)
@@ -350,7 +350,7 @@ func (sub *subscription) Cancel(ctx context.Context) error {
 	}
 	err := sub.c.do(ctx, func() error { return att.ch.Cancel(sub.spec.Tag, false) }, nil)
 	if err != nil && !att.ch.IsClosed() && !errors.Is(err, driver.ErrClosed) {
-		return fmt.Errorf("acemq: cancelling consumer %q: %w", sub.spec.Tag, err)
+		return fmt.Errorf("rabbitmq: cancelling consumer %q: %w", sub.spec.Tag, err)
 	}
 	return nil
 }

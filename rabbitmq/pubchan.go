@@ -109,7 +109,7 @@ func (pc *pubChan) send(ctx context.Context, m *driver.Message, pub *amqp.Publis
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("acemq: the publish failed: %w", err)
+		return nil, fmt.Errorf("rabbitmq: the publish failed: %w", err)
 	}
 	if p != nil {
 		p.dc = dc
@@ -216,15 +216,15 @@ func (pc *pubChan) watch() {
 func lostError(p *pending, reason *amqp.Error, closing bool) error {
 	if reason != nil && reason.Code == amqp.NotFound && p.exchange != "" &&
 		strings.Contains(reason.Reason, "no exchange '"+p.exchange+"'") {
-		return fmt.Errorf("the exchange %q does not exist (%s): %w", p.exchange, reason.Reason, driver.ErrNotFound)
+		return fmt.Errorf("rabbitmq: the exchange %q does not exist (%s): %w", p.exchange, reason.Reason, driver.ErrNotFound)
 	}
 	if closing {
-		return fmt.Errorf("%w: %w", driver.ErrClosed, driver.ErrLost)
+		return fmt.Errorf("rabbitmq: %w: %w", driver.ErrClosed, driver.ErrLost)
 	}
 	if reason != nil {
-		return fmt.Errorf("%w (%s)", driver.ErrLost, reason.Reason)
+		return fmt.Errorf("rabbitmq: %w (%s)", driver.ErrLost, reason.Reason)
 	}
-	return driver.ErrLost
+	return fmt.Errorf("rabbitmq: %w", driver.ErrLost)
 }
 
 func (pc *pubChan) replace() {

@@ -89,7 +89,7 @@ func (c *conn) finish(p *pending) error {
 			<-pc.closed
 			err = lostError(p, pc.reason.Load(), c.isClosing())
 		} else {
-			err = fmt.Errorf("%w (message-id %q)", driver.ErrNacked, p.msgID)
+			err = fmt.Errorf("rabbitmq: %w (message-id %q)", driver.ErrNacked, p.msgID)
 		}
 	}
 	p.release(c)
@@ -187,7 +187,7 @@ func (c *conn) acquire(ctx context.Context) error {
 			return fmt.Errorf("%d publishes are already waiting for a confirm and none completed within %s: %w",
 				len(c.sem), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for a permit to publish: %w", ctx.Err())
+			return fmt.Errorf("rabbitmq: waiting for a permit to publish: %w", ctx.Err())
 		case <-c.closing:
 			return driver.ErrClosed
 		}
@@ -212,7 +212,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	if !flat {
 		var err error
 		if headers, err = toAMQPTable(m.Headers); err != nil {
-			return nil, fmt.Errorf("acemq: the headers cannot be sent: %w", err)
+			return nil, fmt.Errorf("rabbitmq: the headers cannot be sent: %w", err)
 		}
 		headerSize = -1
 	}
@@ -247,7 +247,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 		// Refuse what would close the connection (and lose every publish
 		// outstanding on it) rather than send it.
 		if err := checkSendableSized(&pub, s.ac.Config.FrameSize, headerSize); err != nil {
-			return nil, fmt.Errorf("acemq: nothing was published: %w", err)
+			return nil, fmt.Errorf("rabbitmq: nothing was published: %w", err)
 		}
 		pc := s.pick(confirm).get()
 		if confirm {
@@ -302,12 +302,12 @@ func (c *conn) wait(ctx context.Context, p *pending) error {
 		return err
 	case <-p.timer.C:
 		c.abandon(p)
-		return fmt.Errorf("no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
+		return fmt.Errorf("rabbitmq: no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
 			c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
 	case <-ctx.Done():
 		p.timer.Stop()
 		c.abandon(p)
-		return fmt.Errorf("waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
+		return fmt.Errorf("rabbitmq: waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
 	}
 }
 
@@ -335,7 +335,7 @@ func (c *conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 	}, func(err error) { errs = append(errs, err) })
 	// PublishEach stops taking messages when ctx ends.
 	for len(errs) < len(ms) {
-		errs = append(errs, fmt.Errorf("acemq: nothing was published: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("rabbitmq: nothing was published: %w", ctx.Err()))
 	}
 	return errs
 }
@@ -375,7 +375,7 @@ func (c *conn) PublishEach(ctx context.Context, ms iter.Seq2[*driver.Message, er
 		q.reportKnown(ctx, c, done)
 		stop := false
 		if err == nil && ctx.Err() != nil {
-			err, stop = fmt.Errorf("acemq: nothing was published: %w", ctx.Err()), true
+			err, stop = fmt.Errorf("rabbitmq: nothing was published: %w", ctx.Err()), true
 		}
 		if err != nil {
 			q.push(nil, err)

@@ -85,7 +85,7 @@ func (a *acker) Reject(tag uint64, requeue bool) error {
 }
 
 func settleError(tag uint64, err error) error {
-	return fmt.Errorf("acemq: delivery %d cannot be settled, the broker will redeliver it (%v): %w", tag, err, driver.ErrChannelClosed)
+	return fmt.Errorf("rabbitmq: delivery %d cannot be settled, the broker will redeliver it (%v): %w", tag, err, driver.ErrChannelClosed)
 }
 
 func toDelivery(d *amqp.Delivery, a *acker) driver.Delivery {

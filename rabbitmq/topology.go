@@ -228,19 +228,19 @@ func mapErr(op, kind, name string, err error) error {
 		case amqp.PreconditionFailed:
 			return &driver.PreconditionError{Kind: kind, Name: name, Detail: ae.Reason}
 		case amqp.NotFound:
-			return fmt.Errorf("acemq: %s: the %s %q does not exist (%s): %w", op, kind, name, ae.Reason, driver.ErrNotFound)
+			return fmt.Errorf("rabbitmq: %s: the %s %q does not exist (%s): %w", op, kind, name, ae.Reason, driver.ErrNotFound)
 		case amqp.AccessRefused, amqp.ResourceLocked:
 			return &driver.AccessError{Code: ae.Code, Text: ae.Reason}
 		}
 	}
-	return fmt.Errorf("acemq: %s %s %q: %w", op, kind, name, err)
+	return fmt.Errorf("rabbitmq: %s %s %q: %w", op, kind, name, err)
 }
 
 // DeclareExchange declares an exchange and records it for recovery.
 func (c *conn) DeclareExchange(ctx context.Context, e driver.Exchange) error {
 	args, err := toAMQPTable(e.Args)
 	if err != nil {
-		return fmt.Errorf("acemq: declare exchange %q: %w", e.Name, err)
+		return fmt.Errorf("rabbitmq: declare exchange %q: %w", e.Name, err)
 	}
 	kind := e.Kind
 	if kind == "" {
@@ -264,7 +264,7 @@ func (c *conn) DeclareExchange(ctx context.Context, e driver.Exchange) error {
 func (c *conn) DeclareQueue(ctx context.Context, q driver.Queue) (driver.QueueInfo, error) {
 	args, err := toAMQPTable(q.Args)
 	if err != nil {
-		return driver.QueueInfo{}, fmt.Errorf("acemq: declare queue %q: %w", q.Name, err)
+		return driver.QueueInfo{}, fmt.Errorf("rabbitmq: declare queue %q: %w", q.Name, err)
 	}
 	var info amqp.Queue
 	err = c.withChannel(ctx, func(ch *amqp.Channel) error {
@@ -283,7 +283,7 @@ func (c *conn) DeclareQueue(ctx context.Context, q driver.Queue) (driver.QueueIn
 func (c *conn) Bind(ctx context.Context, b driver.Binding) error {
 	args, err := toAMQPTable(b.Args)
 	if err != nil {
-		return fmt.Errorf("acemq: bind queue %q: %w", b.Queue, err)
+		return fmt.Errorf("rabbitmq: bind queue %q: %w", b.Queue, err)
 	}
 	err = c.withChannel(ctx, func(ch *amqp.Channel) error {
 		return ch.QueueBind(b.Queue, b.RoutingKey, b.Exchange, false, args)
@@ -311,7 +311,7 @@ func mapBindErr(op string, b driver.Binding, err error) error {
 func (c *conn) Unbind(ctx context.Context, b driver.Binding) error {
 	args, err := toAMQPTable(b.Args)
 	if err != nil {
-		return fmt.Errorf("acemq: unbind queue %q: %w", b.Queue, err)
+		return fmt.Errorf("rabbitmq: unbind queue %q: %w", b.Queue, err)
 	}
 	err = c.withChannel(ctx, func(ch *amqp.Channel) error {
 		return ch.QueueUnbind(b.Queue, b.RoutingKey, b.Exchange, args)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func queues(t *testing.T, c *acemq.Conn) string {
 	t.Helper()
 	q := brokertest.Queue(t, c, "rp")
-	for _, n := range []string{acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+	for _, n := range []string{contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 		if _, err := brokertest.Driver(c).DeclareQueue(context.Background(), driver.Queue{Name: n, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -84,10 +85,10 @@ func TestReplayMovesAndStamps(t *testing.T) {
 		wireHeaders := env.AppendHeaders(nil, "orders.new")
 		wireHeaders["x-acemq-future"] = "from-a-newer-sibling"
 		env = acemq.ReadEnvelope(wireHeaders, "orders.new", env.ID())
-		deadLetter(t, c, acemq.DeadLetterQueue(q), env, "payload-1")
+		deadLetter(t, c, contract.DeadLetterQueue(q), env, "payload-1")
 
 		before := time.Now().Add(-time.Second)
-		res, err := replay.Run(context.Background(), c, acemq.DeadLetterQueue(q))
+		res, err := replay.Run(context.Background(), c, contract.DeadLetterQueue(q))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func TestReplayMovesAndStamps(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("attempt %#v, want 1", h[wire.HeaderAttempt])
 		}
-		if h["acemq-replayed-from"] != acemq.DeadLetterQueue(q) {
+		if h["acemq-replayed-from"] != contract.DeadLetterQueue(q) {
 			t.Fatalf("acemq-replayed-from %v", h["acemq-replayed-from"])
 		}
 		at, err := time.Parse(replay.ReplayedAtLayout, fmt.Sprint(h["acemq-replayed-at"]))
@@ -125,8 +126,8 @@ func TestReplayMovesAndStamps(t *testing.T) {
 			!read.FirstSeen().Equal(firstSeen) || read.Origin() != "orders@host-7" || read.Claim() != "s3://payloads/o-1" {
 			t.Fatalf("envelope changed: %+v", read.Fields())
 		}
-		if strings.Join(read.Route(), ",") != "a,b" || read.RoutePosition() != 1 || read.RouteID() != "run-1" {
-			t.Fatalf("route %v %d %q", read.Route(), read.RoutePosition(), read.RouteID())
+		if strings.Join(read.Fields().Route, ",") != "a,b" || read.Fields().RoutePosition != 1 || read.Fields().RouteID != "run-1" {
+			t.Fatalf("route %v %d %q", read.Fields().Route, read.Fields().RoutePosition, read.Fields().RouteID)
 		}
 		if h["x-acemq-future"] != "from-a-newer-sibling" || h["x-tenant"] != "acme" {
 			t.Fatalf("headers lost: %v", h)
@@ -134,7 +135,7 @@ func TestReplayMovesAndStamps(t *testing.T) {
 		if _, ok := h["x-death"]; !ok {
 			t.Fatal("x-death was dropped")
 		}
-		waitCount(t, c, acemq.DeadLetterQueue(q), 0)
+		waitCount(t, c, contract.DeadLetterQueue(q), 0)
 	})
 }
 
@@ -146,7 +147,7 @@ func TestReplayUntypedMessage(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		dlq := acemq.DeadLetterQueue(q)
+		dlq := contract.DeadLetterQueue(q)
 		if err := brokertest.Driver(c).Publish(context.Background(), driver.Message{
 			RoutingKey: dlq, Mandatory: true, MessageID: "foreign-1", ReplyTo: "answers", CorrelationID: "c-9",
 			Headers: driver.Table{"x-tenant": "acme"}, Body: []byte("x"),
@@ -174,8 +175,8 @@ func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		deadLetter(t, c, acemq.ParkedQueue(q), acemq.MustEnvelope(acemq.Fields{Reason: "the handler parked it: x"}), "p-1")
-		res, err := replay.Run(context.Background(), c, acemq.ParkedQueue(q))
+		deadLetter(t, c, contract.ParkedQueue(q), acemq.MustEnvelope(acemq.Fields{Reason: "the handler parked it: x"}), "p-1")
+		res, err := replay.Run(context.Background(), c, contract.ParkedQueue(q))
 		if err != nil || res.Moved != 1 || res.RoutingKey != q {
 			t.Fatalf("%v, %v", res, err)
 		}
@@ -190,8 +191,8 @@ func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 		if err := brokertest.Driver(c).Bind(context.Background(), driver.Binding{Exchange: ex, Queue: other, RoutingKey: "order.retry"}); err != nil {
 			t.Fatal(err)
 		}
-		deadLetter(t, c, acemq.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{}), "d-1")
-		res, err = replay.Run(context.Background(), c, acemq.DeadLetterQueue(q), replay.WithTarget(ex, "order.retry"))
+		deadLetter(t, c, contract.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{}), "d-1")
+		res, err = replay.Run(context.Background(), c, contract.DeadLetterQueue(q), replay.WithTarget(ex, "order.retry"))
 		if err != nil || res.Moved != 1 || res.Exchange != ex {
 			t.Fatalf("%v, %v", res, err)
 		}
@@ -215,7 +216,7 @@ func TestReplayLimit(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		dlq := acemq.DeadLetterQueue(q)
+		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 10)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithLimit(4))
 		if err != nil || res.Moved != 4 || res.Reason != replay.LimitReached {
@@ -234,7 +235,7 @@ func TestReplayInterruptedLosesNothing(t *testing.T) {
 			brokertest.Each(t, func(t *testing.T, url string) {
 				c := brokertest.Connect(t, url)
 				q := queues(t, c)
-				dlq := acemq.DeadLetterQueue(q)
+				dlq := contract.DeadLetterQueue(q)
 				const total = 10
 				fill(t, c, dlq, total)
 				var calls atomic.Int32
@@ -295,7 +296,7 @@ func TestReplayFilterHoldsDeclinedMessagesUntilTheEnd(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		dlq := acemq.DeadLetterQueue(q)
+		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 6)
 		var calls atomic.Int32
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithFilter(func(env acemq.Envelope) bool {
@@ -322,10 +323,10 @@ func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		dlq := acemq.DeadLetterQueue(q)
+		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 3)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) || !errors.Is(res.Err, err) || res.Moved != 0 {
 			t.Fatalf("%v, %v", res, err)
 		}
@@ -340,10 +341,10 @@ func TestReplayConfirmsOnAConnectionWithoutConfirms(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url, acemq.WithConfirms(false))
 		q := queues(t, c)
-		dlq := acemq.DeadLetterQueue(q)
+		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 2)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if res.Reason != replay.Failed || !errors.As(err, &ue) {
 			t.Fatalf("%v, %v", res, err)
 		}
@@ -372,7 +373,7 @@ func TestReplayRefusesBadArguments(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
 		defer cancel()
 		q := queues(t, c)
-		if res, err := replay.Run(ctx, c, acemq.DeadLetterQueue(q)); err != nil || res.Reason != replay.DeadlineExceeded {
+		if res, err := replay.Run(ctx, c, contract.DeadLetterQueue(q)); err != nil || res.Reason != replay.DeadlineExceeded {
 			t.Fatalf("an expired deadline: %v, %v", res, err)
 		}
 	})
@@ -382,8 +383,8 @@ func TestKeepAttempts(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		deadLetter(t, c, acemq.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{Attempt: 5}), "x")
-		if _, err := replay.Run(context.Background(), c, acemq.DeadLetterQueue(q), replay.WithKeptAttempts()); err != nil {
+		deadLetter(t, c, contract.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{Attempt: 5}), "x")
+		if _, err := replay.Run(context.Background(), c, contract.DeadLetterQueue(q), replay.WithKeptAttempts()); err != nil {
 			t.Fatal(err)
 		}
 		got := getAll(t, c, q)
@@ -413,7 +414,7 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			for _, s := range p.Steps() {
-				for _, n := range []string{p.Queue(s), acemq.DeadLetterQueue(p.Queue(s)), acemq.ParkedQueue(p.Queue(s))} {
+				for _, n := range []string{p.Queue(s), contract.DeadLetterQueue(p.Queue(s)), contract.ParkedQueue(p.Queue(s))} {
 					_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), n)
 				}
 			}
@@ -461,7 +462,7 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dlq := acemq.DeadLetterQueue(p.Queue("two"))
+		dlq := contract.DeadLetterQueue(p.Queue("two"))
 		waitCount(t, c, dlq, 1)
 		if runsAtTwo.Load() != 2 {
 			t.Fatalf("step two ran %d times before giving up, want 2", runsAtTwo.Load())
@@ -483,8 +484,8 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Fatal("the replayed run did not finish")
 		}
-		if m.Envelope.RouteID() != runID || m.Envelope.RoutePosition() != 2 || m.Payload.ID != "o-1" {
-			t.Fatalf("finished run %q at position %d, want run %q at 2", m.Envelope.RouteID(), m.Envelope.RoutePosition(), runID)
+		if m.Envelope.Fields().RouteID != runID || m.Envelope.Fields().RoutePosition != 2 || m.Payload.ID != "o-1" {
+			t.Fatalf("finished run %q at position %d, want run %q at 2", m.Envelope.Fields().RouteID, m.Envelope.Fields().RoutePosition, runID)
 		}
 		if m.Envelope.Attempt() != 1 {
 			t.Fatalf("the last hop is on attempt %d", m.Envelope.Attempt())
@@ -502,7 +503,7 @@ func TestReplayMessageFilterSeesTheBody(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := queues(t, c)
-		dlq := acemq.DeadLetterQueue(q)
+		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 4) // bodies m-0 … m-3
 		var seen []string
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithMessageFilter(func(m acemq.Message[[]byte]) bool {

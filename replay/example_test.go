@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/replay"
 )
@@ -54,7 +55,7 @@ func ExampleRun() {
 	}
 
 	up.Store(true)
-	res, err := replay.Run(ctx, conn, acemq.DeadLetterQueue("orders.new"))
+	res, err := replay.Run(ctx, conn, contract.DeadLetterQueue("orders.new"))
 	if err != nil {
 		panic(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/replay"
@@ -20,7 +21,7 @@ func TestFaultReplayConnectionDropLosesNothing(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	c := brokertest.Connect(t, url)
 	q := queues(t, c)
-	dlq := acemq.DeadLetterQueue(q)
+	dlq := contract.DeadLetterQueue(q)
 	const total = 100
 	ids := map[string]bool{}
 	for range total {

@@ -105,8 +105,8 @@ func Target(source string) (queue string, ok bool) {
 	return "", false
 }
 
-// Run moves messages from the queue source (usually acemq.DeadLetterQueue(q)
-// or acemq.ParkedQueue(q)) to their target, one at a time, until the source
+// Run moves messages from the queue source (usually contract.DeadLetterQueue(q)
+// or contract.ParkedQueue(q)) to their target, one at a time, until the source
 // is drained, the limit is reached, ctx ends, or a step fails. It fetches
 // with basic.get and never consumes, so it does not compete with the
 // prefetch of a consumer on the source (there should be none).
@@ -126,7 +126,7 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 		return Result{}, errors.New("replay: Run needs a connection")
 	}
 	if source == "" {
-		return Result{}, errors.New("replay: Run needs a source queue, for example acemq.DeadLetterQueue(\"orders.new\")")
+		return Result{}, errors.New("replay: Run needs a source queue, for example contract.DeadLetterQueue(\"orders.new\")")
 	}
 	if cfg.limit < 0 {
 		return Result{}, fmt.Errorf("replay: WithLimit(%d): the limit must be 0 (none) or more", cfg.limit)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/testenv"
@@ -49,7 +50,7 @@ func pipeline(t *testing.T, c *acemq.Conn, steps ...string) *route.Pipeline {
 		ctx := context.Background()
 		for _, s := range steps {
 			q := p.Queue(s)
-			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+			for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 				_, _ = brokertest.Driver(c).DeleteQueue(ctx, n)
 			}
 		}
@@ -174,15 +175,15 @@ func TestPipelineRunsThreeSteps(t *testing.T) {
 		m3 := brokertest.Receive(t, at["ship"])
 
 		e1, e2, e3 := m1.Envelope, m2.Envelope, m3.Envelope
-		if e1.RouteID() != runID || e2.RouteID() != runID || e3.RouteID() != runID {
-			t.Fatalf("run ids %q %q %q, want %q", e1.RouteID(), e2.RouteID(), e3.RouteID(), runID)
+		if e1.Fields().RouteID != runID || e2.Fields().RouteID != runID || e3.Fields().RouteID != runID {
+			t.Fatalf("run ids %q %q %q, want %q", e1.Fields().RouteID, e2.Fields().RouteID, e3.Fields().RouteID, runID)
 		}
 		for i, e := range []acemq.Envelope{e1, e2, e3} {
-			if got := strings.Join(e.Route(), ","); got != "validate,reserve,ship" {
+			if got := strings.Join(e.Fields().Route, ","); got != "validate,reserve,ship" {
 				t.Fatalf("hop %d route %q", i, got)
 			}
-			if e.RoutePosition() != i {
-				t.Fatalf("hop %d position %d", i, e.RoutePosition())
+			if e.Fields().RoutePosition != i {
+				t.Fatalf("hop %d position %d", i, e.Fields().RoutePosition)
 			}
 			if e.CorrelationID() != "corr-1" || e.Attempt() != 1 {
 				t.Fatalf("hop %d correlation %q attempt %d", i, e.CorrelationID(), e.Attempt())
@@ -319,7 +320,7 @@ func TestSlipRun(t *testing.T) {
 			t.Fatalf("completedAt not written to the second with Z: %s", raw2)
 		}
 		e2 := m2.Envelope
-		if len(e2.Route()) != 0 || e2.RouteID() != "" {
+		if len(e2.Fields().Route) != 0 || e2.Fields().RouteID != "" {
 			t.Fatal("a slip run grew a declared route")
 		}
 		if e2.CausationID() != sent.ID() || e2.CorrelationID() != sent.CorrelationID() || e2.Type() != q2 {
@@ -365,8 +366,8 @@ func TestJSONSlipWinsOverADeclaredRoute(t *testing.T) {
 			t.Fatalf("slip %v (%v)", raw, err)
 		}
 		// Both forms arrived, so both are written back, advanced together.
-		if got.RoutePosition() != 1 || got.RouteID() != "run-1" {
-			t.Fatalf("declared route written back at %d, run %q", got.RoutePosition(), got.RouteID())
+		if got.Fields().RoutePosition != 1 || got.Fields().RouteID != "run-1" {
+			t.Fatalf("declared route written back at %d, run %q", got.Fields().RoutePosition, got.Fields().RouteID)
 		}
 		if atB.Load() != 0 {
 			t.Fatal("the declared route won over the slip")
@@ -391,7 +392,7 @@ func TestUnparseableSlipIsDeadLettered(t *testing.T) {
 		if err := brokertest.Publish(ctx, c, brokertest.Outbound{Exchange: p.Name(), RoutingKey: "a", Envelope: env, ContentType: "application/json", Body: []byte(`{"id":"o-5"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
 		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "routing slip") {
@@ -430,11 +431,11 @@ func TestMessageWithoutARouteGetsAFreshOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		mb, mc := brokertest.Receive(t, atB), brokertest.Receive(t, atC)
-		if strings.Join(mb.Envelope.Route(), ",") != "a,b,c" || mb.Envelope.RoutePosition() != 1 || mb.Envelope.RouteID() == "" {
-			t.Fatalf("fresh route %v at %d, run %q", mb.Envelope.Route(), mb.Envelope.RoutePosition(), mb.Envelope.RouteID())
+		if strings.Join(mb.Envelope.Fields().Route, ",") != "a,b,c" || mb.Envelope.Fields().RoutePosition != 1 || mb.Envelope.Fields().RouteID == "" {
+			t.Fatalf("fresh route %v at %d, run %q", mb.Envelope.Fields().Route, mb.Envelope.Fields().RoutePosition, mb.Envelope.Fields().RouteID)
 		}
-		if mc.Envelope.RouteID() != mb.Envelope.RouteID() || mc.Envelope.RoutePosition() != 2 {
-			t.Fatalf("next hop run %q at %d", mc.Envelope.RouteID(), mc.Envelope.RoutePosition())
+		if mc.Envelope.Fields().RouteID != mb.Envelope.Fields().RouteID || mc.Envelope.Fields().RoutePosition != 2 {
+			t.Fatalf("next hop run %q at %d", mc.Envelope.Fields().RouteID, mc.Envelope.Fields().RoutePosition)
 		}
 	})
 }
@@ -467,11 +468,11 @@ func TestRouteWithoutRunIDGetsOneOnTheNextHop(t *testing.T) {
 			t.Fatal(err)
 		}
 		ma, mb := brokertest.Receive(t, atA), brokertest.Receive(t, atB)
-		if ma.Envelope.RouteID() != "" {
-			t.Fatalf("the first hop was given a run id %q on read", ma.Envelope.RouteID())
+		if ma.Envelope.Fields().RouteID != "" {
+			t.Fatalf("the first hop was given a run id %q on read", ma.Envelope.Fields().RouteID)
 		}
-		if mb.Envelope.RouteID() == "" || mb.Envelope.RoutePosition() != 1 {
-			t.Fatalf("the next hop has run %q at %d", mb.Envelope.RouteID(), mb.Envelope.RoutePosition())
+		if mb.Envelope.Fields().RouteID == "" || mb.Envelope.Fields().RoutePosition != 1 {
+			t.Fatalf("the next hop has run %q at %d", mb.Envelope.Fields().RouteID, mb.Envelope.Fields().RoutePosition)
 		}
 	})
 }
@@ -510,8 +511,8 @@ func TestStepRetryPolicyPassesThrough(t *testing.T) {
 		if first.Envelope.Attempt() != 1 || second.Envelope.Attempt() != 2 || second.Envelope.ID() != first.Envelope.ID() {
 			t.Fatalf("attempts %d, %d", first.Envelope.Attempt(), second.Envelope.Attempt())
 		}
-		if mb.Envelope.Attempt() != 1 || mb.Envelope.CausationID() != first.Envelope.ID() || mb.Envelope.RouteID() != runID {
-			t.Fatalf("next hop attempt %d causation %q run %q", mb.Envelope.Attempt(), mb.Envelope.CausationID(), mb.Envelope.RouteID())
+		if mb.Envelope.Attempt() != 1 || mb.Envelope.CausationID() != first.Envelope.ID() || mb.Envelope.Fields().RouteID != runID {
+			t.Fatalf("next hop attempt %d causation %q run %q", mb.Envelope.Attempt(), mb.Envelope.CausationID(), mb.Envelope.Fields().RouteID)
 		}
 	})
 }
@@ -526,7 +527,7 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			q := p.Queue("a")
-			for _, n := range []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q)} {
+			for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
 				_, _ = brokertest.Driver(c).DeleteQueue(context.Background(), n)
 			}
 			_ = brokertest.Driver(c).DeleteExchange(context.Background(), p.Name())
@@ -542,14 +543,14 @@ func TestForwardThatCannotBeRoutedIsNotLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
 		env := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
 		if !strings.HasPrefix(env.Reason(), "exhausted 1 attempts: ") || !strings.Contains(env.Reason(), "312") {
 			t.Fatalf("reason %q", env.Reason())
 		}
-		if env.RouteID() != runID || env.RoutePosition() != 0 {
-			t.Fatalf("dead letter run %q position %d", env.RouteID(), env.RoutePosition())
+		if env.Fields().RouteID != runID || env.Fields().RoutePosition != 0 {
+			t.Fatalf("dead letter run %q position %d", env.Fields().RouteID, env.Fields().RoutePosition)
 		}
 	})
 }
@@ -569,7 +570,7 @@ func TestServeWithoutASlipDeadLetters(t *testing.T) {
 		if _, err := pub.Send(ctx, q, Order{ID: "o-10"}); err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(q))
 		brokertest.Stop(t, s)
 		if r := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason(); !strings.Contains(r, "acemq-routing-slip") {
 			t.Fatalf("reason %q", r)
@@ -624,7 +625,7 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		if _, err := p.Start(ctx, Order{ID: "o-11"}); err != nil {
 			t.Fatal(err)
 		}
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(p.Queue("a")))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(p.Queue("a")))
 		brokertest.Stop(t, ca)
 		reason := acemq.ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID).Reason()
 		if !strings.HasPrefix(reason, "the handler reported an unprocessable message: ") || !strings.Contains(reason, "x-acemq-mine") {

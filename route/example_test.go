@@ -54,8 +54,8 @@ func ExamplePipeline() {
 	}
 	m := <-finished
 	fmt.Println("trail:", strings.Join(m.Payload.Trail, " -> "))
-	fmt.Println("same run:", m.Envelope.RouteID() == runID)
-	fmt.Println("route:", m.Envelope.Route(), "position", m.Envelope.RoutePosition())
+	fmt.Println("same run:", m.Envelope.Fields().RouteID == runID)
+	fmt.Println("route:", m.Envelope.Fields().Route, "position", m.Envelope.Fields().RoutePosition)
 	// Output:
 	// trail: validate -> charge -> ship
 	// same run: true

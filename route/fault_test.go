@@ -36,7 +36,7 @@ func TestFaultConnectionDropMidRunLosesNoRun(t *testing.T) {
 	}
 	cb, err := route.Step(ctx, p, "b", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 		mu.Lock()
-		finished[m.Envelope.RouteID()]++
+		finished[m.Envelope.Fields().RouteID]++
 		mu.Unlock()
 		return route.End[Order](), nil
 	})

@@ -112,7 +112,7 @@ func (p *Pipeline) declareStep(ctx context.Context, step string) error {
 // the first step's name as routing key, carrying the whole route at
 // position 0 and a new run id, which it returns. The publish is confirmed
 // and mandatory: a first step whose queue is not declared fails with an
-// *acemq.UnroutableError (call Declare first).
+// *driver.ReturnError (call Declare first).
 func (p *Pipeline) Start(ctx context.Context, payload any, opts ...StartOption) (runID string, err error) {
 	cfg := startConfig{codec: p.codec}
 	for _, o := range opts {

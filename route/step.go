@@ -139,8 +139,8 @@ func (s *server[In, Out]) handle(ctx context.Context, m acemq.Message[In]) acemq
 		at.slip = &slip
 		at.advanced = slip.Advance(time.Now())
 	}
-	if r := env.Route(); len(r) > 0 {
-		at.declared, at.route, at.position, at.runID = true, r, env.RoutePosition(), env.RouteID()
+	if f := env.Fields(); len(f.Route) > 0 {
+		at.declared, at.route, at.position, at.runID = true, f.Route, f.RoutePosition, f.RouteID
 	}
 	switch {
 	case at.slip != nil:

@@ -36,7 +36,7 @@
 //   - a reply the codec cannot read: the codec's own error (an
 //     *acemq.DecodeError for the built-in codecs), at once;
 //   - the request could not be published: the publish error (for example an
-//     *acemq.UnroutableError when nothing is bound for the routing key).
+//     *driver.ReturnError when nothing is bound for the routing key).
 //
 // A timeout says no answer arrived. It does not say nothing happened: the
 // request may still be queued, still being handled, or done with the reply

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/google/uuid"
@@ -81,7 +82,7 @@ func (e *env) connect(opts ...acemq.ConnOption) *acemq.Conn {
 // are deleted when the test ends.
 func (e *env) name(prefix string) string {
 	n := prefix + "-" + uuid.NewString()[:8]
-	e.forget(n, acemq.DeadLetterQueue(n), acemq.ParkedQueue(n))
+	e.forget(n, contract.DeadLetterQueue(n), contract.ParkedQueue(n))
 	return n
 }
 

@@ -189,7 +189,7 @@ func (r *Requester[Req, Rep]) Outstanding() int {
 //   - the codec's error when the reply cannot be decoded, at once;
 //   - a *TimeoutError (errors.Is ErrTimeout) when no reply arrived;
 //   - the publish error when the request was not published, for example an
-//     *acemq.UnroutableError: requests are mandatory.
+//     *driver.ReturnError: requests are mandatory.
 //
 // The request's id, correlation and AMQP correlation-id are one fresh UUID
 // per call, and the reply address travels in the acemq-reply-to header and
@@ -240,7 +240,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return zero, fmt.Errorf("rpc: asking %s: %w", r.describe(), ErrClosed)
+		return zero, fmt.Errorf("%w (asking %s)", ErrClosed, r.describe())
 	}
 	r.calls[id] = c
 	r.mu.Unlock()

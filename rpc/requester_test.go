@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -56,7 +57,7 @@ func TestOpenGeneratedReplyQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := r.ReplyQueue()
-		e.forget(name, acemq.DeadLetterQueue(name), acemq.ParkedQueue(name))
+		e.forget(name, contract.DeadLetterQueue(name), contract.ParkedQueue(name))
 		if !strings.HasPrefix(name, "acemq-reply-") {
 			t.Fatalf("reply queue %q does not start acemq-reply-", name)
 		}
@@ -78,13 +79,13 @@ func TestOpenGeneratedReplyQueue(t *testing.T) {
 			t.Fatal("another connection could consume the reply queue: it is not exclusive")
 		}
 		// The reply consumer declared no dead-letter half.
-		for _, n := range []string{acemq.DeadLetterQueue(name), acemq.ParkedQueue(name)} {
+		for _, n := range []string{contract.DeadLetterQueue(name), contract.ParkedQueue(name)} {
 			if _, err := brokertest.Driver(e.admin).InspectQueue(bg, n); !isNotFound(err) {
 				t.Fatalf("%s: want not found, got %v", n, err)
 			}
 		}
 		if !e.amqp {
-			if err := brokertest.Driver(e.admin).InspectExchange(bg, acemq.DeadLetterExchange); !isNotFound(err) {
+			if err := brokertest.Driver(e.admin).InspectExchange(bg, contract.DeadLetterExchange); !isNotFound(err) {
 				t.Fatalf("acemq.dlx was declared by a requester: %v", err)
 			}
 		}
@@ -121,8 +122,8 @@ func TestOpenNamedReplyQueue(t *testing.T) {
 		if err != nil || got.Pence != 300 {
 			t.Fatalf("Ask = %+v, %v", got, err)
 		}
-		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, acemq.DeadLetterQueue(name)); !isNotFound(err) {
-			t.Fatalf("the reply consumer declared %s: %v", acemq.DeadLetterQueue(name), err)
+		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, contract.DeadLetterQueue(name)); !isNotFound(err) {
+			t.Fatalf("the reply consumer declared %s: %v", contract.DeadLetterQueue(name), err)
 		}
 		if err := r.Close(bg); err != nil {
 			t.Fatal(err)
@@ -262,9 +263,9 @@ func TestAskUnroutable(t *testing.T) {
 		conn := e.connect()
 		r := open[priceRequest, quote](t, conn, "", "no-such-queue-"+uuid.NewString()[:8], rpc.WithTimeout(time.Hour))
 		_, err := r.Ask(bg, priceRequest{SKU: "A"})
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if !errors.As(err, &ue) || ue.Code != 312 {
-			t.Fatalf("Ask = %v; want an *acemq.UnroutableError (312)", err)
+			t.Fatalf("Ask = %v; want a *driver.ReturnError (312)", err)
 		}
 		if errors.Is(err, rpc.ErrTimeout) || r.TimedOut() != 0 || r.Outstanding() != 0 {
 			t.Fatalf("an unroutable request counted as a timeout or stayed outstanding: %v", err)
@@ -489,6 +490,8 @@ func TestCloseFailsOutstanding(t *testing.T) {
 			}
 			if _, err := r.Ask(bg, priceRequest{SKU: "A"}); !errors.Is(err, rpc.ErrClosed) {
 				t.Fatalf("Ask after %s close = %v; want ErrClosed", how, err)
+			} else if n := strings.Count(err.Error(), "rpc: "); n != 1 {
+				t.Fatalf("Ask after %s close = %q: says rpc: %d times, want once", how, err, n)
 			}
 			if err := r.Close(bg); err != nil {
 				t.Fatalf("a second Close: %v", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -258,7 +259,7 @@ func (s *base) reply(ctx context.Context, req acemq.Envelope, corr, to string, b
 	}
 	// The reply goes out even when the handler's context ends meanwhile:
 	// the caller is waiting for it. It is bounded like any settlement.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), acemq.DefaultSettlementDeadline)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tuning.SettlementDeadline)
 	defer cancel()
 	return s.plumb.Publish(pctx, plumbing.Message{
 		RoutingKey:    to,

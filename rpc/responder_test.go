@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -105,12 +106,12 @@ func TestServeCodecAndDeclare(t *testing.T) {
 		if got, err := r.Ask(bg, "shout"); err != nil || got != "SHOUT" {
 			t.Fatalf("Ask = %q, %v", got, err)
 		}
-		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, acemq.DeadLetterQueue(q)); !isNotFound(err) {
-			t.Fatalf("NoDeclare did not pass through: %s exists (%v)", acemq.DeadLetterQueue(q), err)
+		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, contract.DeadLetterQueue(q)); !isNotFound(err) {
+			t.Fatalf("NoDeclare did not pass through: %s exists (%v)", contract.DeadLetterQueue(q), err)
 		}
 		q2 := e.queue("declared")
 		serve(t, conn, q2, price)
-		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, acemq.DeadLetterQueue(q2)); err != nil {
+		if _, err := brokertest.Driver(e.admin).InspectQueue(bg, contract.DeadLetterQueue(q2)); err != nil {
 			t.Fatalf("an ordinary responder did not declare its dead-letter half: %v", err)
 		}
 	})
@@ -199,7 +200,7 @@ func TestReplyFailure(t *testing.T) {
 		if d.CorrelationID != "c-1" {
 			t.Fatalf("failure reply correlation-id %q", d.CorrelationID)
 		}
-		dead := e.get(acemq.DeadLetterQueue(q))
+		dead := e.get(contract.DeadLetterQueue(q))
 		if r := str(dead.Headers[wire.HeaderError]); r != "the handler rejected it: Error: nope" {
 			t.Fatalf("dead-letter reason %q", r)
 		}
@@ -237,8 +238,8 @@ func TestReplyRefused(t *testing.T) {
 		if got, err := r.Ask(bg, priceRequest{SKU: "A"}); err != nil || got.Pence != 100 {
 			t.Fatalf("a second request: %v, %v", got, err)
 		}
-		if d := brokertest.Depth(t, e.admin, acemq.DeadLetterQueue(q)); d != 0 {
-			t.Fatalf("%s holds %d messages; a refused request must not be dead-lettered", acemq.DeadLetterQueue(q), d)
+		if d := brokertest.Depth(t, e.admin, contract.DeadLetterQueue(q)); d != 0 {
+			t.Fatalf("%s holds %d messages; a refused request must not be dead-lettered", contract.DeadLetterQueue(q), d)
 		}
 		if responder.Refused() != 1 || responder.Answered() != 1 {
 			t.Fatalf("Refused() = %d, Answered() = %d; want 1, 1", responder.Refused(), responder.Answered())
@@ -266,7 +267,7 @@ func TestReplyUnanswerable(t *testing.T) {
 		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"A"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		dead := e.get(acemq.DeadLetterQueue(q))
+		dead := e.get(contract.DeadLetterQueue(q))
 		if r := str(dead.Headers[wire.HeaderError]); !strings.Contains(r, "names no reply address") || !strings.HasPrefix(r, "the handler reported an unprocessable message: ") {
 			t.Fatalf("dead-letter reason %q", r)
 		}
@@ -291,7 +292,7 @@ func TestReplyUnroutableIsNotAnError(t *testing.T) {
 		if s.Outcome != acemq.OutcomeAcked || responder.Answered() != 1 {
 			t.Fatalf("outcome %s, Answered %d", s.Outcome, responder.Answered())
 		}
-		if e.depth(acemq.DeadLetterQueue(q)) != 0 || e.depth(q) != 0 {
+		if e.depth(contract.DeadLetterQueue(q)) != 0 || e.depth(q) != 0 {
 			t.Fatal("a request whose reply reached no queue was retried or dead-lettered")
 		}
 	})
@@ -323,7 +324,7 @@ func TestReplyPublishFails(t *testing.T) {
 		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"ok"}`), ReplyTo: "refused-x"}); err != nil {
 			t.Fatal(err)
 		}
-		dead := e.get(acemq.DeadLetterQueue(q))
+		dead := e.get(contract.DeadLetterQueue(q))
 		reason := str(dead.Headers[wire.HeaderError])
 		if !strings.HasPrefix(reason, "exhausted 2 attempts: ") || !strings.Contains(reason, "the reply could not be published") {
 			t.Fatalf("dead-letter reason %q", reason)
@@ -348,7 +349,7 @@ func TestReplyPublishFails(t *testing.T) {
 		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"fail"}`), ReplyTo: "refused-y"}); err != nil {
 			t.Fatal(err)
 		}
-		dead = e.get(acemq.DeadLetterQueue(q))
+		dead = e.get(contract.DeadLetterQueue(q))
 		reason = str(dead.Headers[wire.HeaderError])
 		if !strings.HasPrefix(reason, "exhausted 2 attempts: ") || !strings.Contains(reason, "the failure reply could not be published") {
 			t.Fatalf("dead-letter reason %q", reason)
@@ -433,7 +434,7 @@ func TestReplyUnencodable(t *testing.T) {
 		if !errors.As(err, &re) || !strings.Contains(re.Text, "rpc: encoding the reply with application/json") {
 			t.Fatalf("Ask = %v; want a responder error about encoding the reply", err)
 		}
-		dead := e.get(acemq.DeadLetterQueue(q))
+		dead := e.get(contract.DeadLetterQueue(q))
 		if reason := str(dead.Headers[wire.HeaderError]); !strings.HasPrefix(reason, "the handler rejected it: ") {
 			t.Fatalf("dead-letter reason %q", reason)
 		}

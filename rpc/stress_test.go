@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rpc"
@@ -162,7 +163,7 @@ func TestResponderKilledRequestRedelivered(t *testing.T) {
 		if r.Unmatched() != 0 {
 			t.Fatalf("Unmatched() = %d: the killed responder sent a reply", r.Unmatched())
 		}
-		if n := e.depth(acemq.DeadLetterQueue(q)); n != 0 {
+		if n := e.depth(contract.DeadLetterQueue(q)); n != 0 {
 			t.Fatalf("%d copies of the request were dead-lettered by the killed responder", n)
 		}
 	})
@@ -194,7 +195,7 @@ func TestResponderKilledRequestNotLost(t *testing.T) {
 		if later.Answered() != 1 {
 			t.Fatalf("the later responder answered %d", later.Answered())
 		}
-		if n := e.depth(acemq.DeadLetterQueue(q)); n != 0 {
+		if n := e.depth(contract.DeadLetterQueue(q)); n != 0 {
 			t.Fatalf("%d copies of the request were dead-lettered by the killed responder", n)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rpc"
@@ -88,12 +89,12 @@ func TestServeTypes(t *testing.T) {
 			}
 			return len(all) >= 4
 		})
-		d := e.get(acemq.DeadLetterQueue(q))
+		d := e.get(contract.DeadLetterQueue(q))
 		reason, _ := wire.String(d.Headers["x-acemq-error"])
 		if reason != "the handler rejected it: Error: no price list" {
 			t.Errorf("first dead letter's reason %q", reason)
 		}
-		d = e.get(acemq.DeadLetterQueue(q))
+		d = e.get(contract.DeadLetterQueue(q))
 		reason, _ = wire.String(d.Headers["x-acemq-error"])
 		if reason != "the handler reported an unprocessable message: "+want {
 			t.Errorf("unknown type's dead letter reason %q", reason)
@@ -133,7 +134,7 @@ func TestServeTypesUnknownTypeChoice(t *testing.T) {
 		if typ := <-seen; typ != "pricing.discount" {
 			t.Errorf("the unknown-type handler saw %q", typ)
 		}
-		if n := e.depth(acemq.DeadLetterQueue(q)); n != 0 {
+		if n := e.depth(contract.DeadLetterQueue(q)); n != 0 {
 			t.Errorf("%d dead letters, want none", n)
 		}
 	})

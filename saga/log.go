@@ -51,15 +51,17 @@ type Record struct {
 	Updated    time.Time
 }
 
-// Errors of a Log.
+// Errors of a Log. Like the driver's sentinels they are fragments, met
+// wrapped in the words of the Saga that asked the log
+// (`saga "trip": starting "t1": a saga with that id is already in the log`).
 var (
 	// ErrExists: Create was given a saga id already in the log.
-	ErrExists = errors.New("saga: a saga with that id is already in the log")
+	ErrExists = errors.New("a saga with that id is already in the log")
 	// ErrNotOwner: Save was refused because another runner took the saga
 	// over (the lease ran out).
-	ErrNotOwner = errors.New("saga: the saga was taken over by another runner (its lease ran out)")
+	ErrNotOwner = errors.New("the saga was taken over by another runner (its lease ran out)")
 	// ErrNotFound: no saga with that id.
-	ErrNotFound = errors.New("saga: no saga with that id in the log")
+	ErrNotFound = errors.New("no saga with that id in the log")
 )
 
 // Log is the saga log: it survives the process, so that another run can

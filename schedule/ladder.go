@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/acemq/acemq"
@@ -66,7 +65,7 @@ var family = newLadder(Exchange, DueQueue, time.Minute, time.Hour, 10*time.Minut
 func newLadder(exchange, due string, hold time.Duration, ttls ...time.Duration) ladder {
 	l := ladder{exchange: exchange, due: due}
 	for _, d := range ttls {
-		r := rung{name: exchange + "." + formatDelay(d), ttl: d}
+		r := rung{name: exchange + "." + wire.FormatDelay(d), ttl: d}
 		l.rungs = append(l.rungs, r)
 		if d == hold {
 			l.hold = r
@@ -131,10 +130,4 @@ func Declare(ctx context.Context, conn *acemq.Conn) error {
 		return fmt.Errorf("schedule: declaring the scheduler's exchange and queues: %w", err)
 	}
 	return nil
-}
-
-// formatDelay renders a rung's delay as docs/wire.md §5.2 names rungs
-// (Nh, Nm, Ns, else Nms): the rendering of acemq.RungQueue.
-func formatDelay(d time.Duration) string {
-	return strings.TrimPrefix(acemq.RungQueue("", d), ".retry.")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 )
 
 // Publisher schedules typed payloads for delivery to one exchange later,
@@ -97,7 +98,7 @@ func (p *Publisher[T]) SendAt(ctx context.Context, key string, at time.Time, v T
 		return env, err
 	}
 	if err := p.m.hopTo(ctx, r, env, j, body); err != nil {
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if errors.As(err, &ue) {
 			err = fmt.Errorf("%w (is the scheduler's topology deleted? schedule.Declare puts it back)", err)
 		}

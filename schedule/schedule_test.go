@@ -12,11 +12,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestHopRule: deliver below the shortest rung, else the longest rung
@@ -65,17 +67,17 @@ func TestTopologyPlan(t *testing.T) {
 	bound := map[string]bool{}
 	for _, d := range plan {
 		switch d.Kind {
-		case acemq.ExchangeDeclaration:
+		case topology.ExchangeDeclaration:
 			if e := d.Exchange; e.Name != Exchange || e.Kind != driver.Direct || !e.Durable || e.AutoDelete || e.Internal || len(e.Args) != 0 {
 				t.Errorf("exchange %+v", e)
 			}
-		case acemq.QueueDeclaration:
+		case topology.QueueDeclaration:
 			q := d.Queue
 			if !q.Durable || q.Exclusive || q.AutoDelete {
 				t.Errorf("queue %s: durable %v exclusive %v auto-delete %v", q.Name, q.Durable, q.Exclusive, q.AutoDelete)
 			}
 			queues[q.Name] = q.Args
-		case acemq.BindingDeclaration:
+		case topology.BindingDeclaration:
 			b := d.Binding
 			if b.Exchange != Exchange || b.RoutingKey != b.Queue {
 				t.Errorf("binding %+v", b)
@@ -130,7 +132,7 @@ func TestContractTopology(t *testing.T) {
 		// The failed declaration may have cost the driver its channel;
 		// a fresh connection for the rest.
 		c, reader = connect(t, url)
-		drift, err := Topology().Drift(ctx, c, acemq.WithSettingsProbe())
+		drift, err := Topology().Drift(ctx, c, topology.WithSettingsProbe())
 		if err != nil || len(drift) != 0 {
 			t.Errorf("the declared scheduler drifts from Topology(): %v %v", drift, err)
 		}
@@ -316,7 +318,7 @@ func TestUnroutableIsHeldAndMalformedDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		later := testenv.Unique(t, "acemq-sched-later")
-		brokertest.DeleteAtEnd(t, c, later, acemq.DeadLetterQueue(later), acemq.ParkedQueue(later))
+		brokertest.DeleteAtEnd(t, c, later, contract.DeadLetterQueue(later), contract.ParkedQueue(later))
 		env, err := NewPublisher[order](c, "", ladderOption{l}).SendAfter(ctx, later, 2*time.Second/20, order{ID: "held"})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 )
 
 // retryPause is how long the control consumer holds a message whose hop or
@@ -79,7 +80,7 @@ func (c *controller) handle(ctx context.Context, msg acemq.Message[[]byte]) acem
 		return acemq.Accept()
 	}
 	err = c.m.deliver(ctx, env, j, msg.Body, now)
-	var ue *acemq.UnroutableError
+	var ue *driver.ReturnError
 	switch {
 	case err == nil:
 		return acemq.Accept()

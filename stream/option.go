@@ -58,7 +58,7 @@ func WithPrefetch(n int) Option {
 }
 
 // WithCodec sets the codec the reader decodes with (default acemq.JSON; a
-// acemq.Composite reads several formats).
+// codec.Composite reads several formats).
 func WithCodec(codec acemq.Codec) Option {
 	return option(func(c *config) {
 		if codec == nil {
@@ -109,9 +109,9 @@ func WithCheckpointEvery(n int) Option {
 	})
 }
 
-// WithCheckpointErrors calls f with every failure to save a checkpoint
+// WithOnCheckpointError calls f with every failure to save a checkpoint
 // while reading (the reader carries on and tries again at the next save).
-func WithCheckpointErrors(f func(error)) Option {
+func WithOnCheckpointError(f func(error)) Option {
 	return option(func(c *config) { c.onCheckFail = f })
 }
 

@@ -11,8 +11,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/plumbing"
+	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -141,8 +143,8 @@ func (r *Reader) start(ctx context.Context) error {
 	}
 	if !r.cfg.noDeclare {
 		topo := acemq.NewTopology().
-			Queue(acemq.DeadLetterQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic)).
-			Queue(acemq.ParkedQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic))
+			Queue(contract.DeadLetterQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic)).
+			Queue(contract.ParkedQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic))
 		if err := topo.Apply(ctx, r.conn); err != nil {
 			return fmt.Errorf("stream: the reader of %q could not declare its dead-letter queues: %w", r.stream, err)
 		}
@@ -232,26 +234,26 @@ func (r *Reader) process(d *driver.Delivery) {
 	switch {
 	case panicked != nil:
 		s.Decision, s.Err = acemq.DecisionReject, panicked
-		target, reason, outcome = acemq.DeadLetterQueue(r.stream), reasonFatal, acemq.OutcomeRejected
+		target, reason, outcome = contract.DeadLetterQueue(r.stream), reasonFatal, acemq.OutcomeRejected
 	case decodeErr != nil:
 		s.Decision, s.Err = acemq.DecisionPark, decodeErr
-		target, reason, outcome = acemq.ParkedQueue(r.stream), reasonUndecodable, acemq.OutcomeParked
+		target, reason, outcome = contract.ParkedQueue(r.stream), reasonUndecodable, acemq.OutcomeParked
 	default:
 		s.Decision, s.Err = ack.Decision(), ack.Err()
 		switch ack.Decision() {
 		case acemq.DecisionAccept:
 		case acemq.DecisionReject:
-			target, reason, outcome = acemq.DeadLetterQueue(r.stream), reasonRejected, acemq.OutcomeRejected
+			target, reason, outcome = contract.DeadLetterQueue(r.stream), reasonRejected, acemq.OutcomeRejected
 			if acemq.IsFatal(ack.Err()) {
 				reason = reasonFatal
 			}
 		case acemq.DecisionPark:
-			target, reason, outcome = acemq.ParkedQueue(r.stream), reasonParked, acemq.OutcomeParked
+			target, reason, outcome = contract.ParkedQueue(r.stream), reasonParked, acemq.OutcomeParked
 		default: // Retry, InProgress: a stream cannot redeliver
 			if s.Err == nil {
 				s.Err = errors.New(ack.Decision().String() + " requested")
 			}
-			target, reason, outcome = acemq.ParkedQueue(r.stream), reasonRefused, acemq.OutcomeParked
+			target, reason, outcome = contract.ParkedQueue(r.stream), reasonRefused, acemq.OutcomeParked
 		}
 	}
 	if target == "" {
@@ -316,7 +318,7 @@ func (r *Reader) setAside(d *driver.Delivery, env acemq.Envelope, target, reason
 	}
 	wait := 100 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), acemq.DefaultSettlementDeadline)
+		ctx, cancel := context.WithTimeout(context.Background(), tuning.SettlementDeadline)
 		err := r.plumb.Publish(ctx, m)
 		cancel()
 		if err == nil {
@@ -333,13 +335,13 @@ func (r *Reader) setAside(d *driver.Delivery, env acemq.Envelope, target, reason
 	}
 }
 
-// cut bounds a reason to acemq.MaxErrorHeaderBytes on a UTF-8 boundary.
+// cut bounds a reason to contract.MaxErrorHeaderBytes on a UTF-8 boundary.
 func cut(reason string) string {
-	if len(reason) <= acemq.MaxErrorHeaderBytes {
+	if len(reason) <= contract.MaxErrorHeaderBytes {
 		return reason
 	}
 	mark := "… (cut; the reason was " + strconv.Itoa(len(reason)) + " bytes)"
-	n := acemq.MaxErrorHeaderBytes - len(mark)
+	n := contract.MaxErrorHeaderBytes - len(mark)
 	for n > 0 && !utf8.RuneStart(reason[n]) {
 		n--
 	}

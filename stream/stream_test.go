@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
@@ -29,7 +30,7 @@ type event struct {
 func declare(t *testing.T, c *acemq.Conn, opts ...acemq.DeclareOption) string {
 	t.Helper()
 	q := testenv.Unique(t, "stream")
-	brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	opts = append([]acemq.DeclareOption{acemq.WithQueueType(acemq.QueueStream)}, opts...)
 	if err := acemq.NewTopology().Queue(q, opts...).Apply(context.Background(), c); err != nil {
 		t.Fatalf("declaring the stream %s: %v", q, err)
@@ -176,17 +177,17 @@ func TestSettlement(t *testing.T) {
 		}, stream.WithOffset(stream.First()))
 		all.wait(t, 6)
 
-		d := brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+		d := brokertest.Get(t, c, contract.DeadLetterQueue(q))
 		if r, _ := d.Headers[wire.HeaderError].(string); !strings.HasPrefix(r, "the handler rejected it: ") {
 			t.Errorf("the rejected copy's reason is %q", r)
 		}
-		d = brokertest.Get(t, c, acemq.DeadLetterQueue(q))
+		d = brokertest.Get(t, c, contract.DeadLetterQueue(q))
 		if r, _ := d.Headers[wire.HeaderError].(string); !strings.HasPrefix(r, "the handler reported an unprocessable message: ") {
 			t.Errorf("the panicked copy's reason is %q", r)
 		}
 		wantParked := []string{"the handler parked it: ", "a stream cannot retry", "a stream cannot retry"}
 		for _, want := range wantParked {
-			d := brokertest.Get(t, c, acemq.ParkedQueue(q))
+			d := brokertest.Get(t, c, contract.ParkedQueue(q))
 			if r, _ := d.Headers[wire.HeaderError].(string); !strings.HasPrefix(r, want) {
 				t.Errorf("a parked copy's reason is %q, want it to begin %q", r, want)
 			}
@@ -341,7 +342,7 @@ func TestUndecodableIsParked(t *testing.T) {
 		if ns, _ := s.wait(t, 1); ns[0] != 1 {
 			t.Errorf("the handler saw %v", ns)
 		}
-		d := brokertest.Get(t, c, acemq.ParkedQueue(q))
+		d := brokertest.Get(t, c, contract.ParkedQueue(q))
 		r, _ := d.Headers[wire.HeaderError].(string)
 		if !strings.HasPrefix(r, "could not be decoded: ") || !strings.Contains(r, "(content type text/plain") || string(d.Body) != "not json" {
 			t.Errorf("the parked copy: reason %q, body %q", r, d.Body)

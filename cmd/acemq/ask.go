@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/rpc"
 	"github.com/spf13/cobra"
 )
@@ -91,7 +92,7 @@ func runAsk(cmd *cobra.Command, args []string, f askFlags) error {
 	reply, err := req.Ask(cmd.Context(), body, rpc.WithEnvelope(env))
 	if err != nil {
 		var re *rpc.ResponderError
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		switch {
 		case errors.As(err, &re) && re.Refused:
 			return withCode(exitResponder, fmt.Errorf("the responder refused the request: %s", re.Text))

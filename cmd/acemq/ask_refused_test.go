@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
 	"github.com/acemq/acemq/rpc"
 )
@@ -17,7 +18,7 @@ import (
 func TestAskRefusedOrFailed(t *testing.T) {
 	check := func(t *testing.T, url string, conn *acemq.Conn, ask func(args ...string) (int, string)) {
 		q := testQueue(t, conn, "ask-refused")
-		deleteAtEnd(t, conn, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+		deleteAtEnd(t, conn, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 		responder, err := rpc.Serve(context.Background(), conn, q, func(_ context.Context, m acemq.Message[map[string]string]) (map[string]string, error) {
 			if m.Payload["sku"] == "Z-9" {
 				return nil, rpc.Refuse(errors.New("no price for Z-9"))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -301,7 +302,7 @@ func waitConsumers(t *testing.T, conn *acemq.Conn, q string, n int, b *backgroun
 func TestServeAndAsk(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.serve." + suffix()
-	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--concurrency", "2", "--json", "--",
 		"sh", "-c", `read body; if [ "$body" = fail ]; then echo "some detail" >&2; echo boom >&2; exit 1; fi; printf '%s/%s' "$body" "$ACEMQ_TYPE" | tr a-z A-Z`)
 	waitConsumers(t, conn, q, 1, srv)
@@ -314,7 +315,7 @@ func TestServeAndAsk(t *testing.T) {
 	if !strings.Contains(r.stderr, "CommandError: boom") || strings.Contains(r.stderr, "some detail") || r.stdout != "" {
 		t.Errorf("responder failure: stdout %q stderr %q", r.stdout, r.stderr)
 	}
-	eventually(t, "the failed request in the .dlq", func() bool { return queueDepth(t, conn, acemq.DeadLetterQueue(q)) == 1 })
+	eventually(t, "the failed request in the .dlq", func() bool { return queueDepth(t, conn, contract.DeadLetterQueue(q)) == 1 })
 
 	if code := srv.stop(t, syscall.SIGINT); code != 0 {
 		t.Fatalf("serve exited %d after SIGINT\nstderr:\n%s", code, srv.stderr)
@@ -328,7 +329,7 @@ func TestServeAndAsk(t *testing.T) {
 func TestServeFailingCommandExitsTwoForAsk(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.fail." + suffix()
-	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo boom >&2; exit 1")
 	waitConsumers(t, conn, q, 1, srv)
 	r := runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", q, "--timeout", "20s", "x").wantCode(t, 2)
@@ -391,7 +392,7 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 func TestReplay(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := testQueue(t, conn, "replay")
-	dlq := acemq.DeadLetterQueue(q)
+	dlq := contract.DeadLetterQueue(q)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleteAtEnd(t, conn, dlq)
@@ -454,7 +455,7 @@ func TestReplayUsage(t *testing.T) {
 func TestServeMetricsAddr(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.metrics." + suffix()
-	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--metrics-addr", "127.0.0.1:0", "--", "cat")
 	waitConsumers(t, conn, q, 1, srv)
 	var base string

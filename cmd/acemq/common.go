@@ -153,9 +153,9 @@ func connect(cmd *cobra.Command, url string, builtin bool, opts ...acemq.ConnOpt
 		if wait > 0 {
 			bound = wait
 			errOut := cmd.ErrOrStderr()
-			waitOpts = []acemq.ConnOption{acemq.WithWaitForBroker(), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+			waitOpts = []acemq.ConnOption{acemq.WithWaitForBroker(), acemq.WithOnConnEvent(func(e driver.Event) {
 				if e.Kind == driver.EventRetrying {
-					fmt.Fprintf(errOut, "acemq: waiting for the broker (attempt %d failed, next in %s): %s\n", e.Attempt, e.Delay.Round(100*time.Millisecond), strings.TrimPrefix(driver.Redact(e.Err).Error(), "acemq: "))
+					fmt.Fprintf(errOut, "acemq: waiting for the broker (attempt %d failed, next in %s): %s\n", e.Attempt, e.Delay.Round(100*time.Millisecond), driver.Redact(e.Err))
 				}
 			})}
 		}

@@ -265,8 +265,9 @@ func printMessage(w io.Writer, n int, m acemq.Message[[]byte], asJSON bool, o op
 	if c := env.Claim(); c != "" {
 		fmt.Fprintf(&b, "    claim: %s\n", c)
 	}
-	if r := env.Route(); len(r) > 0 {
-		fmt.Fprintf(&b, "    route: %s (position %d, run %s)\n", strings.Join(r, " → "), env.RoutePosition(), env.RouteID())
+	if f := env.Fields(); len(f.Route) > 0 {
+		r := f.Route
+		fmt.Fprintf(&b, "    route: %s (position %d, run %s)\n", strings.Join(r, " → "), f.RoutePosition, f.RouteID)
 	}
 	if m.ReplyTo != "" {
 		fmt.Fprintf(&b, "    replyTo: %s\n", m.ReplyTo)

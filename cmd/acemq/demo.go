@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/cmd/acemq/internal/reasons"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rpc"
 	"github.com/spf13/cobra"
@@ -146,8 +147,9 @@ func (d *demo) narrate(verb, what string, env acemq.Envelope) {
 	if age, ok := env.Age(); ok {
 		fmt.Fprintf(&b, " age=%s", age.Round(time.Millisecond))
 	}
-	if r := env.Route(); len(r) > 0 {
-		fmt.Fprintf(&b, " route=%s@%d", strings.Join(r, ","), env.RoutePosition())
+	if f := env.Fields(); len(f.Route) > 0 {
+		r := f.Route
+		fmt.Fprintf(&b, " route=%s@%d", strings.Join(r, ","), f.RoutePosition)
 	}
 	if n, ok := env.Header(wire.HeaderReplayCount); ok {
 		fmt.Fprintf(&b, " replays=%v", n)
@@ -284,7 +286,7 @@ func (d *demo) runSteps(ctx context.Context) {
 	d.documentStep(ctx)
 	d.routeStep(ctx)
 	if d.console != nil {
-		d.say("step 5: replay — left to you: open the console below, look at %s and replay it", acemq.DeadLetterQueue(q.queue))
+		d.say("step 5: replay — left to you: open the console below, look at %s and replay it", contract.DeadLetterQueue(q.queue))
 		return
 	}
 	d.replayStep(ctx, q)
@@ -314,7 +316,7 @@ func (d *demo) setupOrders(ctx context.Context) (ordersNames, error) {
 		return n, err
 	}
 	d.say("topology: exchange %s (topic) → queue %s (quorum), binding order.*", n.exchange, n.queue)
-	d.say("          dead letters go to %s, parked messages to %s\n", acemq.DeadLetterQueue(n.queue), acemq.ParkedQueue(n.queue))
+	d.say("          dead letters go to %s, parked messages to %s\n", contract.DeadLetterQueue(n.queue), contract.ParkedQueue(n.queue))
 	return n, nil
 }
 
@@ -350,7 +352,7 @@ func (d *demo) deleteAtEnd(topo *acemq.Topology) {
 // registers it, and the dead-letter half its consumer declares, for
 // deletion.
 func (d *demo) declareQueue(ctx context.Context, name string) error {
-	d.deleteAtEnd(acemq.NewTopology().Queue(acemq.DeadLetterQueue(name)).Queue(acemq.ParkedQueue(name)))
+	d.deleteAtEnd(acemq.NewTopology().Queue(contract.DeadLetterQueue(name)).Queue(contract.ParkedQueue(name)))
 	return d.apply(ctx, acemq.NewTopology().Queue(name))
 }
 
@@ -361,7 +363,7 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	const promise = "accept 4 orders, one of them after a retry through a broker rung; dead-letter 1 poison order; park 1 unreadable"
 	d.say("step 1: orders — %s", promise)
 	policy := n.policy
-	d.say("  retry policy %s: a retry waits 1 s on the rung %s", policy, acemq.RungQueue(n.queue, time.Second))
+	d.say("  retry policy %s: a retry waits 1 s on the rung %s", policy, contract.RungQueue(n.queue, time.Second))
 
 	var failedOnce sync.Map
 	h := func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -429,10 +431,10 @@ func (d *demo) ordersStep(ctx context.Context, n ordersNames) {
 	err = waitFor(wctx, "every order to be settled", want)
 	wcancel()
 	if err == nil {
-		err = d.expectQueue(ctx, acemq.DeadLetterQueue(n.queue), 1)
+		err = d.expectQueue(ctx, contract.DeadLetterQueue(n.queue), 1)
 	}
 	if err == nil {
-		err = d.expectQueue(ctx, acemq.ParkedQueue(n.queue), 1)
+		err = d.expectQueue(ctx, contract.ParkedQueue(n.queue), 1)
 	}
 	d.step("orders", promise, err, fmt.Sprintf("%d acked, %d retried, %d rejected to .dlq, %d parked",
 		d.count(n.queue, acemq.OutcomeAcked), d.count(n.queue, acemq.OutcomeRetried),

@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
 	"github.com/acemq/acemq/cmd/acemq/internal/reasons"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/replay"
 	"github.com/acemq/acemq/route"
 	"github.com/acemq/acemq/rpc"
@@ -172,7 +173,7 @@ func (d *demo) routeStep(ctx context.Context) {
 	}
 	halves := acemq.NewTopology() // the dead-letter halves the steps' consumers declare
 	for _, s := range steps {
-		halves.Queue(acemq.DeadLetterQueue(p.Queue(s))).Queue(acemq.ParkedQueue(p.Queue(s)))
+		halves.Queue(contract.DeadLetterQueue(p.Queue(s))).Queue(contract.ParkedQueue(p.Queue(s)))
 	}
 	d.deleteAtEnd(halves)
 	if err := d.apply(ctx, p.Topology()); err != nil {
@@ -227,10 +228,10 @@ func (d *demo) routeStep(ctx context.Context) {
 		switch {
 		case h.step != steps[i]:
 			err = fmt.Errorf("hop %d ran step %s, expected %s", i+1, h.step, steps[i])
-		case h.env.RouteID() != runID:
-			err = fmt.Errorf("hop %d carries run id %s, expected %s", i+1, h.env.RouteID(), runID)
-		case h.env.RoutePosition() != i:
-			err = fmt.Errorf("hop %d is at position %d, expected %d", i+1, h.env.RoutePosition(), i)
+		case h.env.Fields().RouteID != runID:
+			err = fmt.Errorf("hop %d carries run id %s, expected %s", i+1, h.env.Fields().RouteID, runID)
+		case h.env.Fields().RoutePosition != i:
+			err = fmt.Errorf("hop %d is at position %d, expected %d", i+1, h.env.Fields().RoutePosition, i)
 		case i > 0 && h.env.CausationID() != got[i-1].env.ID():
 			err = fmt.Errorf("hop %d was not caused by hop %d", i+1, i)
 		case i > 0 && h.env.CorrelationID() != got[0].env.CorrelationID():
@@ -245,7 +246,7 @@ func (d *demo) routeStep(ctx context.Context) {
 func (d *demo) replayStep(ctx context.Context, n ordersNames) {
 	const promise = "replay the dead-lettered order from .dlq; accepted on its second life"
 	d.say("step 5: replay — %s", promise)
-	dlq := acemq.DeadLetterQueue(n.queue)
+	dlq := contract.DeadLetterQueue(n.queue)
 	before := d.count(n.queue, acemq.OutcomeAcked)
 	res, err := replay.Run(ctx, d.conn, dlq)
 	if err == nil && res.Moved != 1 {

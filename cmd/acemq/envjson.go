@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/headerjson"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -52,7 +53,7 @@ func badInput(format string, args ...any) error {
 // libraryInput turns the library's complaint about its JSON input into the
 // user's one-line message.
 func libraryInput(err error) error {
-	return badInput("%s", strings.TrimPrefix(oneLine(err.Error()), "acemq: "))
+	return badInput("%s", oneLine(err.Error()))
 }
 
 // readOneObject decodes exactly one JSON object from data into v, keeping
@@ -92,7 +93,7 @@ func decodeEnvelope(input []byte) ([]byte, error) {
 	if in.MessageID != nil {
 		mid = *in.MessageID
 	}
-	headers, err := acemq.HeadersFromJSON(in.Headers)
+	headers, err := headerjson.HeadersFromJSON(in.Headers)
 	if err != nil {
 		return nil, libraryInput(err)
 	}

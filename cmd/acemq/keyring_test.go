@@ -12,6 +12,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -132,7 +133,7 @@ func TestKeyringOnPublishConsumeAndReplay(t *testing.T) {
 	}
 
 	// replay --keyring moves only what the keyring opens.
-	dlq := acemq.DeadLetterQueue(q)
+	dlq := contract.DeadLetterQueue(q)
 	deleteAtEnd(t, conn, dlq)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

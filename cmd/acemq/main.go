@@ -83,12 +83,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(ee.err.Error(), "acemq: "))
+			fmt.Fprintln(stderr, errorLine(ee.err))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "acemq: %s\n", strings.TrimPrefix(err.Error(), "acemq: "))
+	fmt.Fprintln(stderr, errorLine(err))
 	return exitFailure
+}
+
+// errorLine is err as the command prints it: its text as it is, after the
+// command's name once. An error of package acemq begins with that name
+// already; any other begins with its own package's name, or with none.
+func errorLine(err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, "acemq: ") {
+		return msg
+	}
+	return "acemq: " + err.Error()
 }
 
 func newRootCmd() *cobra.Command {

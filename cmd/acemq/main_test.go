@@ -278,7 +278,7 @@ func TestBuiltinDefaultURL(t *testing.T) {
 		t.Errorf("$ACEMQ_URL: %q, builtin %v", url, builtin)
 	}
 
-	refused := fmt.Errorf("acemq: cannot connect to the broker: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
+	refused := fmt.Errorf("rabbitmq: cannot connect to the broker: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
 	msg := connectError(defaultAMQPURL, true, refused).Error()
 	for _, want := range []string{"no broker answered at the default URL amqp://guest:xxxxx@localhost:5672/", "set --url or ACEMQ_URL", "memory://", "connection refused"} {
 		if !strings.Contains(msg, want) {

@@ -126,7 +126,7 @@ type outboxRecordJSON struct {
 
 func runOutbox(ctx context.Context, w io.Writer, sub string, f outboxFlags) error {
 	if sub != "status" && sub != "retired" && sub != "revive" {
-		return withCode(exitFailure, fmt.Errorf("outbox: unknown subcommand %q: use status, retired or revive", sub))
+		return withCode(exitFailure, fmt.Errorf("unknown outbox subcommand %q: use status, retired or revive", sub))
 	}
 	if sub == "revive" && !f.all && len(f.seqs) == 0 {
 		return withCode(exitFailure, errors.New("outbox revive needs --seq N (repeatable) or --all"))

@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec"
 	"github.com/acemq/acemq/codec/encrypted"
+	"github.com/acemq/acemq/driver"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -275,7 +276,7 @@ func (f *publishFlags) prepare(body []byte) ([]byte, error) {
 
 // publishError maps a publish failure to an exit code.
 func publishError(ctx context.Context, s *session, err error) error {
-	var re *acemq.UnroutableError
+	var re *driver.ReturnError
 	switch {
 	case errors.As(err, &re):
 		return withCode(exitUnroutable, fmt.Errorf("unroutable: no queue is bound for exchange %q and routing key %q (%d %s); nothing was delivered%s", re.Exchange, re.RoutingKey, re.Code, re.Text, s.hint()))

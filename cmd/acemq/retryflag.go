@@ -76,13 +76,13 @@ func parseRetryPolicy(s string) (acemq.RetryPolicy, error) {
 			if err != nil {
 				return fail("%v", err)
 			}
-			p = p.WithJitter(f)
+			p = p.Jitter(f)
 		default:
 			return fail("unknown modifier .%s(…) (want .giveUpAfter, .withJitter or .waitInBrokerFrom)", c.name)
 		}
 	}
 	if err := p.Err(); err != nil {
-		return fail("%s", strings.TrimPrefix(err.Error(), "acemq: "))
+		return acemq.RetryPolicy{}, fmt.Errorf("%w (--retry %q); write for example exponential(5, 1s, 1m) or fixed(3, 30s).giveUpAfter(1h)", err, s)
 	}
 	return p, nil
 }

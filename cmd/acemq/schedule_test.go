@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 )
 
@@ -46,12 +47,12 @@ func TestPublishDelayAndServeScheduler(t *testing.T) {
 func TestPublishTTLDeadLetters(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.ttl." + suffix()
-	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true)).Apply(t.Context(), conn); err != nil {
 		t.Fatal(err)
 	}
 	id := strings.TrimSpace(runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", q, "--ttl", "50ms", "--priority", "3", `{"n":1}`).wantCode(t, 0).stdout)
-	d := brokertest.Get(t, conn, acemq.DeadLetterQueue(q))
+	d := brokertest.Get(t, conn, contract.DeadLetterQueue(q))
 	if d.MessageID != id || d.Priority != 3 {
 		t.Errorf("dead-lettered %s priority %d, want %s priority 3", d.MessageID, d.Priority, id)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 )
 
 // TestServeCtrlCLetsRunningCommandsFinish sends SIGINT to serve's whole
@@ -18,7 +18,7 @@ import (
 func TestServeCtrlCLetsRunningCommandsFinish(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.ctrlc." + suffix()
-	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLIGroup(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo running-now >&2; sleep 1; echo finished")
 	waitConsumers(t, conn, q, 1, srv)
 

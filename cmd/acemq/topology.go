@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/management"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -555,7 +557,7 @@ func runQueueDelete(cmd *cobra.Command, q string, f queueDeleteFlags) error {
 			return withCode(exitFailure, err)
 		}
 		for _, d := range plan {
-			if d.Kind == acemq.QueueDeclaration && d.Queue.Name != q {
+			if d.Kind == topology.QueueDeclaration && d.Queue.Name != q {
 				names = append(names, d.Queue.Name)
 			}
 		}
@@ -633,7 +635,7 @@ func findRungs(ctx context.Context, s *session, q, mgmt string) ([]string, error
 		if !ok {
 			continue
 		}
-		if d, err := time.ParseDuration(delay); err == nil && acemq.RungQueue(q, d) == have.Name {
+		if d, err := time.ParseDuration(delay); err == nil && contract.RungQueue(q, d) == have.Name {
 			rungs = append(rungs, have.Name)
 		}
 	}
@@ -799,7 +801,7 @@ with other settings fails, naming the difference.`,
 			if m != nil {
 				opts = append(opts, acemq.WithArguments(m))
 			}
-			return applyTopology(cmd, acemq.NewTopology().Exchange(a[0], kind, opts...), dryRun, f.json)
+			return applyTopology(cmd, acemq.NewTopology().Exchange(a[0], acemq.ExchangeKind(kind), opts...), dryRun, f.json)
 		},
 	}
 	topoCmd(cmd, &f)
@@ -830,7 +832,7 @@ acemq.retry, which every queue's dead-letter half and retry rungs use.`,
 			switch {
 			case strings.HasPrefix(name, "amq."):
 				return withCode(exitFailure, fmt.Errorf("the exchange %q belongs to the broker and cannot be deleted", name))
-			case name == acemq.DeadLetterExchange || name == acemq.RetryExchange:
+			case name == contract.DeadLetterExchange || name == contract.RetryExchange:
 				return withCode(exitFailure, fmt.Errorf("the exchange %q is shared by every queue's dead-letter half and retry rungs; it is not deleted (delete the queues' halves with 'acemq queue delete --with-dead-letters')", name))
 			}
 			s, ctx, cancel, err := openTopology(cmd)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 )
@@ -141,7 +143,7 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 	// list: the queue and its halves, with their types.
 	var l listedQueues
 	wantJSON(t, &l, "queue", "list", "--url", url, "--json")
-	for name, typ := range map[string]string{q: "quorum", acemq.DeadLetterQueue(q): "classic", acemq.ParkedQueue(q): "classic", acemq.RungQueue(q, time.Minute): "classic"} {
+	for name, typ := range map[string]string{q: "quorum", contract.DeadLetterQueue(q): "classic", contract.ParkedQueue(q): "classic", contract.RungQueue(q, time.Minute): "classic"} {
 		got := l.find(name)
 		if got == nil {
 			t.Errorf("queue list does not list %s", name)
@@ -163,7 +165,7 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 	}
 	l = listedQueues{}
 	wantJSON(t, &l, "queue", "list", "--url", url, "--json")
-	if l.find(q) == nil || l.find(acemq.DeadLetterQueue(q)) == nil {
+	if l.find(q) == nil || l.find(contract.DeadLetterQueue(q)) == nil {
 		t.Errorf("a refused delete deleted something: %+v", l)
 	}
 
@@ -217,13 +219,13 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 
 	// delete with its halves, the rungs found by listing (the message
 	// published after the purge was routed to q by the bind).
-	pub(acemq.DeadLetterQueue(q))
-	if code, _, errs := cli(t, "queue", "delete", q, "--url", url, "--with-dead-letters"); code != 1 || !strings.Contains(errs, acemq.DeadLetterQueue(q)+" holds 1 message") {
+	pub(contract.DeadLetterQueue(q))
+	if code, _, errs := cli(t, "queue", "delete", q, "--url", url, "--with-dead-letters"); code != 1 || !strings.Contains(errs, contract.DeadLetterQueue(q)+" holds 1 message") {
 		t.Errorf("deleting with a dead letter: exit %d, %s", code, errs)
 	}
 	dd = deleted{}
 	wantJSON(t, &dd, "queue", "delete", q, "--url", url, "--with-dead-letters", "--force", "--json")
-	wantNames := []string{q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), acemq.RungQueue(q, time.Minute)}
+	wantNames := []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), contract.RungQueue(q, time.Minute)}
 	if !slices.Equal(dd.names(), wantNames) || dd.Deleted[1].Messages != 1 {
 		t.Errorf("queue delete --json = %+v, want %v with the dead letter counted", dd, wantNames)
 	}
@@ -254,7 +256,7 @@ func TestTopologyCommandsOnMemory(t *testing.T) {
 	}
 	routed := func(exchange, key string) bool {
 		_, err := acemq.NewPublisher[string](conn, exchange).Send(context.Background(), key, "x")
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if err != nil && !errors.As(err, &ue) {
 			t.Fatal(err)
 		}
@@ -273,7 +275,7 @@ func TestTopologyCommandsRabbitMQ(t *testing.T) {
 	conn, url := brokerConn(t)
 	sfx := suffix()
 	q, x := "acemq-cli-test.topo."+sfx, "acemq-cli-test.topo-x."+sfx
-	deleteAtEnd(t, conn, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q), acemq.RungQueue(q, time.Minute))
+	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), contract.RungQueue(q, time.Minute))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -288,7 +290,7 @@ func TestTopologyCommandsRabbitMQ(t *testing.T) {
 	}
 	routed := func(exchange, key string) bool {
 		_, err := acemq.NewPublisher[string](conn, exchange).Send(context.Background(), key, "x")
-		var ue *acemq.UnroutableError
+		var ue *driver.ReturnError
 		if err != nil && !errors.As(err, &ue) {
 			t.Fatal(err)
 		}

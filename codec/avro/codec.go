@@ -71,7 +71,7 @@ type schemas struct{ writer, decode hamba.Schema }
 func NewFixed(schema string, opts ...Option) (*Codec, error) {
 	s, err := parse(schema)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("avro: %w", err)
 	}
 	c := &Codec{schema: s, resolve: true, timeout: DefaultTimeout, maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth, compat: hamba.NewSchemaCompatibility()}
 	cfg := apply(c, opts)

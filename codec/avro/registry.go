@@ -12,11 +12,11 @@ import (
 
 // ErrNotFound is returned by a Store (and a Registry) for a schema id it
 // holds nothing under.
-var ErrNotFound = errors.New("avro: no schema with that id")
+var ErrNotFound = errors.New("no schema with that id")
 
 // ErrConflict is returned by Store.Put for an id that holds other bytes,
 // or bytes already stored under another id.
-var ErrConflict = errors.New("avro: the schema id or schema is already registered differently")
+var ErrConflict = errors.New("the schema id or schema is already registered differently")
 
 // Fingerprint is the SHA-256 of a schema's exact bytes (docs/wire.md §4.3).
 func Fingerprint(schema string) [32]byte { return sha256.Sum256([]byte(schema)) }
@@ -56,7 +56,7 @@ func NewRegistry(store Store) *Registry {
 func (r *Registry) Register(ctx context.Context, schema string) (uint32, error) {
 	s, err := parse(schema)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("avro: %w", err)
 	}
 	id, err := r.store.Register(ctx, Fingerprint(schema), schema)
 	if err != nil {
@@ -71,7 +71,7 @@ func (r *Registry) Register(ctx context.Context, schema string) (uint32, error) 
 func (r *Registry) Put(ctx context.Context, id uint32, schema string) error {
 	s, err := parse(schema)
 	if err != nil {
-		return err
+		return fmt.Errorf("avro: %w", err)
 	}
 	if err := r.store.Put(ctx, id, Fingerprint(schema), schema); err != nil {
 		return fmt.Errorf("avro: storing schema %d: %w", id, err)
@@ -89,7 +89,7 @@ func (r *Registry) keep(id uint32, text string, s hamba.Schema) {
 // Schema returns the exact text of schema id.
 func (r *Registry) Schema(ctx context.Context, id uint32) (string, error) {
 	if _, err := r.schema(ctx, id); err != nil {
-		return "", err
+		return "", fmt.Errorf("avro: %w", err)
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -121,7 +121,7 @@ func (r *Registry) schema(ctx context.Context, id uint32) (hamba.Schema, error) 
 func parse(schema string) (hamba.Schema, error) {
 	s, err := hamba.ParseWithCache(schema, "", &hamba.SchemaCache{})
 	if err != nil {
-		return nil, fmt.Errorf("avro: not an Avro schema: %w", err)
+		return nil, fmt.Errorf("not an Avro schema: %w", err)
 	}
 	return s, nil
 }

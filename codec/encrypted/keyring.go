@@ -19,8 +19,9 @@ import (
 )
 
 // ErrUnknownKey is what a Provider returns for a key id it holds no key
-// for. The decode that asked fails for good (the message is parked).
-var ErrUnknownKey = errors.New("encrypted: no key with that id")
+// for. The decode that asked fails for good (the message is parked). Like
+// the driver's sentinels it is a fragment, met wrapped after "encrypted: ".
+var ErrUnknownKey = errors.New("no key with that id")
 
 // Provider fetches the secret of key id from where the application keeps
 // keys, a KMS for instance. It returns ErrUnknownKey (possibly wrapped)

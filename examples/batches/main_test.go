@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
 	"go.uber.org/goleak"
 )
@@ -47,7 +48,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for _, q := range []string{queue, acemq.DeadLetterQueue(queue), acemq.ParkedQueue(queue)} {
+	for _, q := range []string{queue, contract.DeadLetterQueue(queue), contract.ParkedQueue(queue)} {
 		if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the queue %s is still there after the run (Inspect: %v)", q, err)
 		}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 )
 
@@ -116,7 +117,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		line := lines[0]
 		lines = lines[1:]
 		total++
-		var unroutable *acemq.UnroutableError
+		var unroutable *driver.ReturnError
 		switch {
 		case r.Err == nil:
 			confirmed++

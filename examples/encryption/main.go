@@ -26,6 +26,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
+	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 )
 
@@ -130,7 +131,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if err := send(before, "o-3"); err != nil {
 		return err
 	}
-	b, err := conn.Browse(ctx, acemq.ParkedQueue(queue))
+	b, err := conn.Browse(ctx, contract.ParkedQueue(queue))
 	if err != nil {
 		return err
 	}

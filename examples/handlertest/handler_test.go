@@ -12,6 +12,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/contract"
 	"go.uber.org/goleak"
 )
 
@@ -163,7 +164,7 @@ func TestHandleOnTheBroker(t *testing.T) {
 		t.Errorf("orders.priced holds %v, want o-1 at 500 and o-3 at 1250", got)
 	}
 
-	dead := acemqtest.Peek(t, conn, acemq.DeadLetterQueue("orders.new"))
+	dead := acemqtest.Peek(t, conn, contract.DeadLetterQueue("orders.new"))
 	if len(dead) != 1 {
 		t.Fatalf("orders.new.dlq holds %d messages, want o-2's", len(dead))
 	}

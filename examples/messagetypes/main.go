@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 )
 
@@ -152,11 +153,11 @@ func demo(ctx context.Context, url string, ignore bool, out io.Writer) (err erro
 	if err := consumer.Close(ctx); err != nil {
 		return err
 	}
-	info, err := conn.Inspect(ctx, acemq.DeadLetterQueue(queue))
+	info, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s holds %d messages\n", acemq.DeadLetterQueue(queue), info.Messages)
+	fmt.Fprintf(out, "%s holds %d messages\n", contract.DeadLetterQueue(queue), info.Messages)
 	return nil
 }
 

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/middleware"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 )
@@ -116,7 +117,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 			reserved <- m.Payload
 			return acemq.Accept()
 		},
-		acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Delivery) (context.Context, error) {
+		acemq.WithConsumeInterceptors(func(ctx context.Context, d acemq.Message[[]byte]) (context.Context, error) {
 			if tenant, _ := d.Envelope.Header("tenant"); tenant != "acme" {
 				return nil, fmt.Errorf("tenant %v is not served here", tenant)
 			}
@@ -165,11 +166,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		}
 	}
 	waitFor(ctx, func() bool { return consumer.Breaker() == acemq.BreakerClosed })
-	info, err := conn.Inspect(ctx, acemq.DeadLetterQueue(queue))
+	info, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}
-	say("all 4 reserved; the breaker is %s; %s holds %d (the refused one)", consumer.Breaker(), acemq.DeadLetterQueue(queue), info.Messages)
+	say("all 4 reserved; the breaker is %s; %s holds %d (the refused one)", consumer.Breaker(), contract.DeadLetterQueue(queue), info.Messages)
 
 	// Paused by hand: what arrives waits on the queue.
 	if err := consumer.Pause(ctx); err != nil {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/rpc"
 )
@@ -128,7 +129,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(stdout, "answered %d, refused %d\n", responder.Answered(), responder.Refused())
-	dlq, err := conn.Inspect(ctx, acemq.DeadLetterQueue(queue))
+	dlq, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 )
 
@@ -130,7 +131,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 // showDeadLetters prints what payments.dlq holds without taking it: a
 // Browser holds what it reads until it is closed, then puts it all back.
 func showDeadLetters(ctx context.Context, conn *acemq.Conn, stdout io.Writer) (err error) {
-	dlq := acemq.DeadLetterQueue(queue)
+	dlq := contract.DeadLetterQueue(queue)
 	b, err := conn.Browse(ctx, dlq)
 	if err != nil {
 		return err

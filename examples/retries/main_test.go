@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
 	"go.uber.org/goleak"
 )
@@ -63,7 +64,7 @@ func TestRun(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	for _, q := range []string{"payments", "payments.dlq", "payments.parked", acemq.RungQueue("payments", 20*time.Millisecond), acemq.RungQueue("payments", 40*time.Millisecond)} {
+	for _, q := range []string{"payments", "payments.dlq", "payments.parked", contract.RungQueue("payments", 20*time.Millisecond), contract.RungQueue("payments", 40*time.Millisecond)} {
 		if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the queue %s is still there after the run (Inspect: %v)", q, err)
 		}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/stream"
 )
@@ -63,8 +64,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	// A week of events, at most 1 GiB: x-max-age=7D, x-max-length-bytes.
 	topo := acemq.NewTopology().
 		Queue(events, acemq.WithQueueType(acemq.QueueStream), acemq.WithMaxAge(7*24*time.Hour), acemq.WithMaxLengthBytes(1<<30)).
-		Queue(acemq.DeadLetterQueue(events), acemq.WithQueueType(acemq.QueueClassic)).
-		Queue(acemq.ParkedQueue(events), acemq.WithQueueType(acemq.QueueClassic))
+		Queue(contract.DeadLetterQueue(events), acemq.WithQueueType(acemq.QueueClassic)).
+		Queue(contract.ParkedQueue(events), acemq.WithQueueType(acemq.QueueClassic))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err := readN(ctx, conn, 5, audit, stream.WithOffset(stream.At(0))); err != nil {
 		return err
 	}
-	for _, q := range []string{acemq.DeadLetterQueue(events), acemq.ParkedQueue(events)} {
+	for _, q := range []string{contract.DeadLetterQueue(events), contract.ParkedQueue(events)} {
 		info, err := waitDepth(ctx, conn, q, 1)
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/plumbing"
 	"github.com/acemq/acemq/internal/testenv"
@@ -69,7 +70,7 @@ func Connect(t testing.TB, url string, opts ...acemq.ConnOption) *acemq.Conn {
 func Queue(t testing.TB, c *acemq.Conn, prefix string) string {
 	t.Helper()
 	q := testenv.Unique(t, prefix)
-	DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic)).Apply(context.Background(), c); err != nil {
 		t.Fatalf("declaring %s: %v", q, err)
 	}

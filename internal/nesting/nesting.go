@@ -8,6 +8,12 @@
 // validate: a malformed body within the bound is left to the parser.
 package nesting
 
+import "errors"
+
+// ErrTooDeep is acemq.ErrTooDeep, here so that the internal readers that
+// refuse deep input (internal/headerjson) wrap the same sentinel.
+var ErrTooDeep = errors.New("nested too deeply")
+
 // JSON reports whether body, read as JSON, nests arrays and objects more
 // than max deep. Brackets inside strings do not count.
 func JSON(body []byte, max int) bool {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/inbox"
 	"github.com/acemq/acemq/internal/sqltest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -73,7 +74,7 @@ func newExRig(t *testing.T, prefix string, d sqlstore.Dialect) *exRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + r.effects) })
-	deleteQueuesAtCleanup(t, url, r.queue, acemq.DeadLetterQueue(r.queue), acemq.ParkedQueue(r.queue))
+	deleteQueuesAtCleanup(t, url, r.queue, contract.DeadLetterQueue(r.queue), contract.ParkedQueue(r.queue))
 	c := connect(t, url, r.run+" setup")
 	if err := acemq.NewTopology().Queue(r.queue).Apply(context.Background(), c); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 )
 
@@ -169,8 +170,8 @@ func checkBlocked(r *loadRun, reason string) {
 	r.note("publish during the alarm: %v", err)
 
 	h := r.prod.Health(context.Background())
-	if h.Status != acemq.HealthUp || h.Detail != acemq.BlockedDetail+reason || h.Parts["blocked"] != true {
-		t.Errorf("producer health during the alarm: %+v, want up with %q", h, acemq.BlockedDetail+reason)
+	if h.Status != acemq.HealthUp || h.Detail != contract.BlockedDetail+reason || h.Parts["blocked"] != true {
+		t.Errorf("producer health during the alarm: %+v, want up with %q", h, contract.BlockedDetail+reason)
 	}
 	r.note("producer health: %s: %s", h.Status, h.Detail)
 	// The consumer's connection publishes nothing and is not blocked.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -184,14 +185,14 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	start := time.Now()
 	q := uniqueName("hostile")
 	raw := q + ".raw"
-	deleteQueuesAtCleanup(t, url, q, raw, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteQueuesAtCleanup(t, url, q, raw, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	var lost []string
 	var lmu sync.Mutex
-	c := connect(t, url, "acemq-reliability-hostile", acemq.WithTracerProvider(tp), acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	c := connect(t, url, "acemq-reliability-hostile", acemq.WithTracerProvider(tp), acemq.WithOnConnEvent(func(e driver.Event) {
 		if e.Kind == driver.EventLost {
 			lmu.Lock()
 			lost = append(lost, fmt.Sprint(e.Err))
@@ -231,7 +232,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 		// Touch everything a handler might read.
 		_ = m.Envelope.Headers()
 		_, _ = m.Envelope.Age()
-		_ = m.Envelope.Route()
+		_ = m.Envelope.Fields().Route
 		_ = m.Envelope.AppendHeaders(nil, q)
 		_ = m.Envelope.String()
 		_ = m.Envelope.Fields()
@@ -317,7 +318,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	}
 	// What was set aside is on the broker, each with x-acemq-error.
 	onBroker := 0
-	for _, side := range []string{acemq.ParkedQueue(q), acemq.DeadLetterQueue(q)} {
+	for _, side := range []string{contract.ParkedQueue(q), contract.DeadLetterQueue(q)} {
 		for {
 			d, ok, err := brokertest.Driver(c).Get(ctx, side)
 			if err != nil {
@@ -420,7 +421,7 @@ func TestUnsendableRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lost atomic.Int64
-	c := connect(t, url, "acemq-reliability-unsendable", acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	c := connect(t, url, "acemq-reliability-unsendable", acemq.WithOnConnEvent(func(e driver.Event) {
 		if e.Kind == driver.EventLost {
 			lost.Add(1)
 			t.Logf("connection lost: %v", e.Err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -82,7 +83,7 @@ func TestConsumerKilled(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	start := time.Now()
 	q := uniqueName("killed")
-	deleteQueuesAtCleanup(t, url, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+	deleteQueuesAtCleanup(t, url, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	c := connect(t, url, "acemq-reliability-survivor")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"go.uber.org/goleak"
@@ -113,9 +114,9 @@ func (r *loadRun) markFault() {
 	r.faultAt.Store(time.Now().UnixNano())
 }
 
-func (r *loadRun) onEvent(conn string) func(acemq.ConnEvent) {
+func (r *loadRun) onEvent(conn string) func(driver.Event) {
 	var lostAt string // the endpoint lost; events of a connection come one at a time
-	return func(e acemq.ConnEvent) {
+	return func(e driver.Event) {
 		switch e.Kind {
 		case driver.EventLost:
 			r.lostEv.Add(1)
@@ -138,7 +139,7 @@ func (r *loadRun) onEvent(conn string) func(acemq.ConnEvent) {
 
 // errKind names a failed publish's error for the figures.
 func errKind(err error) string {
-	var re *acemq.UnroutableError
+	var re *driver.ReturnError
 	switch {
 	case errors.Is(err, acemq.ErrBlocked):
 		return "blocked"
@@ -177,9 +178,9 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 		errKinds:  map[string]int{},
 	}
 	r.runID = r.queue[len(r.queue)-10:]
-	deleteQueuesAtCleanup(t, url, r.queue, acemq.DeadLetterQueue(r.queue), acemq.ParkedQueue(r.queue))
-	r.cons = connect(t, url, "acemq-reliability-consumer", acemq.WithConnEvents(r.onEvent("consumer")))
-	r.prod = connect(t, url, "acemq-reliability-producer", acemq.WithConnEvents(r.onEvent("producer")))
+	deleteQueuesAtCleanup(t, url, r.queue, contract.DeadLetterQueue(r.queue), contract.ParkedQueue(r.queue))
+	r.cons = connect(t, url, "acemq-reliability-consumer", acemq.WithOnConnEvent(r.onEvent("consumer")))
+	r.prod = connect(t, url, "acemq-reliability-producer", acemq.WithOnConnEvent(r.onEvent("producer")))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

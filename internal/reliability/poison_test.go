@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -30,12 +31,12 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	start := time.Now()
 	q := uniqueName("poison")
-	dlq := acemq.DeadLetterQueue(q)
-	deleteQueuesAtCleanup(t, url, q, dlq, acemq.ParkedQueue(q))
+	dlq := contract.DeadLetterQueue(q)
+	deleteQueuesAtCleanup(t, url, q, dlq, contract.ParkedQueue(q))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lost atomic.Int64
-	c := connect(t, url, "acemq-reliability-poison", acemq.WithConnEvents(func(e acemq.ConnEvent) {
+	c := connect(t, url, "acemq-reliability-poison", acemq.WithOnConnEvent(func(e driver.Event) {
 		if e.Kind == driver.EventLost {
 			lost.Add(1)
 		}
@@ -118,8 +119,8 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	start := time.Now()
 	q := uniqueName("oversized")
-	dlq := acemq.DeadLetterQueue(q)
-	deleteQueuesAtCleanup(t, url, q, dlq, acemq.ParkedQueue(q))
+	dlq := contract.DeadLetterQueue(q)
+	deleteQueuesAtCleanup(t, url, q, dlq, contract.ParkedQueue(q))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := connect(t, url, "acemq-reliability-oversized")
@@ -187,8 +188,8 @@ func TestCrashLoopNeverLosesTheMessage(t *testing.T) {
 	major, minor := v.Major, v.Minor
 	start := time.Now()
 	q := uniqueName("crashloop")
-	dlq := acemq.DeadLetterQueue(q)
-	deleteQueuesAtCleanup(t, url, q, dlq, acemq.ParkedQueue(q))
+	dlq := contract.DeadLetterQueue(q)
+	deleteQueuesAtCleanup(t, url, q, dlq, contract.ParkedQueue(q))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := connect(t, url, "acemq-reliability-crashloop-admin")

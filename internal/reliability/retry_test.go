@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -37,9 +38,9 @@ type seenAttempt struct {
 func retrySurvivesRestarts(t *testing.T, url string) {
 	start := time.Now()
 	q := uniqueName("retry")
-	rung := acemq.RungQueue(q, time.Second)
-	dlq := acemq.DeadLetterQueue(q)
-	deleteQueuesAtCleanup(t, url, q, dlq, acemq.ParkedQueue(q), rung)
+	rung := contract.RungQueue(q, time.Second)
+	dlq := contract.DeadLetterQueue(q)
+	deleteQueuesAtCleanup(t, url, q, dlq, contract.ParkedQueue(q), rung)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,6 +69,8 @@ func Saga(t *testing.T, newLog func(t *testing.T) saga.Log) {
 		}
 		if _, err := tripSaga(l, j).Run(ctxFor(t), "t1", trip{}); !errors.Is(err, saga.ErrExists) {
 			t.Errorf("a second Run of one id: %v, want ErrExists", err)
+		} else if n := strings.Count(err.Error(), `saga "`) + strings.Count(err.Error(), "saga: "); n != 1 {
+			t.Errorf("a second Run of one id: %q names package saga %d times, want once", err, n)
 		}
 		rec, err := l.Get(ctxFor(t), "trip", "t1")
 		if err != nil || rec.State != saga.Completed || rec.Step != 3 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/stream"
@@ -76,7 +77,7 @@ func TestReaderResumesFromItsCheckpoint(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := testenv.Unique(t, "stream")
-		brokertest.DeleteAtEnd(t, c, q, acemq.DeadLetterQueue(q), acemq.ParkedQueue(q))
+		brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 		ctx := context.Background()
 		if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueStream)).Apply(ctx, c); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,87 @@
+package acemq_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"testing"
+
+	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/memory"
+)
+
+// closingScheme is a test transport: closingScheme://NAME is the memory
+// broker memory://NAME whose Consume, once subscribed, waits for the test
+// to close the acemq.Conn before it returns, so that Consume finds the
+// connection closed after the driver subscribed.
+const closingScheme = "acemq-closing"
+
+func init() { driver.Register(closingScheme, closingDriver{}) }
+
+type closingDriver struct{}
+
+// closingHooks: entered receives once Consume has subscribed; Consume
+// returns once release is closed.
+var closingHooks = struct {
+	entered chan struct{}
+	release chan struct{}
+}{}
+
+func (closingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	u, err := url.Parse(cfg.URLs[0])
+	if err != nil {
+		return nil, err
+	}
+	cfg.URLs = []string{"memory://" + u.Host + u.Path}
+	inner, err := memory.Driver{}.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return closingConn{inner.(brokertest.FullConn)}, nil
+}
+
+type closingConn struct{ brokertest.FullConn }
+
+func (c closingConn) Consume(ctx context.Context, spec driver.ConsumeSpec) (driver.Subscription, error) {
+	sub, err := c.FullConn.Consume(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	closingHooks.entered <- struct{}{}
+	<-closingHooks.release
+	return sub, nil
+}
+
+// Consume on a connection that Conn.Close closed while the consumer was
+// subscribing fails with an error that wraps ErrClosed, as ErrClosed's
+// doc promises for whatever is asked of a closed connection.
+func TestConsumeRacingCloseWrapsErrClosed(t *testing.T) {
+	ctx := context.Background()
+	name := testenv.Name(t)
+	t.Cleanup(func() { memory.Reset(name) })
+	closingHooks.entered = make(chan struct{}, 1)
+	closingHooks.release = make(chan struct{})
+	conn, err := acemq.Connect(ctx, closingScheme+"://"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acemq.NewTopology().Queue("q").Apply(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		<-closingHooks.entered
+		closed <- conn.Close(ctx)
+		close(closingHooks.release)
+	}()
+	_, err = acemq.Consume(ctx, conn, "q", func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() })
+	if cerr := <-closed; cerr != nil {
+		t.Fatalf("Close: %v", cerr)
+	}
+	if !errors.Is(err, acemq.ErrClosed) {
+		t.Fatalf("Consume racing Close = %v, want an error wrapping acemq.ErrClosed", err)
+	}
+}
