@@ -27,6 +27,7 @@ type Conn struct {
 	origin string
 	obs    *observer
 	plumb  *plumbing.Conn
+	clock  driver.Clock // the broker's (driver.Clocked), else real time
 
 	mu       sync.Mutex
 	hooks    map[int]func(Settlement)
@@ -77,7 +78,7 @@ func init() {
 		if !ok || c == nil {
 			return plumbing.ConsumerState{}, false
 		}
-		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load()}
+		st := plumbing.ConsumerState{Queue: c.core.queue, Unsettled: c.core.unsettled.Load(), Waiting: c.core.timed.Load()}
 		for _, d := range c.core.cfg.retry.brokerRungs() {
 			st.Rungs = append(st.Rungs, wire.RungQueue(c.core.queue, d))
 		}
@@ -147,6 +148,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 		return nil, fmt.Errorf("acemq: connecting to %s: %w", c.url, driver.Redact(err))
 	}
 	c.t = t
+	c.clock = driver.ClockOf(t)
 	c.plumb = &plumbing.Conn{
 		Publish: func(ctx context.Context, m plumbing.Message) error { return c.publish(ctx, m, Envelope{}) },
 		PublishBatch: func(ctx context.Context, ms []plumbing.Message) []error {
@@ -185,6 +187,20 @@ func (c *Conn) Name() string { return c.name }
 // comma-separated list stays one). Endpoint says which node the connection
 // is on.
 func (c *Conn) URL() string { return c.url }
+
+// Clock is the time the connection's broker keeps: real time, except on a
+// memory:// broker given a clock of a test's own (memory.SetClock,
+// acemqtest.NewClock), whose TTLs, rungs and timers move only when the
+// test advances it. The consumers' in-consumer waits and in-progress
+// delays and package schedule's due times run on it; code that computes
+// times about messages (a due time for schedule.SendAt, say) can read it
+// too, so that a test's clock moves it as well.
+func (c *Conn) Clock() driver.Clock {
+	if c.clock == nil {
+		return driver.RealClock
+	}
+	return c.clock
+}
 
 // Endpoint is the URL of the node the connection is on now, one of the URLs
 // given to Connect and WithFallbackURLs, with any password redacted; ""

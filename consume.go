@@ -242,6 +242,7 @@ type consumerCore struct {
 	hcancel   context.CancelFunc
 	workers   sync.WaitGroup
 	waits     sync.WaitGroup // in-consumer waits (timers)
+	timed     atomic.Int64   // of those, the ones whose timer has not fired
 	inflight  atomic.Int64   // handlers running
 	unsettled atomic.Int64   // deliveries taken up and not yet settled
 	running   atomic.Bool

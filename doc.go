@@ -184,7 +184,7 @@ package begins with it already.
   - package claimcheck: large payloads kept out of the broker.
   - package middleware: handler middleware (timeout, rate limit, logs).
   - package acemqtest: a memory:// broker per test, waiting until a consumer
-    is idle, collected settlements.
+    is idle, collected settlements, a clock the test advances.
   - package actuator: the family's /acemq-metrics, /acemq-health and
     /acemq-info endpoints.
   - package driver: the interface a broker implements; memory and rabbitmq

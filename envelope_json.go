@@ -170,7 +170,7 @@ func (e *Envelope) UnmarshalJSON(data []byte) error {
 		f.FirstSeen = time.UnixMilli(ms)
 	}
 	if f.Headers, err = headerjson.HeadersFromJSON(in.Headers); err != nil {
-		return err
+		return fmt.Errorf("acemq: %w", err)
 	}
 	n, err := NewEnvelope(f)
 	if err != nil {

@@ -325,18 +325,31 @@ func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement
 }
 
 // later waits without holding a worker (the delivery stays unacknowledged,
-// holding its prefetch slot), then runs settle and records the settlement. A
-// consumer that closes meanwhile cuts the wait short, so every delivery is
-// settled before the drain ends.
+// holding its prefetch slot), on the connection's clock, then runs settle
+// and records the settlement. A consumer that closes meanwhile cuts the
+// wait short, so every delivery is settled before the drain ends.
 func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Settlement)) {
 	k.waits.Add(1)
+	// timed counts the waits still to come on the clock, for acemqtest's
+	// WaitIdle under a test clock; one of no time is not waiting for it.
+	timed := int64(0)
+	if wait > 0 {
+		timed = 1
+	}
+	k.timed.Add(timed)
+	due := make(chan struct{})
+	t := k.conn.Clock().AfterFunc(wait, func() {
+		k.timed.Add(-timed)
+		close(due)
+	})
 	go func() {
 		defer k.waits.Done()
-		t := time.NewTimer(wait)
 		select {
-		case <-t.C:
+		case <-due:
 		case <-k.stopping:
-			t.Stop()
+			if t.Stop() {
+				k.timed.Add(-timed)
+			}
 		}
 		if k.abandoned.Load() {
 			k.strand(s)

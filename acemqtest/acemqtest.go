@@ -2,7 +2,9 @@
 // the test's own, reset when the test ends; connections closed when it
 // ends; topologies declared for a test and deleted after it; waiting until
 // consumers have nothing left to do; the settlements a connection records,
-// collected; and a look at what a queue holds.
+// collected; a look at what a queue holds; and a clock the test moves, so
+// that hours of retry rungs, TTLs and schedules pass in no real time
+// (NewClock, on memory:// only).
 //
 // A test of a consumer reads as:
 //
@@ -18,7 +20,7 @@
 //	}
 //
 // Every helper works on RabbitMQ too (pass its URL to Connect); only URL
-// is about memory://. The helpers fail the test, with t.Fatalf, when
+// and NewClock are about memory://. The helpers fail the test, with t.Fatalf, when
 // something they need does not happen within Timeout; call them from the
 // test's goroutine. docs/testing.md in the repository has more.
 package acemqtest
@@ -118,6 +120,11 @@ func Declare(t testing.TB, conn *acemq.Conn, topo *acemq.Topology) {
 // It does not know of messages still to be published, nor of messages a
 // handler publishes to other queues for other consumers: list those
 // consumers too.
+//
+// On a broker under a test's Clock (NewClock), what waits for the clock
+// counts as idle — a retry or in-progress delay waiting in the consumer,
+// a message on a rung queue — since only advancing the clock moves it on:
+// WaitIdle then means that nothing more happens until the clock moves.
 func WaitIdle(t testing.TB, conn *acemq.Conn, consumers ...*acemq.Consumer) {
 	t.Helper()
 	deadline := time.Now().Add(Timeout)
@@ -140,18 +147,32 @@ func WaitIdle(t testing.TB, conn *acemq.Conn, consumers ...*acemq.Consumer) {
 }
 
 // busyWith says what a consumer still has to do, or "".
+//
+// Under a test's Clock, what waits for the clock is idle: a retry waiting
+// in the consumer or an in-progress delay not yet due, and messages on the
+// policy's rung queues, since nothing happens to them until the clock is
+// advanced.
 func busyWith(conn *acemq.Conn, consumers []*acemq.Consumer) string {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
+	clocked := underClock(conn)
 	for _, c := range consumers {
 		st, ok := plumbing.ConsumerStateOf(c)
 		if !ok {
 			return "a consumer is nil"
 		}
-		if st.Unsettled > 0 {
-			return fmt.Sprintf("the consumer of %q holds %d unsettled deliveries", st.Queue, st.Unsettled)
+		busy := st.Unsettled
+		if clocked {
+			busy -= st.Waiting
 		}
-		for _, q := range append([]string{st.Queue}, st.Rungs...) {
+		if busy > 0 {
+			return fmt.Sprintf("the consumer of %q holds %d unsettled deliveries", st.Queue, busy)
+		}
+		queues := append([]string{st.Queue}, st.Rungs...)
+		if clocked {
+			queues = queues[:1]
+		}
+		for _, q := range queues {
 			info, err := conn.Inspect(ctx, q)
 			switch {
 			case errors.Is(err, acemq.ErrNotFound):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/hostguard"
+	"github.com/acemq/acemq/internal/management"
 )
 
 // Defaults of New.
@@ -45,7 +46,7 @@ type Console struct {
 	conn *acemq.Conn
 	cfg  config
 	csrf string
-	mgmt *management
+	mgmt *management.Client
 	page []byte
 	www  http.Handler
 	// guard admits requests: to a loopback name without a token, carrying
@@ -95,9 +96,9 @@ func New(conn *acemq.Conn, opts ...Option) (*Console, error) {
 		NeedsToken: "open the address it printed (…?token=…), or send Authorization: Bearer TOKEN",
 	}
 	if cfg.mgmtURL != "" {
-		m, err := newManagement(cfg.mgmtURL, cfg.mgmtVhost)
+		m, err := management.New(cfg.mgmtURL, cfg.mgmtVhost)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("console: WithManagement: %w", err)
 		}
 		c.mgmt = m
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/acemq/acemq/internal/management"
 )
 
 // Reasons are written by whoever failed the message: any string.
@@ -84,7 +86,7 @@ func FuzzParseManagementQueues(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		qs, err := parseManagementQueues([]byte(body))
+		qs, err := management.ParseQueues([]byte(body))
 		if err != nil {
 			return
 		}

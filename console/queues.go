@@ -119,7 +119,7 @@ func group(rows []queueRow) []queueGroup {
 func (c *Console) listQueues(ctx context.Context) queueList {
 	l := queueList{Broker: c.conn.URL(), Source: "named"}
 	if c.mgmt != nil {
-		qs, err := c.mgmt.queues(ctx)
+		qs, err := c.mgmt.Queues(ctx)
 		if err == nil {
 			l.Source = "management"
 			rows := make([]queueRow, 0, len(qs))
@@ -133,7 +133,7 @@ func (c *Console) listQueues(ctx context.Context) queueList {
 			l.Queues = group(rows)
 			return l
 		}
-		l.Error = err.Error()
+		l.Error = "console: " + err.Error()
 	}
 	// Under the lock, so that a look at a queue in progress, which holds
 	// its messages, does not show as an empty queue.

@@ -95,7 +95,7 @@ type Capabilities struct {
 // implements as well, found by type assertion (as database/sql/driver
 // does): [Inspector], [Deleter], [Getter], [BatchPublisher],
 // [EachPublisher], [Pinger], [BlockReporter], [CapabilityReporter],
-// [Unbinder], [Purger], [Lister] and [EndpointReporter]; and, on the values
+// [Unbinder], [Purger], [Lister], [EndpointReporter] and [Clocked]; and, on the values
 // a Conn returns, [Receiver] (a Subscription) and [SettleChecker] (an
 // Acknowledger). Package acemq works without them, with less: without an
 // Inspector a queue cannot be inspected or browsed, without a Pinger the

@@ -64,6 +64,12 @@
 //     requeue with Redelivered, dead-lettering with x-death and the
 //     x-first-death-*/x-last-death-* headers, TTL expiry from the head of the
 //     queue on a timer (with nothing consuming), per-message expiration.
+//   - Time: a broker keeps real time unless SetClock gives it a clock of a
+//     test's own (a FakeClock): then its TTLs expire, and its x-death times
+//     and stream timestamps read, on that clock, and its connections
+//     report it (driver.Clocked), so that the library's consumer waits and
+//     the scheduler follow it too. Package acemqtest's NewClock does this
+//     for a test.
 //
 // Settling a delivery whose subscription or connection has closed returns
 // an error wrapping driver.ErrChannelClosed; settling an unknown or already
@@ -79,7 +85,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/acemq/acemq/driver"
 )
@@ -168,11 +173,13 @@ type broker struct {
 	conns     map[*conn]struct{}
 	seq       uint64 // message sequence, for requeue ordering
 	connSeq   uint64
+	clock     driver.Clock // real time unless SetClock gave another
 }
 
 func newBroker(name string) *broker {
 	b := &broker{
 		name:      name,
+		clock:     driver.RealClock,
 		exchanges: map[string]*exchange{},
 		queues:    map[string]*queue{},
 		conns:     map[*conn]struct{}{},
@@ -269,6 +276,3 @@ func ctxErr(ctx context.Context, op string) error {
 	}
 	return nil
 }
-
-// now is the broker's clock.
-func now() time.Time { return time.Now() }

@@ -36,7 +36,7 @@ type queue struct {
 	hadConsumer bool
 	deleted     bool
 
-	timer   *time.Timer
+	timer   driver.Timer
 	timerAt time.Time
 
 	stream       *streamLog // the log of a stream queue; nil otherwise
@@ -131,7 +131,7 @@ func (b *broker) enqueue(q *queue, m *message) {
 		ttl, has = m.msgTTL, true
 	}
 	if has {
-		m.expiresAt = now().Add(ttl)
+		m.expiresAt = b.now().Add(ttl)
 		m.zeroTTL = ttl == 0
 	}
 	q.msgs = slices.Insert(q.msgs, q.position(m), m)
@@ -163,7 +163,7 @@ func (b *broker) dispatch(q *queue) {
 		b.dispatchStream(q)
 		return
 	}
-	t := now()
+	t := b.now()
 	for len(q.msgs) > 0 {
 		m := q.msgs[0]
 		if m.expired(t) {
@@ -183,7 +183,7 @@ func (b *broker) dispatch(q *queue) {
 
 // expireHead dead-letters expired messages at the head of q.
 func (b *broker) expireHead(q *queue) {
-	t := now()
+	t := b.now()
 	for len(q.msgs) > 0 && q.msgs[0].expired(t) {
 		m := b.popHead(q)
 		b.deadLetter(q, m, "expired")
@@ -227,8 +227,8 @@ func (b *broker) armTimer(q *queue) {
 		return
 	}
 	q.stopTimer()
-	var t *time.Timer
-	t = time.AfterFunc(time.Until(at), func() {
+	var t driver.Timer
+	t = b.clock.AfterFunc(at.Sub(b.now()), func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if q.timer != t {
@@ -320,7 +320,7 @@ func (b *broker) deadLetter(q *queue, m *message, reason string) {
 	if q.hasDLK {
 		key = q.dlrk
 	}
-	t := now()
+	t := b.now()
 	h := cloneTable(m.headers)
 	if h == nil {
 		h = driver.Table{}

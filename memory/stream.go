@@ -159,7 +159,7 @@ func (b *broker) appendStream(q *queue, m *message) {
 	h[driver.StreamOffsetHeader] = off
 	m.headers = h
 	m.expiresAt = time.Time{}
-	l.append(m, now())
+	l.append(m, b.now())
 	b.dispatchStream(q)
 }
 

@@ -208,6 +208,11 @@ type session struct {
 	getMu sync.Mutex
 	getCh *amqp.Channel
 	getAk *acker
+
+	// the ackers of the subscriptions' channels that hold acks back,
+	// which close flushes
+	ackMu  sync.Mutex
+	ackers map[*acker]struct{}
 }
 
 // String describes the connection without revealing a password.

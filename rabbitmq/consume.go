@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,8 +54,17 @@ type attachment struct {
 	over sync.Once
 }
 
+// close sends the acks waiting on the attachment's channel, then closes
+// it.
 func (a *attachment) close() {
-	if a != nil && !a.ch.IsClosed() {
+	if a == nil {
+		return
+	}
+	a.s.forget(a.ack)
+	if !a.ch.IsClosed() {
+		if a.ack.co != nil {
+			a.ack.co.close()
+		}
 		_ = a.ch.Close()
 	}
 }
@@ -129,7 +139,9 @@ func (sub *subscription) attach(s *session) (*attachment, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &attachment{s: s, ch: ch, dels: dels, ack: &acker{s: s, ch: ch}}, nil
+	ack := newAcker(s, ch, ackBatchSize(sub.spec.Prefetch))
+	s.remember(ack)
+	return &attachment{s: s, ch: ch, dels: dels, ack: ack}, nil
 }
 
 // resume replaces the consumer arguments with what spec.Resume says before
@@ -170,20 +182,48 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 		// steady stream amqp091's sender is usually there first.
 		select {
 		case d, ok = <-att.dels:
+			if co := att.ack.co; co != nil && !co.busy.Load() {
+				co.busy.Store(true)
+			}
 		default:
-			select {
-			case d, ok = <-att.dels:
-			case <-sub.quit:
+			var quit bool
+			if d, ok, quit = sub.await(att); quit {
 				return driver.Delivery{}, false
 			}
 		}
 		if ok {
 			return toDelivery(&d, att.ack), true
 		}
+		att.ack.flush() // after Cancel the channel is still open
 		att.over.Do(func() { sub.next(att) })
 		att = sub.cur.Load()
 	}
 	return driver.Delivery{}, false
+}
+
+// await waits for the next delivery of att when none was waiting. When
+// acks wait, it first gives the goroutines that hand deliveries over
+// (amqp091's) a turn and looks again, so that a busy consumer sends its
+// acks in batches (with one CPU, amqp091's goroutine is ready but not yet
+// waiting when the worker comes back) while one with nothing more to do
+// sends them at once and is no longer busy. quit is true after Close.
+func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool) {
+	if co := att.ack.co; co != nil && co.pending.Load() {
+		runtime.Gosched()
+		select {
+		case d, ok = <-att.dels:
+			return d, ok, false
+		default:
+		}
+		co.busy.Store(false)
+		_ = co.flush()
+	}
+	select {
+	case d, ok = <-att.dels:
+		return d, ok, false
+	case <-sub.quit:
+		return d, false, true
+	}
 }
 
 // next decides what follows att, whose delivery channel has closed: a new
@@ -209,6 +249,7 @@ func (sub *subscription) next(att *attachment) {
 		// say): the subscription ends.
 		att.close()
 	default:
+		att.s.forget(att.ack) // its channel is gone, and what waited with it
 		if n := sub.reattach(); n != nil {
 			sub.cur.Store(n)
 			return
@@ -348,6 +389,7 @@ func (sub *subscription) Cancel(ctx context.Context) error {
 	if att == nil || att.ch.IsClosed() {
 		return nil
 	}
+	att.ack.flush()
 	err := sub.c.do(ctx, func() error { return att.ch.Cancel(sub.spec.Tag, false) }, nil)
 	if err != nil && !att.ch.IsClosed() && !errors.Is(err, driver.ErrClosed) {
 		return fmt.Errorf("rabbitmq: cancelling consumer %q: %w", sub.spec.Tag, err)

@@ -60,7 +60,45 @@ func (c *conn) connect(ctx context.Context, redeclare bool) (*session, error) {
 	return s, nil
 }
 
+// remember records a that coalesces acks, for close.
+func (s *session) remember(a *acker) {
+	if a.co == nil {
+		return
+	}
+	s.ackMu.Lock()
+	if s.ackers == nil {
+		s.ackers = map[*acker]struct{}{}
+	}
+	s.ackers[a] = struct{}{}
+	s.ackMu.Unlock()
+}
+
+// forget removes what remember recorded.
+func (s *session) forget(a *acker) {
+	if a.co == nil {
+		return
+	}
+	s.ackMu.Lock()
+	delete(s.ackers, a)
+	s.ackMu.Unlock()
+}
+
+// close closes the connection, after sending the acks its subscriptions'
+// channels hold back (unless the broker has blocked the connection: it
+// reads nothing then, and they would wait for it; their messages are
+// redelivered).
 func (s *session) close() error {
+	s.ackMu.Lock()
+	ackers := make([]*acker, 0, len(s.ackers))
+	for a := range s.ackers {
+		ackers = append(ackers, a)
+	}
+	s.ackMu.Unlock()
+	if s.c.blocked.Load() == nil && !s.lost.Load() {
+		for _, a := range ackers {
+			a.co.close()
+		}
+	}
 	err := s.ac.CloseDeadline(time.Now().Add(closeTimeout))
 	if errors.Is(err, amqp.ErrClosed) {
 		return nil

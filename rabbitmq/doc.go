@@ -58,6 +58,24 @@
 // Deliveries, for callers that want a channel, starts one goroutine that
 // pumps Receive into it.
 //
+// While a subscription is busy (deliveries keep arriving), its acks are
+// sent together: one basic.ack with multiple set covers a run of delivery
+// tags that have all been settled, every one of them acked or already
+// nacked or rejected on its own; a delivery not yet settled is never
+// covered, and acks after it wait for it or go one by one. An ack waits at
+// most 20 ms, or until a quarter of the prefetch has gathered (at most
+// 256), and the acks go at once when the subscription has no further
+// delivery to hand up, before a nack or reject on the channel, and at
+// Cancel, Close and Conn.Close. A subscription that is not busy (a
+// request/reply responder, say), one with a prefetch below 16, and
+// deliveries fetched with Get send each ack at once. An ack still waiting
+// when the channel or connection is lost is not sent and the broker
+// redelivers its message, as it does for an ack in flight when a
+// connection fails: Ack returned nil in both cases, so coalescing widens
+// the window in which a settled message can come back from a round trip
+// to at most those 20 ms (or that many acks). An Ack on a channel known to
+// be gone fails at once, as without coalescing.
+//
 // # TLS
 //
 // amqps:// URLs verify the broker with the system roots unless

@@ -38,17 +38,22 @@ func checkSendable(pub *amqp.Publishing, frameMax int) error {
 func checkSendableSized(pub *amqp.Publishing, frameMax, headerSize int) error {
 	// Content header payload: class, weight, body size, property flags.
 	size := 2 + 2 + 8 + 2
-	for _, p := range [...]struct{ name, v string }{
-		{"content-type", pub.ContentType}, {"content-encoding", pub.ContentEncoding},
-		{"correlation-id", pub.CorrelationId}, {"reply-to", pub.ReplyTo},
-		{"expiration", pub.Expiration}, {"message-id", pub.MessageId},
-		{"type", pub.Type}, {"user-id", pub.UserId}, {"app-id", pub.AppId},
-	} {
-		if len(p.v) > 255 {
-			return fmt.Errorf("%w: its %s is %d bytes long; AMQP allows 255", ErrUnsendable, p.name, len(p.v))
+	props := [...]string{pub.ContentType, pub.ContentEncoding, pub.CorrelationId, pub.ReplyTo,
+		pub.Expiration, pub.MessageId, pub.Type, pub.UserId, pub.AppId}
+	long := false
+	for _, v := range props {
+		long = long || len(v) > 255
+		if v != "" {
+			size += 1 + len(v)
 		}
-		if p.v != "" {
-			size += 1 + len(p.v)
+	}
+	if long {
+		names := [...]string{"content-type", "content-encoding", "correlation-id", "reply-to",
+			"expiration", "message-id", "type", "user-id", "app-id"}
+		for i, v := range props {
+			if len(v) > 255 {
+				return fmt.Errorf("%w: its %s is %d bytes long; AMQP allows 255", ErrUnsendable, names[i], len(v))
+			}
 		}
 	}
 	if pub.DeliveryMode > 0 {

@@ -24,9 +24,25 @@ import (
 // channel's flag alone may still say open when EventLost is emitted.
 //
 // The checks are atomic loads: CanSettle, Ack, Nack and Reject run per message.
+//
+// The acker of a subscription's channel coalesces its acks (co, see
+// coalescer): Ack records the ack, which goes out with others in one
+// basic.ack with multiple set. The acker of the Get channel sends each
+// settlement at once (co is nil).
 type acker struct {
 	s  *session
 	ch *amqp.Channel
+	co *coalescer
+}
+
+// newAcker returns the acker of ch, a channel of s, coalescing up to batch
+// acks (none when batch is below 2).
+func newAcker(s *session, ch *amqp.Channel, batch int) *acker {
+	a := &acker{s: s, ch: ch}
+	if batch > 1 {
+		a.co = newCoalescer(batch, ch.Ack)
+	}
+	return a
 }
 
 var errSessionLost = errors.New("the connection was closed")
@@ -48,10 +64,41 @@ func (a *acker) Ack(tag uint64) error {
 	if err := a.gone(); err != nil {
 		return settleError(tag, err)
 	}
-	if err := a.ch.Ack(tag, false); err != nil {
+	var err error
+	if a.co != nil {
+		err = a.co.ack(tag)
+	} else {
+		err = a.ch.Ack(tag, false)
+	}
+	if err != nil {
 		return settleError(tag, err)
 	}
 	return nil
+}
+
+// settle runs send, a nack or reject of tag, after the acks waiting on the
+// channel have gone out.
+func (a *acker) settle(tag uint64, send func() error) error {
+	if err := a.gone(); err != nil {
+		return settleError(tag, err)
+	}
+	var err error
+	if a.co != nil {
+		err = a.co.settle(tag, send)
+	} else {
+		err = send()
+	}
+	if err != nil {
+		return settleError(tag, err)
+	}
+	return nil
+}
+
+// flush sends the acks waiting on the channel, if any.
+func (a *acker) flush() {
+	if a.co != nil && a.co.pending.Load() {
+		_ = a.co.flush()
+	}
 }
 
 // CanSettle reports whether the delivery can still be settled: its channel
@@ -63,25 +110,13 @@ func (a *acker) CanSettle(uint64) bool { return a.gone() == nil }
 // which RabbitMQ 4.3 and later do not count toward a quorum queue's
 // delivery limit.
 func (a *acker) Nack(tag uint64, requeue bool) error {
-	if err := a.gone(); err != nil {
-		return settleError(tag, err)
-	}
-	if err := a.ch.Nack(tag, false, requeue); err != nil {
-		return settleError(tag, err)
-	}
-	return nil
+	return a.settle(tag, func() error { return a.ch.Nack(tag, false, requeue) })
 }
 
 // Reject returns the delivery with the tag as failed: basic.reject, which
 // every RabbitMQ version counts toward a quorum queue's delivery limit.
 func (a *acker) Reject(tag uint64, requeue bool) error {
-	if err := a.gone(); err != nil {
-		return settleError(tag, err)
-	}
-	if err := a.ch.Reject(tag, requeue); err != nil {
-		return settleError(tag, err)
-	}
-	return nil
+	return a.settle(tag, func() error { return a.ch.Reject(tag, requeue) })
 }
 
 func settleError(tag uint64, err error) error {
@@ -131,7 +166,7 @@ func (c *conn) Get(ctx context.Context, queue string) (driver.Delivery, bool, er
 				if err != nil {
 					return err
 				}
-				s.getCh, s.getAk = ch, &acker{s: s, ch: ch}
+				s.getCh, s.getAk = ch, newAcker(s, ch, 0)
 			}
 			ack = s.getAk
 			var err error

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,36 @@ func TestConnectionName(t *testing.T) {
 	}
 	if !strings.Contains(out, name) || !strings.Contains(out, Product) {
 		t.Fatalf("connection %q (product %q) not listed:\n%s", name, Product, out)
+	}
+}
+
+func TestCheckSendableNamesTheLongProperty(t *testing.T) {
+	long := strings.Repeat("p", 256)
+	for name, pub := range map[string]amqp.Publishing{
+		"content-type":     {ContentType: long},
+		"content-encoding": {ContentEncoding: long},
+		"correlation-id":   {CorrelationId: long},
+		"reply-to":         {ReplyTo: long},
+		"expiration":       {Expiration: long},
+		"message-id":       {MessageId: long},
+		"type":             {Type: long},
+		"user-id":          {UserId: long},
+		"app-id":           {AppId: long},
+	} {
+		err := checkSendable(&pub, 0)
+		if !errors.Is(err, ErrUnsendable) || !strings.Contains(err.Error(), "its "+name+" is 256 bytes") {
+			t.Errorf("%s of 256 bytes: %v", name, err)
+		}
+	}
+	ok := amqp.Publishing{ContentType: strings.Repeat("p", 255), MessageId: "m"}
+	if err := checkSendable(&ok, 0); err != nil {
+		t.Errorf("a property of 255 bytes: %v", err)
+	}
+	// 14 bytes of content header, 1+255 and 1+1 of properties.
+	if err := checkSendable(&ok, 14+256+2+frameOverhead); err != nil {
+		t.Errorf("a header of exactly one frame: %v", err)
+	}
+	if err := checkSendable(&ok, 14+256+2+frameOverhead-1); !errors.Is(err, ErrUnsendable) {
+		t.Errorf("a header one byte over the frame: %v", err)
 	}
 }

@@ -154,7 +154,7 @@ func TestPipelineRunsThreeSteps(t *testing.T) {
 				o.Trail = append(o.Trail, step)
 				offer(ch, m)
 				if step == "validate" {
-					return route.Forward(o).As("order.validated").WithHeader("x-validated-by", "test"), nil
+					return route.Forward(o).As("order.validated").Header("x-validated-by", "test"), nil
 				}
 				return route.Forward(o), nil
 			})
@@ -617,7 +617,7 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		var tries atomic.Int32
 		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			tries.Add(1)
-			return route.Forward(m.Payload).WithHeader("x-acemq-mine", "no"), nil
+			return route.Forward(m.Payload).Header("x-acemq-mine", "no"), nil
 		}, acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)

@@ -39,9 +39,9 @@ func End[T any]() Output[T] { return Output[T]{} }
 // next hop's routing key.
 func (r Output[T]) As(messageType string) Output[T] { r.typ = messageType; return r }
 
-// WithHeader adds an application header to the next hop. A reserved
+// Header adds an application header to the next hop. A reserved
 // x-acemq-* name fails the step as an unprocessable message.
-func (r Output[T]) WithHeader(name string, value any) Output[T] {
+func (r Output[T]) Header(name string, value any) Output[T] {
 	h := make(map[string]any, len(r.headers)+1)
 	maps.Copy(h, r.headers)
 	h[name] = value

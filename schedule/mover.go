@@ -28,6 +28,10 @@ func newMover(conn *acemq.Conn, l ladder) (*mover, error) {
 	return &mover{conn: conn, pl: pl, ladder: l, rec: newRecorder(pl)}, nil
 }
 
+// now is the time on the connection's clock: real time, or a memory://
+// broker's test clock.
+func (m *mover) now() time.Time { return m.conn.Clock().Now() }
+
 // hopTo publishes body onto rung r, with env's envelope and j's
 // x-schedule-* headers.
 func (m *mover) hopTo(ctx context.Context, r rung, env acemq.Envelope, j job, body []byte) error {

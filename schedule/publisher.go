@@ -41,10 +41,15 @@ func NewPublisher[T any](conn *acemq.Conn, exchange string, opts ...PublisherOpt
 	return p
 }
 
-// SendAfter schedules v for delivery with routing key key d from now; see
-// SendAt.
+// SendAfter schedules v for delivery with routing key key d from now (on
+// the connection's clock: real time, or a memory:// broker's test clock);
+// see SendAt.
 func (p *Publisher[T]) SendAfter(ctx context.Context, key string, d time.Duration, v T, opts ...SendOption) (acemq.Envelope, error) {
-	return p.SendAt(ctx, key, time.Now().Add(d), v, opts...)
+	now := time.Now()
+	if p.m != nil {
+		now = p.m.now()
+	}
+	return p.SendAt(ctx, key, now.Add(d), v, opts...)
 }
 
 // SendAt schedules v for delivery with routing key key at the time at. It
@@ -85,7 +90,7 @@ func (p *Publisher[T]) SendAt(ctx context.Context, key string, at time.Time, v T
 		return acemq.Envelope{}, fmt.Errorf("schedule: %w", err)
 	}
 	j := job{exchange: p.exchange, routingKey: key, due: at, contentType: p.codec.ContentType(), typ: env.Type()}
-	now := time.Now()
+	now := p.m.now()
 	r, hop := p.m.ladder.next(at.Sub(now))
 	if !hop {
 		if err := p.m.deliver(ctx, env, j, body, now); err != nil {

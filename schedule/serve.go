@@ -67,7 +67,7 @@ func (c *controller) handle(ctx context.Context, msg acemq.Message[[]byte]) acem
 		c.m.rec.failed(ctx, "malformed")
 		return acemq.Accept()
 	}
-	now := time.Now()
+	now := c.m.now()
 	if r, hop := c.m.ladder.next(j.due.Sub(now)); hop {
 		if err := c.m.hopTo(ctx, r, msg.Envelope, j, msg.Body); err != nil {
 			return acemq.InProgress(retryPause)

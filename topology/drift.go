@@ -73,7 +73,7 @@ func Check(ctx context.Context, c driver.Conn, p Plan, opts ...DriftOption) ([]D
 	}
 	ins, ok := c.(driver.Inspector)
 	if !ok {
-		return nil, fmt.Errorf("acemq: topology: the driver cannot check what exists: %w", errors.ErrUnsupported)
+		return nil, fmt.Errorf("topology: the driver cannot check what exists: %w", errors.ErrUnsupported)
 	}
 	var out []Drift
 	for _, d := range p {

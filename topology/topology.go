@@ -60,7 +60,7 @@ func (d Declaration) Declare(ctx context.Context, c driver.Conn) error {
 	case BindingDeclaration:
 		return c.Bind(ctx, d.Binding)
 	}
-	return fmt.Errorf("acemq: unknown declaration kind %q", d.Kind)
+	return fmt.Errorf("topology: unknown declaration kind %q", d.Kind)
 }
 
 // Name is the exchange's or queue's name, or for a binding

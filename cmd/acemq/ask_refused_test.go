@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/memory"
 	"github.com/acemq/acemq/rpc"
 )
@@ -34,13 +35,13 @@ func TestAskRefusedOrFailed(t *testing.T) {
 			{"A-1", "the responder failed: Error: the price table is down"},
 		} {
 			code, stderr := ask("ask", "--url", url, "--exchange", "", "--routing-key", q, `{"sku":"`+c.sku+`"}`)
-			if code != exitResponder || !strings.Contains(stderr, c.want) {
-				t.Errorf("%s: exit %d, stderr %q; want %d and %q", c.sku, code, stderr, exitResponder, c.want)
+			if code != cli.ExitResponder || !strings.Contains(stderr, c.want) {
+				t.Errorf("%s: exit %d, stderr %q; want %d and %q", c.sku, code, stderr, cli.ExitResponder, c.want)
 			}
 		}
 	}
 	t.Run("memory", func(t *testing.T) {
-		url := "memory://ask-refused-" + suffix()
+		url := "memory://ask-refused-" + cli.Suffix()
 		t.Cleanup(func() { memory.Reset(url) })
 		conn, err := acemq.Connect(context.Background(), url)
 		if err != nil {

@@ -20,6 +20,8 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/cli/publish"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -45,7 +47,7 @@ func brokerConn(t *testing.T) (*acemq.Conn, string) {
 // testQueue declares a uniquely named classic queue, deleted at the end.
 func testQueue(t *testing.T, conn *acemq.Conn, prefix string) string {
 	t.Helper()
-	name := fmt.Sprintf("acemq-cli-test.%s.%s", prefix, suffix())
+	name := fmt.Sprintf("acemq-cli-test.%s.%s", prefix, cli.Suffix())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleteAtEnd(t, conn, name)
@@ -160,11 +162,11 @@ func TestPublishAndConsumeJSON(t *testing.T) {
 
 func TestPublishUnroutableExitsFour(t *testing.T) {
 	_, url := brokerConn(t)
-	r := runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "x").wantCode(t, 4)
+	r := runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+cli.Suffix(), "x").wantCode(t, 4)
 	if !strings.Contains(r.stderr, "unroutable") || r.stdout != "" {
 		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
-	runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+suffix(), "--count", "3", "x").wantCode(t, 4)
+	runCLI(t, "", "publish", "--url", url, "--exchange", "amq.direct", "--routing-key", "acemq-cli-test.nobody."+cli.Suffix(), "--count", "3", "x").wantCode(t, 4)
 }
 
 func TestPublishRefusesReservedHeader(t *testing.T) {
@@ -188,8 +190,8 @@ func TestPublishCount(t *testing.T) {
 	eventually(t, "450 messages", func() bool { return queueDepth(t, conn, q) == 450 })
 	lines := jsonLines(t, runCLI(t, "", "consume", "--url", url, "--queue", q, "--count", "3", "--json").wantCode(t, 0).stdout)
 	for i, m := range lines {
-		if got := m["headers"].(map[string]any)[seqHeader]; got != json.Number(fmt.Sprint(i+1)) {
-			t.Errorf("message %d has %s = %v", i, seqHeader, got)
+		if got := m["headers"].(map[string]any)[publish.SeqHeader]; got != json.Number(fmt.Sprint(i+1)) {
+			t.Errorf("message %d has %s = %v", i, publish.SeqHeader, got)
 		}
 	}
 }
@@ -301,7 +303,7 @@ func waitConsumers(t *testing.T, conn *acemq.Conn, q string, n int, b *backgroun
 
 func TestServeAndAsk(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.serve." + suffix()
+	q := "acemq-cli-test.serve." + cli.Suffix()
 	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--concurrency", "2", "--json", "--",
 		"sh", "-c", `read body; if [ "$body" = fail ]; then echo "some detail" >&2; echo boom >&2; exit 1; fi; printf '%s/%s' "$body" "$ACEMQ_TYPE" | tr a-z A-Z`)
@@ -328,7 +330,7 @@ func TestServeAndAsk(t *testing.T) {
 
 func TestServeFailingCommandExitsTwoForAsk(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.fail." + suffix()
+	q := "acemq-cli-test.fail." + cli.Suffix()
 	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo boom >&2; exit 1")
 	waitConsumers(t, conn, q, 1, srv)
@@ -351,7 +353,7 @@ func TestAskTimeoutAndUnroutable(t *testing.T) {
 	if !strings.Contains(r.stderr, "no reply within 300ms") {
 		t.Errorf("stderr %q", r.stderr)
 	}
-	runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", "acemq-cli-test.nothing."+suffix(), "x").wantCode(t, 4)
+	runCLI(t, "", "ask", "--url", url, "--exchange", "", "--routing-key", "acemq-cli-test.nothing."+cli.Suffix(), "x").wantCode(t, 4)
 }
 
 func TestServeUsage(t *testing.T) {
@@ -454,7 +456,7 @@ func TestReplayUsage(t *testing.T) {
 
 func TestServeMetricsAddr(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.metrics." + suffix()
+	q := "acemq-cli-test.metrics." + cli.Suffix()
 	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLI(t, "serve", "--url", url, "--queue", q, "--declare", "--metrics-addr", "127.0.0.1:0", "--", "cat")
 	waitConsumers(t, conn, q, 1, srv)

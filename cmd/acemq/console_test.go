@@ -14,20 +14,22 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/console"
+	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/cli/clitest"
+	consolecmd "github.com/acemq/acemq/internal/cli/console"
 	"github.com/acemq/acemq/memory"
 )
 
 // startConsole serves the console on a memory broker with f, and returns
 // its address and what it printed; it stops when the test ends. setup, when
 // set, prepares the broker first.
-func startConsole(t *testing.T, f consoleFlags, setup ...func(*acemq.Conn)) (addr string, printed func() string) {
+func startConsole(t *testing.T, f consolecmd.Options, setup ...func(*acemq.Conn)) (addr string, printed func() string) {
 	t.Helper()
-	url := "memory://console-cli-" + suffix()
+	url := "memory://console-cli-" + cli.Suffix()
 	t.Cleanup(func() { memory.Reset(url) })
 	conn, err := acemq.Connect(context.Background(), url)
 	if err != nil {
@@ -42,10 +44,10 @@ func startConsole(t *testing.T, f consoleFlags, setup ...func(*acemq.Conn)) (add
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(p) })
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	if f.peekLimit == 0 {
-		f.peekLimit = console.DefaultPeekLimit
+	if f.PeekLimit == 0 {
+		f.PeekLimit = console.DefaultPeekLimit
 	}
-	go func() { done <- serveConsole(ctx, w, io.Discard, conn, url, f, func(a string) { ready <- a }) }()
+	go func() { done <- consolecmd.Serve(ctx, w, io.Discard, conn, url, f, func(a string) { ready <- a }) }()
 	select {
 	case addr = <-ready:
 	case err := <-done:
@@ -78,10 +80,10 @@ func status(t *testing.T, url string) int {
 // Listening off loopback without --token makes one up: a request without
 // it is refused, the printed address (which carries it) works.
 func TestConsoleOffLoopbackNeedsToken(t *testing.T) {
-	addr, printed := startConsole(t, consoleFlags{listen: "0.0.0.0:0"})
+	addr, printed := startConsole(t, consolecmd.Options{Listen: "0.0.0.0:0"})
 	port := addr[strings.LastIndex(addr, ":"):]
 	if st := status(t, "http://127.0.0.1"+port+"/"); st != http.StatusUnauthorized {
-		t.Errorf("without the token: %d, want 401", st)
+		t.Errorf("without the Token: %d, want 401", st)
 	}
 	out := printed()
 	_, link, ok := strings.Cut(out, "acemq console on ")
@@ -101,20 +103,20 @@ func TestConsoleOffLoopbackNeedsToken(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" {
-		t.Errorf("with the token: %d at %s", resp.StatusCode, resp.Request.URL)
+		t.Errorf("with the Token: %d at %s", resp.StatusCode, resp.Request.URL)
 	}
 }
 
 // On loopback no token is needed; a given --token is still required.
 func TestConsoleLoopback(t *testing.T) {
-	addr, printed := startConsole(t, consoleFlags{listen: "127.0.0.1:0"})
+	addr, printed := startConsole(t, consolecmd.Options{Listen: "127.0.0.1:0"})
 	if st := status(t, "http://"+addr+"/"); st != http.StatusOK {
 		t.Errorf("loopback: %d", st)
 	}
 	if strings.Contains(printed(), "token") {
-		t.Errorf("printed a token: %q", printed())
+		t.Errorf("printed a Token: %q", printed())
 	}
-	addr, _ = startConsole(t, consoleFlags{listen: "127.0.0.1:0", token: "given"})
+	addr, _ = startConsole(t, consolecmd.Options{Listen: "127.0.0.1:0", Token: "given"})
 	if st := status(t, "http://"+addr+"/"); st != http.StatusUnauthorized {
 		t.Errorf("loopback with --token, without it: %d", st)
 	}
@@ -143,19 +145,6 @@ func TestConsoleUsage(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int{"": console.DefaultPeekBudget, "65536": 65536, "64KiB": 64 << 10, "8MiB": 8 << 20, "1GiB": 1 << 30, "100B": 100} {
-		if got, err := parseSize(in); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"lots", "-1", "8MB", "1.5MiB", "99999999999999999999GiB"} {
-		if _, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q) accepted", in)
-		}
-	}
-}
-
 func TestManagementURL(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"amqp://ops:pw@rabbit:5672/prod":     {"http://ops:pw@rabbit:15672/", "prod"},
@@ -163,85 +152,11 @@ func TestManagementURL(t *testing.T) {
 		"amqps://u:p@[::1]:5671/%2Fweird":    {"https://u:p@[::1]:15671/", "/weird"},
 		"amqp://guest:guest@127.0.0.1:5672/": {"http://guest:guest@127.0.0.1:15672/", "/"},
 	} {
-		m, v, ok := managementURL(in)
+		m, v, ok := cli.ManagementURL(in)
 		if !ok || m != want[0] || v != want[1] {
 			t.Errorf("managementURL(%q) = %q, %q, %t; want %q, %q", in, m, v, ok, want[0], want[1])
 		}
 	}
-}
-
-// demo --console serves the console on the demo's broker, with the
-// dead-lettered order still in its .dlq, and replaying it from the console
-// gets it accepted.
-func TestDemoConsole(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	url := "memory://demo-console-" + suffix()
-	t.Cleanup(func() { memory.Reset(url) })
-	var out bytes.Buffer
-	var seen string
-	ok, err := runDemoWith(ctx, url, &out, func(ctx context.Context, d *demo) error {
-		cctx, stop := context.WithCancel(ctx)
-		defer stop()
-		f := consoleFlags{listen: "127.0.0.1:0", peekLimit: console.DefaultPeekLimit}
-		var opts []console.Option
-		for _, tp := range d.topos {
-			opts = append(opts, console.WithTopology(tp))
-		}
-		return serveConsole(cctx, io.Discard, io.Discard, d.conn, url, f, func(addr string) {
-			go func() {
-				defer stop()
-				dlq := "acemq-demo-" + d.sfx + ".orders.new.dlq"
-				seen = consoleGet(t, "http://"+addr, "/api/queues/"+dlq)
-				consolePost(t, "http://"+addr, "/api/queues/"+dlq+"/replay", `{"all":true}`)
-				_ = d.expectQueue(ctx, dlq, 0)
-			}()
-		}, opts...)
-	})
-	if err != nil || !ok {
-		t.Fatalf("demo: %v %v\n%s", ok, err, out.String())
-	}
-	if !strings.Contains(seen, "InvalidOrderError") || !strings.Contains(seen, `"count":1`) {
-		t.Errorf("the console showed %s", seen)
-	}
-	if strings.Contains(out.String(), "step 5: replay — replay the dead-lettered") {
-		t.Error("with the console, the demo replayed the dead letter itself")
-	}
-	if !strings.Contains(out.String(), "replayed from") {
-		t.Errorf("the order replayed from the console was not accepted:\n%s", out.String())
-	}
-}
-
-// consoleGet and consolePost call the console's API as its page does.
-func consoleGet(t *testing.T, base, path string) string { return consoleCall(t, base, "GET", path, "") }
-
-func consolePost(t *testing.T, base, path, body string) string {
-	return consoleCall(t, base, "POST", path, body)
-}
-
-func consoleCall(t *testing.T, base, method, path, body string) string {
-	resp, err := http.Get(base + "/")
-	if err != nil {
-		t.Error(err)
-		return ""
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	_, rest, _ := strings.Cut(string(page), `name="acemq-console" content="`)
-	guard, _, _ := strings.Cut(rest, `"`)
-	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-	req.Header.Set("X-Acemq-Console", guard)
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Error(err)
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	return string(b)
 }
 
 // With --keyring the console shows an encrypted dead letter decrypted;
@@ -278,17 +193,17 @@ func TestConsoleKeyring(t *testing.T) {
 	}
 	read := func(addr string) detail {
 		var d detail
-		if err := json.Unmarshal([]byte(consoleGet(t, "http://"+addr, "/api/queues/invoices.dlq/messages/"+id)), &d); err != nil {
+		if err := json.Unmarshal([]byte(clitest.ConsoleGet(t, "http://"+addr, "/api/queues/invoices.dlq/messages/"+id)), &d); err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	addr, _ := startConsole(t, consoleFlags{listen: "127.0.0.1:0", keyring: path}, seed)
+	addr, _ := startConsole(t, consolecmd.Options{Listen: "127.0.0.1:0", Keyring: path}, seed)
 	if d := read(addr); !d.Decoded || d.BodyKind != "json" || !strings.Contains(d.Body, `"invoice": "i-1"`) {
-		t.Errorf("with the keyring: %+v", d)
+		t.Errorf("with the Keyring: %+v", d)
 	}
-	addr, _ = startConsole(t, consoleFlags{listen: "127.0.0.1:0"}, seed)
+	addr, _ = startConsole(t, consolecmd.Options{Listen: "127.0.0.1:0"}, seed)
 	if d := read(addr); d.Decoded || !strings.Contains(d.DecodeError, "key id k1") || d.BodyKind != "binary" {
-		t.Errorf("without the keyring: %+v", d)
+		t.Errorf("without the Keyring: %+v", d)
 	}
 }

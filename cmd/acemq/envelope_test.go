@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/cli/consume"
+	"github.com/acemq/acemq/internal/cli/envelope"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
 )
@@ -16,7 +19,7 @@ import (
 // decodeMap runs decodeEnvelope and parses its output.
 func decodeMap(t *testing.T, in string) map[string]any {
 	t.Helper()
-	out, err := decodeEnvelope([]byte(in))
+	out, err := envelope.Decode([]byte(in))
 	if err != nil {
 		t.Fatalf("decode %s: %v", in, err)
 	}
@@ -48,7 +51,7 @@ func TestDecodeFieldsAndDefaults(t *testing.T) {
 }
 
 func TestDecodeOrderOfKeys(t *testing.T) {
-	out, err := decodeEnvelope([]byte(`{"routingKey":"k"}`))
+	out, err := envelope.Decode([]byte(`{"routingKey":"k"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,7 @@ func TestDecodeMalformed(t *testing.T) {
 		`{"headers":{"a":{"$bytes":1}}}`, `{"routingKey":5}`, `{} {}`, `{"messageId":{}}`,
 		`{"headers":{"a":{"$timestamp":"yesterday"}}}`,
 	} {
-		_, err := decodeEnvelope([]byte(in))
+		_, err := envelope.Decode([]byte(in))
 		if err == nil {
 			t.Errorf("decode %q: no error", in)
 			continue
@@ -109,7 +112,7 @@ func TestDecodeMalformed(t *testing.T) {
 }
 
 func TestEncodeWritesWireHeaders(t *testing.T) {
-	out, err := encodeEnvelope([]byte(`{"routingKey":"fx.rich","envelope":{
+	out, err := envelope.Encode([]byte(`{"routingKey":"fx.rich","envelope":{
 		"id":"11111111-2222-3333-4444-555555555555","type":"order.placed","version":3,
 		"correlationId":"corr-1","causationId":"cause-1","origin":"orders@host-7",
 		"firstSeen":1767323045678,"route":["a","b"],"routePosition":0,
@@ -134,7 +137,7 @@ func TestEncodeWritesWireHeaders(t *testing.T) {
 }
 
 func TestEncodeDefaults(t *testing.T) {
-	out, err := encodeEnvelope([]byte(`{"routingKey":"k"}`))
+	out, err := envelope.Encode([]byte(`{"routingKey":"k"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +155,7 @@ func TestEncodeDefaults(t *testing.T) {
 }
 
 func TestEncodeRefusesReservedNames(t *testing.T) {
-	_, err := encodeEnvelope([]byte(`{"routingKey":"k","envelope":{"headers":{"x-acemq-id":"mine","X-AceMQ-Attempt":2,"ok":1}}}`))
+	_, err := envelope.Encode([]byte(`{"routingKey":"k","envelope":{"headers":{"x-acemq-id":"mine","X-AceMQ-Attempt":2,"ok":1}}}`))
 	if err == nil {
 		t.Fatal("a reserved header name was accepted")
 	}
@@ -171,7 +174,7 @@ func TestEncodeMalformed(t *testing.T) {
 		`{"envelope":[]}`, `{"envelope":{"version":"x"}}`, `{"envelope":{"attempt":1.5}}`,
 		`{"envelope":{"firstSeen":"now"}}`, `{"envelope":{"route":"a,b"}}`, `{"envelope":{"version":99999999999}}`,
 	} {
-		if _, err := encodeEnvelope([]byte(in)); err == nil {
+		if _, err := envelope.Encode([]byte(in)); err == nil {
 			t.Errorf("encode %q: no error", in)
 		}
 	}
@@ -251,7 +254,7 @@ func FuzzEnvelopeDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, err := decodeEnvelope(in)
+		out, err := envelope.Decode(in)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error %q", err)
@@ -268,7 +271,7 @@ func FuzzEnvelopeDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		enc, err := encodeEnvelope(encIn)
+		enc, err := envelope.Encode(encIn)
 		if err != nil {
 			t.Fatalf("encode of decode's output failed: %v\ninput %s\ndecoded %s", err, in, out)
 		}
@@ -283,7 +286,7 @@ func FuzzEnvelopeDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out2, err := decodeEnvelope(again)
+		out2, err := envelope.Decode(again)
 		if err != nil {
 			t.Fatalf("decode of encode's output failed: %v", err)
 		}
@@ -309,7 +312,7 @@ func TestEncodeOriginRule(t *testing.T) {
 		{`{"Origin":"x@y"}`, "x@y"},
 		{`{"origin":""}`, ""},
 	} {
-		out, err := encodeEnvelope([]byte(`{"routingKey":"k","envelope":` + tc.env + `}`))
+		out, err := envelope.Encode([]byte(`{"routingKey":"k","envelope":` + tc.env + `}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +334,7 @@ func TestConsumeLinesSpliceTheLibrarysJSON(t *testing.T) {
 	}
 	m.Payload = m.Body
 	var b bytes.Buffer
-	if err := printMessage(&b, 1, m, true, opened{}); err != nil {
+	if err := consume.PrintMessage(&b, 1, m, true, cli.Opened{}); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"id":"m-1","type":"orders","version":1,"correlationId":"m-1","causationId":"","attempt":1,"firstSeen":1767323045678,"origin":"","error":"","claim":"","route":[],"routePosition":0,"routeId":"","headers":{"h<&>":1.5,"raw":{"$bytes":"AAE="},"x-tenant":"acme"},` +
@@ -339,7 +342,7 @@ func TestConsumeLinesSpliceTheLibrarysJSON(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("consume --json printed\n %s\nwant\n %s", b.String(), want)
 	}
-	dec, err := decodeEnvelope([]byte(`{"routingKey":"orders","messageId":"m-1","headers":{"x-acemq-first-seen":1767323045678,"x-tenant":"acme","raw":{"$bytes":"AAE="},"h<&>":1.5}}`))
+	dec, err := envelope.Decode([]byte(`{"routingKey":"orders","messageId":"m-1","headers":{"x-acemq-first-seen":1767323045678,"x-tenant":"acme","raw":{"$bytes":"AAE="},"h<&>":1.5}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +350,7 @@ func TestConsumeLinesSpliceTheLibrarysJSON(t *testing.T) {
 		t.Errorf("consume --json does not begin with what decode prints:\n %s\n %s", b.String(), dec)
 	}
 	b.Reset()
-	if err := printMessage(&b, 1, m, false, opened{}); err != nil {
+	if err := consume.PrintMessage(&b, 1, m, false, cli.Opened{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{"    header h<&>: 1.5\n", "    header raw: {\"$bytes\":\"AAE=\"}\n", "    header x-tenant: \"acme\"\n", "    id=m-1 type=orders version=1 attempt=1 correlation=m-1 firstSeen=2026-01-02T03:04:05.678Z\n"} {

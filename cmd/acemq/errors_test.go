@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/acemq/acemq/internal/cli"
 )
 
 // The command prints an error as it is, after its own name once: a library
@@ -20,8 +22,8 @@ func TestErrorsNameEachPackageOnce(t *testing.T) {
 		{[]string{"outbox", "frob"}, []string{"acemq"}},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), c.args, strings.NewReader(""), &stdout, &stderr); code != exitFailure {
-			t.Errorf("acemq %s: exit %d, want %d", strings.Join(c.args, " "), code, exitFailure)
+		if code := run(context.Background(), c.args, strings.NewReader(""), &stdout, &stderr); code != cli.ExitFailure {
+			t.Errorf("acemq %s: exit %d, want %d", strings.Join(c.args, " "), code, cli.ExitFailure)
 		}
 		line := stderr.String()
 		if !strings.HasPrefix(line, "acemq: ") || strings.Count(line, "\n") != 1 {
@@ -34,19 +36,3 @@ func TestErrorsNameEachPackageOnce(t *testing.T) {
 		}
 	}
 }
-
-func TestErrorLine(t *testing.T) {
-	for in, want := range map[string]string{
-		"acemq: connecting to x: rabbitmq: refused": "acemq: connecting to x: rabbitmq: refused",
-		"rpc: no reply arrived":                     "acemq: rpc: no reply arrived",
-		"--url is empty":                            "acemq: --url is empty",
-	} {
-		if got := errorLine(errorString(in)); got != want {
-			t.Errorf("errorLine(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

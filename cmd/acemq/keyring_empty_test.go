@@ -11,6 +11,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
+	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/cli/clitest"
+	consolecmd "github.com/acemq/acemq/internal/cli/console"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 )
@@ -46,7 +49,7 @@ func emptySamples(t *testing.T) map[string][]byte {
 }
 
 // A body encrypted from an empty plaintext is decrypted by consume
-// --keyring: an empty body, decrypted, never the ciphertext.
+// --Keyring: an empty body, decrypted, never the ciphertext.
 func TestConsumeKeyringEmptyPlaintext(t *testing.T) {
 	keys, _ := interopKeys(t)
 	ring := writeKeyring(t, "2026-01", keys)
@@ -75,7 +78,7 @@ func TestConsumeKeyringEmptyPlaintext(t *testing.T) {
 		}
 	}
 	t.Run("memory", func(t *testing.T) {
-		url := "memory://keyring-empty-" + suffix()
+		url := "memory://keyring-empty-" + cli.Suffix()
 		t.Cleanup(func() { memory.Reset(url) })
 		conn, err := acemq.Connect(context.Background(), url)
 		if err != nil {
@@ -112,7 +115,7 @@ func TestConsoleKeyringEmptyPlaintext(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, lib := range []string{"java", "python", "ruby"} {
-			pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(rawCodec{contentType: encrypted.ContentType}))
+			pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(cli.RawCodec{Type: encrypted.ContentType}))
 			env, err := pub.Send(ctx, "receipts.dlq", samples[lib])
 			if err != nil {
 				t.Fatal(err)
@@ -120,7 +123,7 @@ func TestConsoleKeyringEmptyPlaintext(t *testing.T) {
 			ids = append(ids, env.ID())
 		}
 	}
-	addr, _ := startConsole(t, consoleFlags{listen: "127.0.0.1:0", keyring: ring}, seed)
+	addr, _ := startConsole(t, consolecmd.Options{Listen: "127.0.0.1:0", Keyring: ring}, seed)
 	for i, id := range ids {
 		var d struct {
 			Decoded     bool   `json:"decoded"`
@@ -128,7 +131,7 @@ func TestConsoleKeyringEmptyPlaintext(t *testing.T) {
 			BodyKind    string `json:"bodyKind"`
 			Body        string `json:"body"`
 		}
-		if err := json.Unmarshal([]byte(consoleGet(t, "http://"+addr, "/api/queues/receipts.dlq/messages/"+id)), &d); err != nil {
+		if err := json.Unmarshal([]byte(clitest.ConsoleGet(t, "http://"+addr, "/api/queues/receipts.dlq/messages/"+id)), &d); err != nil {
 			t.Fatal(err)
 		}
 		if !d.Decoded || d.DecodeError != "" || d.Body != "" || d.BodyKind == "binary" {

@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/testenv"
 )
 
@@ -64,7 +65,7 @@ func publishRaw(t *testing.T, conn *acemq.Conn, q, contentType string, body []by
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(rawCodec{contentType: contentType}))
+	pub := acemq.NewPublisher[[]byte](conn, "", acemq.WithCodec(cli.RawCodec{Type: contentType}))
 	if _, err := pub.Send(ctx, q, body); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,11 @@
 // Command acemq is the operator's tool for AceMQ: it runs the demo, publishes
 // and reads messages, asks and answers requests, replays dead letters,
-// serves the operator console, measures a broker, encodes and decodes
-// envelopes, writes development certificates, looks into a transactional
+// serves the operator console, encodes and decodes envelopes, writes development certificates, looks into a transactional
 // outbox's table (outbox), and lists, declares and deletes queues,
 // exchanges and bindings (queue, exchange, bind, unbind).
 //
 // The commands that connect to a broker (demo, publish, consume, ask, serve,
-// replay, console, bench, queue, exchange, bind, unbind) take --url (default $ACEMQ_URL, else
+// replay, console, queue, exchange, bind, unbind) take --url (default $ACEMQ_URL, else
 // amqp://guest:guest@localhost:5672/; the demo defaults to memory://demo)
 // and the TLS flags; every command takes --help. Exit codes:
 //
@@ -16,51 +15,42 @@
 //	3  timed out (ask, consume)
 //	4  unroutable (publish)
 //
-// See docs/cli/README.md in the repository for one page per command.
+// See docs/cli/README.md in the repository for one page per command. The
+// benchmark harness is a command of its own, acemq-bench (cmd/acemq-bench),
+// so that this binary links no package testing.
+//
+// The code: each command is a package of its own under internal/cli (one
+// cobra command, built by NewCmd, and its Options, which validate and run),
+// the pieces they share (the broker and TLS flags, the session, the keyring,
+// JSON lines, exit codes) are package internal/cli, and this package only
+// puts the commands together.
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
+	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/cli/ask"
+	"github.com/acemq/acemq/internal/cli/bind"
+	"github.com/acemq/acemq/internal/cli/certs"
+	"github.com/acemq/acemq/internal/cli/console"
+	"github.com/acemq/acemq/internal/cli/consume"
+	"github.com/acemq/acemq/internal/cli/demo"
+	"github.com/acemq/acemq/internal/cli/envelope"
+	"github.com/acemq/acemq/internal/cli/exchange"
+	"github.com/acemq/acemq/internal/cli/outbox"
+	"github.com/acemq/acemq/internal/cli/partition"
+	"github.com/acemq/acemq/internal/cli/publish"
+	"github.com/acemq/acemq/internal/cli/queue"
+	"github.com/acemq/acemq/internal/cli/replay"
+	"github.com/acemq/acemq/internal/cli/serve"
+	"github.com/acemq/acemq/internal/cli/unbind"
 	"github.com/spf13/cobra"
 )
-
-// Exit codes.
-const (
-	exitOK         = 0
-	exitFailure    = 1
-	exitResponder  = 2
-	exitTimeout    = 3
-	exitUnroutable = 4
-)
-
-// defaultAMQPURL is used when neither --url nor $ACEMQ_URL is given.
-const defaultAMQPURL = "amqp://guest:guest@localhost:5672/"
-
-// exitError carries an exit code out of a command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
-// withCode wraps err so that the process exits with code.
-func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,34 +61,7 @@ func main() {
 
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, errorLine(ee.err))
-		}
-		return ee.code
-	}
-	fmt.Fprintln(stderr, errorLine(err))
-	return exitFailure
-}
-
-// errorLine is err as the command prints it: its text as it is, after the
-// command's name once. An error of package acemq begins with that name
-// already; any other begins with its own package's name, or with none.
-func errorLine(err error) string {
-	if msg := err.Error(); strings.HasPrefix(msg, "acemq: ") {
-		return msg
-	}
-	return "acemq: " + err.Error()
+	return cli.Execute(ctx, newRootCmd(), args, stdin, stdout, stderr)
 }
 
 func newRootCmd() *cobra.Command {
@@ -106,35 +69,30 @@ func newRootCmd() *cobra.Command {
 		Use:   "acemq",
 		Short: "The AceMQ operator's tool",
 		Long: `acemq runs the AceMQ demo, publishes and reads messages, asks and answers
-requests, replays dead letters, serves the operator console, measures a
-broker, encodes and decodes envelopes, writes development certificates, and
-lists, declares and deletes queues, exchanges and bindings.
+requests, replays dead letters, serves the operator console, encodes and
+decodes envelopes, writes development certificates, and lists, declares and
+deletes queues, exchanges and bindings. The benchmark harness is a command
+of its own, acemq-bench.
 
 Exit codes: 0 success, 1 usage or other error, 2 the responder failed,
 3 timed out, 4 unroutable.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withCode(exitFailure, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
-	})
 	root.AddCommand(
-		newDemoCmd(),
-		newEnvelopeCmd(),
-		newPublishCmd(),
-		newConsumeCmd(),
-		newAskCmd(),
-		newServeCmd(),
-		newReplayCmd(),
-		newConsoleCmd(),
-		newBenchCmd(),
-		newCertsCmd(),
-		newOutboxCmd(),
-		newPartitionCmd(),
-		newQueueCmd(),
-		newExchangeCmd(),
-		newBindCmd(),
-		newUnbindCmd(),
+		demo.NewCmd(nil),
+		envelope.NewCmd(nil),
+		publish.NewCmd(nil),
+		consume.NewCmd(nil),
+		ask.NewCmd(nil),
+		serve.NewCmd(nil),
+		replay.NewCmd(nil),
+		console.NewCmd(nil),
+		certs.NewCmd(nil),
+		outbox.NewCmd(nil),
+		partition.NewCmd(nil),
+		queue.NewCmd(),
+		exchange.NewCmd(),
+		bind.NewCmd(nil),
+		unbind.NewCmd(nil),
 	)
 	return root
 }

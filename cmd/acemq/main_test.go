@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acemq/acemq/internal/cli"
 	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 )
@@ -196,7 +197,7 @@ var brokerFlags = []string{"url", "tls-ca", "tls-cert", "tls-key", "tls-allow-de
 // to the commands that connect, and appear nowhere else (not on the root,
 // not on envelope or certs).
 func TestBrokerFlagsOnlyOnCommandsThatConnect(t *testing.T) {
-	connects := map[string]bool{"demo": true, "publish": true, "consume": true, "ask": true, "serve": true, "replay": true, "console": true, "bench": true,
+	connects := map[string]bool{"demo": true, "publish": true, "consume": true, "ask": true, "serve": true, "replay": true, "console": true,
 		"queue list": true, "queue declare": true, "queue delete": true, "queue purge": true,
 		"exchange list": true, "exchange declare": true, "exchange delete": true, "bind": true, "unbind": true}
 	root := newRootCmd()
@@ -238,7 +239,7 @@ func TestBrokerFlagsOnlyOnCommandsThatConnect(t *testing.T) {
 	if r := runCLI(t, "", "envelope", "encode", "--help").wantCode(t, 0); strings.Contains(r.stdout, "--url") {
 		t.Errorf("acemq envelope encode --help lists --url:\n%s", r.stdout)
 	}
-	for _, c := range []string{"publish", "bench", "demo"} {
+	for _, c := range []string{"publish", "demo"} {
 		r := runCLI(t, "", c, "--help").wantCode(t, 0)
 		for _, name := range brokerFlags {
 			if !strings.Contains(r.stdout, "--"+name) {
@@ -264,10 +265,10 @@ func TestBuiltinDefaultURL(t *testing.T) {
 		if err := cmd.ParseFlags(rest); err != nil {
 			t.Fatal(err)
 		}
-		return brokerURL(cmd)
+		return cli.BrokerURL(cmd)
 	}
 	t.Setenv("ACEMQ_URL", "")
-	if url, builtin := parse(); url != defaultAMQPURL || !builtin {
+	if url, builtin := parse(); url != cli.DefaultAMQPURL || !builtin {
 		t.Errorf("no --url, no $ACEMQ_URL: %q, builtin %v", url, builtin)
 	}
 	if url, builtin := parse("--url", "amqp://h/"); url != "amqp://h/" || builtin {
@@ -279,7 +280,7 @@ func TestBuiltinDefaultURL(t *testing.T) {
 	}
 
 	refused := fmt.Errorf("rabbitmq: cannot connect to the broker: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
-	msg := connectError(defaultAMQPURL, true, refused).Error()
+	msg := cli.ConnectError(cli.DefaultAMQPURL, true, refused).Error()
 	for _, want := range []string{"no broker answered at the default URL amqp://guest:xxxxx@localhost:5672/", "set --url or ACEMQ_URL", "memory://", "connection refused"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the default's failure %q lacks %q", msg, want)
@@ -290,16 +291,16 @@ func TestBuiltinDefaultURL(t *testing.T) {
 	}
 	// A broker that answers and refuses (the guest user is not allowed,
 	// say) did answer.
-	msg = connectError(defaultAMQPURL, true, errors.New(`Exception (403) Reason: "username or password not allowed"`)).Error()
+	msg = cli.ConnectError(cli.DefaultAMQPURL, true, errors.New(`Exception (403) Reason: "username or password not allowed"`)).Error()
 	if !strings.Contains(msg, "could not connect to the default URL amqp://guest:xxxxx@localhost:5672/: set --url or ACEMQ_URL") {
 		t.Errorf("the default's refusal: %q", msg)
 	}
-	if msg := connectError("amqp://guest:guest@rabbit:5672/", false, refused).Error(); strings.Contains(msg, "default") {
+	if msg := cli.ConnectError("amqp://guest:guest@rabbit:5672/", false, refused).Error(); strings.Contains(msg, "default") {
 		t.Errorf("a chosen URL's failure talks about the default: %q", msg)
 	}
-	var ee *exitError
-	if !errors.As(connectError(defaultAMQPURL, true, refused), &ee) || ee.code != exitFailure {
-		t.Errorf("the default's failure does not exit %d", exitFailure)
+	var ee *cli.ExitError
+	if !errors.As(cli.ConnectError(cli.DefaultAMQPURL, true, refused), &ee) || ee.Code() != cli.ExitFailure {
+		t.Errorf("the default's failure does not exit %d", cli.ExitFailure)
 	}
 }
 
@@ -312,12 +313,12 @@ func TestMemoryURLHint(t *testing.T) {
 		code int
 		args []string
 	}{
-		{exitUnroutable, []string{"publish", "--url", "memory://x", "--exchange", "", "--routing-key", "orders", "x"}},
-		{exitFailure, []string{"publish", "--url", "memory://x", "--exchange", "orders", "--routing-key", "k", "x"}},
-		{exitFailure, []string{"consume", "--url", "memory://x", "--queue", "orders"}},
-		{exitUnroutable, []string{"ask", "--url", "memory://x", "--exchange", "", "--routing-key", "pricing", "x"}},
-		{exitFailure, []string{"serve", "--url", "memory://x", "--queue", "pricing", "--", "cat"}},
-		{exitFailure, []string{"replay", "--url", "memory://x", "--queue", "orders.dlq"}},
+		{cli.ExitUnroutable, []string{"publish", "--url", "memory://x", "--exchange", "", "--routing-key", "orders", "x"}},
+		{cli.ExitFailure, []string{"publish", "--url", "memory://x", "--exchange", "orders", "--routing-key", "k", "x"}},
+		{cli.ExitFailure, []string{"consume", "--url", "memory://x", "--queue", "orders"}},
+		{cli.ExitUnroutable, []string{"ask", "--url", "memory://x", "--exchange", "", "--routing-key", "pricing", "x"}},
+		{cli.ExitFailure, []string{"serve", "--url", "memory://x", "--queue", "pricing", "--", "cat"}},
+		{cli.ExitFailure, []string{"replay", "--url", "memory://x", "--queue", "orders.dlq"}},
 	} {
 		r := runCLI(t, "", tc.args...).wantCode(t, tc.code)
 		if !strings.Contains(r.stderr, hint) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
@@ -328,5 +329,19 @@ func TestMemoryURLHint(t *testing.T) {
 	r := runCLI(t, "", "consume", "--url", "memory2://nowhere", "--queue", "q").wantCode(t, 1)
 	if strings.Contains(r.stderr, "in-memory broker") {
 		t.Errorf("a non-memory URL got the memory:// hint: %q", r.stderr)
+	}
+}
+
+// TestBinaryLinksNoTesting: the operator's binary links no package testing
+// (the benchmark harness, internal/perf, does; it is acemq-bench's).
+func TestBinaryLinksNoTesting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "testing" || pkg == "github.com/acemq/acemq/internal/perf" {
+			t.Errorf("acemq links %s", pkg)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	outboxcmd "github.com/acemq/acemq/internal/cli/outbox"
 	"github.com/acemq/acemq/internal/sqltest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/outbox"
@@ -42,7 +43,7 @@ func TestOutboxCommand(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("status: %d %s", r.code, r.stderr)
 		}
-		var st outboxStatusJSON
+		var st outboxcmd.StatusJSON
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 			t.Fatalf("%v: %s", err, r.stdout)
 		}
@@ -53,7 +54,7 @@ func TestOutboxCommand(t *testing.T) {
 			t.Errorf("status table: %d %q %s", r.code, r.stdout, r.stderr)
 		}
 		r = runCLI(t, "", "outbox", "retired", "--dsn", dsn, "--table", table, "--json")
-		var recs []outboxRecordJSON
+		var recs []outboxcmd.RecordJSON
 		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil || len(recs) != 1 || recs[0].MessageID != "m1" || !strings.Contains(recs[0].LastError, "NOT_FOUND") {
 			t.Fatalf("retired: %v %s %s", err, r.stdout, r.stderr)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/internal/cli"
 )
 
 // TestPublishDelayAndServeScheduler: publish --delay and --at print the
@@ -46,7 +47,7 @@ func TestPublishDelayAndServeScheduler(t *testing.T) {
 // dead-letters it.
 func TestPublishTTLDeadLetters(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.ttl." + suffix()
+	q := "acemq-cli-test.ttl." + cli.Suffix()
 	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true)).Apply(t.Context(), conn); err != nil {
 		t.Fatal(err)
@@ -69,12 +70,12 @@ func TestPublishTimeFlagMistakes(t *testing.T) {
 	} {
 		all := append([]string{"publish", "--url", "memory://x", "--exchange", "", "--routing-key", "q"}, args...)
 		r := runCLI(t, "", append(all, "{}")...)
-		if r.code != exitFailure || r.stderr == "" {
+		if r.code != cli.ExitFailure || r.stderr == "" {
 			t.Errorf("publish %v: exit %d, stderr %q; want 1 with a reason", args, r.code, r.stderr)
 		}
 	}
 	r := runCLI(t, "", "serve", "--scheduler", "--queue", "q")
-	if r.code != exitFailure || !strings.Contains(r.stderr, "--scheduler takes neither") {
+	if r.code != cli.ExitFailure || !strings.Contains(r.stderr, "--scheduler takes neither") {
 		t.Errorf("serve --scheduler --queue: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/internal/cli"
 )
 
 // TestServeCtrlCLetsRunningCommandsFinish sends SIGINT to serve's whole
@@ -17,7 +18,7 @@ import (
 // serve drains and exits 0.
 func TestServeCtrlCLetsRunningCommandsFinish(t *testing.T) {
 	conn, url := brokerConn(t)
-	q := "acemq-cli-test.ctrlc." + suffix()
+	q := "acemq-cli-test.ctrlc." + cli.Suffix()
 	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 	srv := startCLIGroup(t, "serve", "--url", url, "--queue", q, "--declare", "--", "sh", "-c", "echo running-now >&2; sleep 1; echo finished")
 	waitConsumers(t, conn, q, 1, srv)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/cli"
 )
 
 func TestPartitionCommand(t *testing.T) {
@@ -33,7 +34,7 @@ func TestPartitionCommand(t *testing.T) {
 
 func TestConsumeOffset(t *testing.T) {
 	conn, url := brokerConn(t)
-	name := fmt.Sprintf("acemq-cli-test.stream.%s", suffix())
+	name := fmt.Sprintf("acemq-cli-test.stream.%s", cli.Suffix())
 	deleteAtEnd(t, conn, name)
 	ctx := context.Background()
 	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueStream)).Apply(ctx, conn); err != nil {

@@ -14,13 +14,14 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 )
 
 // cli runs acemq in this process (so that a memory:// broker outlives one
 // command) and returns the exit code, standard output and standard error.
-func cli(t *testing.T, args ...string) (int, string, string) {
+func inProcess(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
@@ -30,7 +31,7 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 // wantJSON runs acemq and decodes its standard output, one JSON object.
 func wantJSON(t *testing.T, v any, args ...string) {
 	t.Helper()
-	code, out, errs := cli(t, args...)
+	code, out, errs := inProcess(t, args...)
 	if code != 0 {
 		t.Fatalf("acemq %s: exit %d: %s", strings.Join(args, " "), code, errs)
 	}
@@ -159,7 +160,7 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 
 	// delete refuses a queue that holds a message, deleting nothing.
 	pub(q)
-	code, _, errs := cli(t, "queue", "delete", q, "--url", url, "--with-dead-letters")
+	code, _, errs := inProcess(t, "queue", "delete", q, "--url", url, "--with-dead-letters")
 	if code != 1 || !strings.Contains(errs, q+" holds 1 message") || !strings.Contains(errs, "--force") {
 		t.Errorf("deleting a queue holding a message: exit %d, %s", code, errs)
 	}
@@ -178,7 +179,7 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 	if p.Queue != q || p.Purged != 1 {
 		t.Errorf("queue purge --json = %+v, want 1 purged from %s", p, q)
 	}
-	if code, _, errs := cli(t, "queue", "purge", q+".missing", "--url", url); code != 1 || !strings.Contains(errs, "does not exist") {
+	if code, _, errs := inProcess(t, "queue", "purge", q+".missing", "--url", url); code != 1 || !strings.Contains(errs, "does not exist") {
 		t.Errorf("purging a missing queue: exit %d, %s", code, errs)
 	}
 
@@ -213,14 +214,14 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 	if !slices.Equal(dd.names(), []string{x}) || dd.Deleted[0].Kind != "exchange" {
 		t.Errorf("exchange delete --json = %+v", dd)
 	}
-	if code, _, errs := cli(t, "exchange", "delete", x, "--url", url); code != 1 || !strings.Contains(errs, "does not exist") {
+	if code, _, errs := inProcess(t, "exchange", "delete", x, "--url", url); code != 1 || !strings.Contains(errs, "does not exist") {
 		t.Errorf("deleting a missing exchange: exit %d, %s", code, errs)
 	}
 
 	// delete with its halves, the rungs found by listing (the message
 	// published after the purge was routed to q by the bind).
 	pub(contract.DeadLetterQueue(q))
-	if code, _, errs := cli(t, "queue", "delete", q, "--url", url, "--with-dead-letters"); code != 1 || !strings.Contains(errs, contract.DeadLetterQueue(q)+" holds 1 message") {
+	if code, _, errs := inProcess(t, "queue", "delete", q, "--url", url, "--with-dead-letters"); code != 1 || !strings.Contains(errs, contract.DeadLetterQueue(q)+" holds 1 message") {
 		t.Errorf("deleting with a dead letter: exit %d, %s", code, errs)
 	}
 	dd = deleted{}
@@ -236,7 +237,7 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 			t.Errorf("%s is still listed after delete", n)
 		}
 	}
-	if code, _, errs := cli(t, "queue", "delete", q, "--url", url); code != 1 || !strings.Contains(errs, "does not exist") {
+	if code, _, errs := inProcess(t, "queue", "delete", q, "--url", url); code != 1 || !strings.Contains(errs, "does not exist") {
 		t.Errorf("deleting a missing queue: exit %d, %s", code, errs)
 	}
 }
@@ -273,7 +274,7 @@ func TestTopologyCommandsOnMemory(t *testing.T) {
 
 func TestTopologyCommandsRabbitMQ(t *testing.T) {
 	conn, url := brokerConn(t)
-	sfx := suffix()
+	sfx := cli.Suffix()
 	q, x := "acemq-cli-test.topo."+sfx, "acemq-cli-test.topo-x."+sfx
 	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), contract.RungQueue(q, time.Minute))
 	t.Cleanup(func() {
@@ -316,7 +317,7 @@ func TestTopologyCommandsRabbitMQ(t *testing.T) {
 // TestTopologyCommandsUsage: what is refused before anything is declared.
 func TestTopologyCommandsUsage(t *testing.T) {
 	// --dry-run connects to nothing.
-	code, out, errs := cli(t, "queue", "declare", "q", "--dead-lettering", "--dry-run", "--url", "amqp://guest:guest@127.0.0.1:1/")
+	code, out, errs := inProcess(t, "queue", "declare", "q", "--dead-lettering", "--dry-run", "--url", "amqp://guest:guest@127.0.0.1:1/")
 	if code != 0 || !strings.Contains(out, "would declare queue q.dlq (classic, durable)") {
 		t.Errorf("--dry-run: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -338,7 +339,7 @@ func TestTopologyCommandsUsage(t *testing.T) {
 		{[]string{"bind", "--queue", "q"}, `"exchange"`},
 		{[]string{"unbind", "--exchange", "x"}, `"queue"`},
 	} {
-		code, _, errs := cli(t, c.args...)
+		code, _, errs := inProcess(t, c.args...)
 		if code != 1 || !strings.Contains(errs, c.want) {
 			t.Errorf("acemq %s: exit %d, stderr %q; want 1 and %q", strings.Join(c.args, " "), code, errs, c.want)
 		}

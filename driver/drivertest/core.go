@@ -112,6 +112,7 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"Endpoint", optional(testEndpoint)},
 		{"Purge", optional(testPurge)},
 		{"List", optional(testList)},
+		{"Clock", optional(testClock)},
 		{"Receive", testReceive}, // driver.Receiver is on the subscription
 	}
 	for _, tc := range tests {

@@ -1,6 +1,7 @@
 // Package headerjson reads and writes header values in the JSON form of an
 // envelope's headers (docs/envelope.md): the form Envelope's JSON methods
-// and the acemq CLI's --header-json flag use.
+// and the acemq CLI's --header-json flag use. Its errors are fragments
+// with no package prefix: the caller's prefix comes first.
 package headerjson
 
 import (
@@ -23,23 +24,24 @@ import (
 // numbers as int64) into Go values an envelope accepts. Empty input and
 // null are no headers. Objects and arrays nested more than 64 deep (twice
 // what RabbitMQ carries) are refused before the JSON is parsed, with an
-// error wrapping ErrTooDeep.
+// error wrapping ErrTooDeep. Its errors are fragments, which the caller
+// prefixes with its own package's name.
 func HeadersFromJSON(data []byte) (map[string]any, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || string(data) == "null" {
 		return nil, nil
 	}
 	if data[0] != '{' {
-		return nil, errors.New("acemq: headers in JSON are an object of header values")
+		return nil, errors.New("headers in JSON are an object of header values")
 	}
 	if nesting.JSON(data, MaxDepth) {
-		return nil, fmt.Errorf("acemq: headers in JSON are %w (more than %d levels)", nesting.ErrTooDeep, MaxDepth)
+		return nil, fmt.Errorf("headers in JSON are %w (more than %d levels)", nesting.ErrTooDeep, MaxDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("acemq: malformed headers JSON: %s", firstLine(err.Error()))
+		return nil, fmt.Errorf("malformed headers JSON: %s", firstLine(err.Error()))
 	}
 	out := make(map[string]any, len(m))
 	path := make([]pathStep, 0, 8)
@@ -134,7 +136,7 @@ func headerFromJSON(v any, path []pathStep) (any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("acemq: header %s: unsupported JSON value %T", where(path), v)
+	return nil, fmt.Errorf("header %s: unsupported JSON value %T", where(path), v)
 }
 
 // specialFromJSON reads the one-key forms {"$bytes": …} and the others.
@@ -146,29 +148,29 @@ func specialFromJSON(key string, v any, path []pathStep) (any, bool, error) {
 	switch key {
 	case "$bytes":
 		if !isString {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$bytes" must be a base64 string`, where(path))
+			return nil, true, fmt.Errorf(`header %s: "$bytes" must be a base64 string`, where(path))
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$bytes" is not valid base64: %s`, where(path), firstLine(err.Error()))
+			return nil, true, fmt.Errorf(`header %s: "$bytes" is not valid base64: %s`, where(path), firstLine(err.Error()))
 		}
 		return b, true, nil
 	case "$timestamp":
 		if !isString {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$timestamp" must be an RFC 3339 string`, where(path))
+			return nil, true, fmt.Errorf(`header %s: "$timestamp" must be an RFC 3339 string`, where(path))
 		}
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$timestamp" is not RFC 3339: %q`, where(path), s)
+			return nil, true, fmt.Errorf(`header %s: "$timestamp" is not RFC 3339: %q`, where(path), s)
 		}
 		return t.UTC(), true, nil
 	case "$decimal":
 		if !isString {
-			return nil, true, fmt.Errorf(`acemq: header %s: "$decimal" must be a string such as "12.50"`, where(path))
+			return nil, true, fmt.Errorf(`header %s: "$decimal" must be a string such as "12.50"`, where(path))
 		}
 		d, err := parseDecimal(s)
 		if err != nil {
-			return nil, true, fmt.Errorf("acemq: header %s: %w", where(path), err)
+			return nil, true, fmt.Errorf("header %s: %w", where(path), err)
 		}
 		return d, true, nil
 	case "$float":
@@ -180,7 +182,7 @@ func specialFromJSON(key string, v any, path []pathStep) (any, bool, error) {
 		case "-Inf":
 			return math.Inf(-1), true, nil
 		}
-		return nil, true, fmt.Errorf(`acemq: header %s: "$float" must be "NaN", "+Inf" or "-Inf"`, where(path))
+		return nil, true, fmt.Errorf(`header %s: "$float" must be "NaN", "+Inf" or "-Inf"`, where(path))
 	}
 	return nil, false, nil
 }

@@ -1,7 +1,7 @@
 // Package management reads what a RabbitMQ virtual host holds from the
 // broker's management API (the rabbitmq_management plugin): its queues and
 // exchanges. AMQP 0-9-1 cannot list; the acemq command's queue and exchange
-// listings come from here.
+// listings, and the operator console's queue list, come from here.
 //
 // Answers are read as untrusted input: at most MaxAnswer bytes, decoded
 // into the few fields used.
@@ -37,8 +37,12 @@ type Client struct {
 // or https://…) reading vhost ("" is "/"). The user and password, if any,
 // are sent as basic authentication and never shown.
 func New(rawURL, vhost string) (*Client, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := driver.ParseURL(rawURL)
+	if err != nil {
+		// driver's error says what is wrong without the user information.
+		return nil, fmt.Errorf("the management API's URL: %w; expected http://[user:pass@]host:15672/", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("the management API's URL %s is not http://[user:pass@]host:15672/", shown(rawURL))
 	}
 	// A few requests a client: no idle connections kept open after them.
@@ -81,11 +85,25 @@ type Queue struct {
 	Durable    bool   `json:"durable"`
 	AutoDelete bool   `json:"auto_delete"`
 	Exclusive  bool   `json:"exclusive"`
-	// Ready is the messages ready for delivery; Unacked those delivered
-	// and not yet settled. The API samples them every few seconds.
+	// Messages is Ready and Unacked together; Ready is the messages ready
+	// for delivery; Unacked those delivered and not yet settled. The API
+	// samples them every few seconds.
+	Messages  int `json:"messages"`
 	Ready     int `json:"messages_ready"`
 	Unacked   int `json:"messages_unacknowledged"`
 	Consumers int `json:"consumers"`
+	// MessageStats are the queue's rates, in messages a second; zero
+	// before the API has sampled any.
+	MessageStats struct {
+		Publish    Rate `json:"publish_details"`
+		DeliverGet Rate `json:"deliver_get_details"`
+		Ack        Rate `json:"ack_details"`
+	} `json:"message_stats"`
+}
+
+// Rate is one of a queue's rates as the API reports it.
+type Rate struct {
+	Rate float64 `json:"rate"` // messages a second
 }
 
 // Exchange is an exchange as the API reports it.
@@ -99,7 +117,8 @@ type Exchange struct {
 
 // Queues lists the virtual host's queues, in the API's order (by name).
 func (c *Client) Queues(ctx context.Context) ([]Queue, error) {
-	body, err := c.get(ctx, "queues", "name,type,durable,auto_delete,exclusive,messages_ready,messages_unacknowledged,consumers")
+	body, err := c.get(ctx, "queues", "name,type,durable,auto_delete,exclusive,messages,messages_ready,messages_unacknowledged,consumers,"+
+		"message_stats.publish_details.rate,message_stats.deliver_get_details.rate,message_stats.ack_details.rate")
 	if err != nil {
 		return nil, err
 	}

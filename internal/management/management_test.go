@@ -59,6 +59,12 @@ func TestClientErrors(t *testing.T) {
 	if _, err := New("ftp://u:s3cret@x/", "/"); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("New with a bad scheme: %v", err)
 	}
+	// A malformed URL is explained as driver.ParseURL explains it, without
+	// the user information (the console reports it so).
+	if _, err := New("http://alice:Hunt/er2Secret@127.0.0.1:1/", "/"); err == nil || !strings.Contains(err.Error(), "the password holds a '/'") ||
+		strings.Contains(err.Error(), "alice") || strings.Contains(err.Error(), "Secret") {
+		t.Errorf("New with a malformed URL: %v", err)
+	}
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", http.StatusUnauthorized)
 	}))

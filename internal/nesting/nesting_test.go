@@ -66,3 +66,15 @@ func TestNoAllocations(t *testing.T) {
 		t.Errorf("%v allocations", n)
 	}
 }
+
+// FuzzJSON: the bracket count JSON starts with never changes its answer.
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{`[[1]]`, `{"a":{"b":[{}]}}`, `["[[[[", "\"[[[["]`, `]]]][[`, `"unterminated [[[[`, `{}`} {
+		f.Add([]byte(s), 2)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, max int) {
+		if got, want := JSON(body, max), jsonScan(body, max); got != want {
+			t.Fatalf("JSON(%q, %d) = %t, the scan says %t", body, max, got, want)
+		}
+	})
+}

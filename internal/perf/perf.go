@@ -13,7 +13,7 @@
 // docs/performance.md explains the numbers.
 //
 // The package's non-test code is the harness the benchmarks share with
-// `acemq bench` (cmd/acemq), so that both measure the same work the same
+// `acemq-bench` (cmd/acemq-bench), so that both measure the same work the same
 // way: the payloads (Order; Stamp and SentAt for bodies that carry their
 // send time), latency recording with nearest-rank percentiles
 // (Latencies, Percentile), Countdown, and the raw amqp091-go references

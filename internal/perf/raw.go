@@ -20,7 +20,7 @@ import (
 // an *EnvelopeTable, they also write by hand the headers acemq's contract
 // puts on every message, with UUID message ids: the "rawhdr" reference,
 // which pays for the same bytes as acemq. The benchmarks of this package and
-// `acemq bench --compare-raw` both measure acemq against them.
+// `acemq-bench --compare-raw` both measure acemq against them.
 
 // RawDialTimeout bounds DialRaw's connection attempt (amqp091-go's own
 // default).

@@ -69,10 +69,13 @@ func ConnOf(conn any) *Conn {
 // ConsumerState is what package acemq reports about one of its consumers,
 // for package acemqtest's WaitIdle: the queue it reads, how many
 // deliveries it has taken up and not yet settled (handlers running and
-// retries waiting in the consumer), and the rung queues of its policy.
+// retries waiting in the consumer), how many of those wait on a timer of
+// the connection's clock (in-consumer retry waits and in-progress delays
+// not yet due), and the rung queues of its policy.
 type ConsumerState struct {
 	Queue     string
 	Unsettled int64
+	Waiting   int64
 	Rungs     []string
 }
 

@@ -192,3 +192,25 @@ func TestRecordRowCounts(t *testing.T) {
 		t.Errorf("a row without counts = %d, %d; want the record's, 1000, 3000", lo, hi)
 	}
 }
+
+// guard -update writes nothing when a recorded row could not be measured:
+// the record would lose the row and the guard stop watching it.
+func TestGuardUpdateKeepsEveryRow(t *testing.T) {
+	rec := record{Rows: []recordRow{{Row: "Publish/seq", Ratio: 1.1}, {Row: "RPC/seq", Ratio: 1.2, Lo: 300, Hi: 600}}}
+	seq, _ := rowNamed("Publish/seq")
+	rpc, _ := rowNamed("RPC/seq")
+	m := func(row countRow, base, acemq float64) measurement {
+		return measurement{Row: row, Repeats: 1, PerMsg: map[string][]float64{row.Base: {base}, subject: {acemq}}}
+	}
+	counts := map[string][2]int{"RPC/seq": {300, 600}}
+	if _, err := updated(rec, []measurement{m(seq, 100, 105)}, counts); err == nil || !strings.Contains(err.Error(), "RPC/seq") {
+		t.Fatalf("an update missing RPC/seq: %v", err)
+	}
+	got, err := updated(rec, []measurement{m(seq, 100, 105), m(rpc, 200, 220)}, counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rows) != 2 || got.Rows[0].Ratio != 1.05 || got.Rows[1].Ratio != 1.1 || got.Rows[1].Lo != 300 || got.Rows[1].Hi != 600 {
+		t.Fatalf("updated rows = %+v", got.Rows)
+	}
+}

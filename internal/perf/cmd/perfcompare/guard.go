@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -234,11 +235,12 @@ func guardMain(args []string) int {
 		cfg.nlo, cfg.nhi, cfg.repeats, 100*rec.Tolerance, time.Since(start).Round(time.Second), cfg.out)
 	printCountTable(os.Stdout, ms, false)
 	if *update {
-		rec.Lo, rec.Hi, rec.Repeats = cfg.nlo, cfg.nhi, cfg.repeats
-		rec.Rows = recordRows(ms)
-		for i := range rec.Rows {
-			rec.Rows[i].Lo, rec.Rows[i].Hi = counts[rec.Rows[i].Row][0], counts[rec.Rows[i].Row][1]
+		rec, err = updated(rec, ms, counts)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "perfcompare guard: the record was not written:", err)
+			return 1
 		}
+		rec.Lo, rec.Hi, rec.Repeats = cfg.nlo, cfg.nhi, cfg.repeats
 		if err := writeJSON(*recordFile, rec); err != nil {
 			fmt.Fprintln(os.Stderr, "perfcompare guard:", err)
 			return 2
@@ -247,6 +249,28 @@ func guardMain(args []string) int {
 		return 0
 	}
 	return report(os.Stdout, judge(rec, measured))
+}
+
+// updated is rec with its rows replaced by the measurements (each keeping
+// its own counts), or an error when a row of rec was not measured: a
+// record written then would drop the row, and the guard would stop
+// watching it.
+func updated(rec record, ms []measurement, counts map[string][2]int) (record, error) {
+	rows := recordRows(ms)
+	var missing []string
+	for _, r := range rec.Rows {
+		if !slices.ContainsFunc(rows, func(n recordRow) bool { return n.Row == r.Row }) {
+			missing = append(missing, r.Row)
+		}
+	}
+	if len(missing) > 0 {
+		return rec, fmt.Errorf("not measured: %s", strings.Join(missing, ", "))
+	}
+	for i := range rows {
+		rows[i].Lo, rows[i].Hi = counts[rows[i].Row][0], counts[rows[i].Row][1]
+	}
+	rec.Rows = rows
+	return rec, nil
 }
 
 // recordRows are the measurements as the record has them.

@@ -1,4 +1,0 @@
-package main
-
-// The RabbitMQ driver: registers amqp:// and amqps://.
-import _ "github.com/acemq/acemq/rabbitmq"

@@ -1,0 +1,4 @@
+package cli
+
+// The RabbitMQ driver: registers amqp:// and amqps://.
+import _ "github.com/acemq/acemq/rabbitmq"
