@@ -116,23 +116,56 @@ type consumerHandle = engine.ConsumerHandle
 // policy built with nonsensical values), with an error saying what to
 // change. ctx bounds the start-up only: stop the consumer with Close.
 func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], opts ...ConsumeOption) (*Consumer, error) {
+	if c != nil && h == nil {
+		return nil, errors.New("acemq: Consume needs a handler")
+	}
+	k, err := newConsumer("Consume", c, queue, opts, consumeDefaults())
+	if err != nil {
+		return nil, err
+	}
+	if err := k.only("Consume"); err != nil {
+		return nil, err
+	}
+	if h, err = chain(h, k.cfg.middleware); err != nil {
+		return nil, err
+	}
+	k.handle = typed(k.cfg.codec, queue, h)
+	return k.started(ctx)
+}
+
+// started starts k, whose handle is set, and returns its Consumer.
+func (k *consumerCore) started(ctx context.Context) (*Consumer, error) {
+	if k.stream = engine.StreamOf(ctx); k.stream != nil {
+		// The handlers' context derives from ctx: a consumer one of them
+		// starts is not a stream reader.
+		ctx = engine.WithStream(ctx, nil)
+	}
+	if err := k.start(ctx); err != nil {
+		return nil, err
+	}
+	return &Consumer{engine.NewConsumerHandle(k.state), k}, nil
+}
+
+// consumeDefaults is the configuration options are applied over.
+func consumeDefaults() consumeConfig {
+	return consumeConfig{codec: JSON, concurrency: 1, prefetch: DefaultPrefetch, drainTimeout: DefaultDrainTimeout}
+}
+
+// newConsumer checks c, queue and opts (applied over cfg) as every Consume
+// variant (named fn in errors) does, and returns the consumer to start:
+// the caller sets its handle (ConsumeTypes and ConsumeBatch build theirs
+// on the same engine).
+func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg consumeConfig) (*consumerCore, error) {
 	switch {
 	case c == nil:
-		return nil, errors.New("acemq: Consume needs a connection")
-	case h == nil:
-		return nil, errors.New("acemq: Consume needs a handler")
+		return nil, fmt.Errorf("acemq: %s needs a connection", fn)
 	case queue == "":
-		return nil, errors.New("acemq: Consume needs a queue name")
+		return nil, fmt.Errorf("acemq: %s needs a queue name", fn)
 	}
-	cfg := consumeConfig{codec: JSON, concurrency: 1, prefetch: DefaultPrefetch, drainTimeout: DefaultDrainTimeout}
 	for _, o := range opts {
 		o.applyConsume(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	h, err := chain(h, cfg.middleware)
-	if err != nil {
 		return nil, err
 	}
 	if cfg.retrySet {
@@ -147,30 +180,14 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 		cfg.tag = "acemq-" + queue
 	}
 	cfg.retry = cfg.retry.orDefault()
-	codec := cfg.codec
 	var rungs []string
 	for _, d := range cfg.retry.brokerRungs() {
 		rungs = append(rungs, wire.RungQueue(queue, d))
 	}
-	k := &consumerCore{conn: c, queue: queue, cfg: cfg, state: engine.NewConsumer(queue, rungs), stream: engine.StreamOf(ctx)}
-	if k.stream != nil {
-		// The handlers' context derives from ctx: a consumer one of them
-		// starts is not a stream reader.
-		ctx = engine.WithStream(ctx, nil)
-	}
+	k := &consumerCore{conn: c, queue: queue, cfg: cfg, state: engine.NewConsumer(queue, rungs)}
 	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
 	k.brk = newBreaker(k, cfg.breaker)
-	k.handle = func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error) {
-		var v T
-		if err := decode(codec, d.Body, d.ContentType, &v); err != nil {
-			return Ack{}, err
-		}
-		return h(ctx, newMessage(v, &d, env, queue)), nil
-	}
-	if err := k.start(ctx); err != nil {
-		return nil, err
-	}
-	return &Consumer{engine.NewConsumerHandle(k.state), k}, nil
+	return k, nil
 }
 
 // Queue is the queue the consumer reads.
@@ -253,6 +270,7 @@ type consumerCore struct {
 	closeErr  error
 	closed    bool
 	keyed     keyOrder // WithOrderKey's running keys (order.go)
+	flush     func()   // ConsumeBatch's: hand over the batch being gathered (batch.go)
 }
 
 func (k *consumerCore) start(ctx context.Context) error {

@@ -55,6 +55,14 @@ put back on its queue.
 		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, time.Minute)),
 		acemq.WithConcurrency(4))
 
+Two variants run on the same engine. [ConsumeTypes] is one consumer for a
+queue that carries several message types: each delivery goes to the handler
+registered for its envelope type with [HandleType], decoded into that
+handler's type, and a type nobody registered is dead-lettered (or handed to
+[WithUnknownType]). [ConsumeBatch] hands its handler up to N messages, or
+what arrived within a window, for work that is cheaper in bulk, and settles
+each message by the Ack the handler returns for it.
+
 Every settled delivery is reported once, as a [Settlement], to the
 connection's metrics and spans (through the OpenTelemetry API: a program
 without an SDK pays next to nothing) and to the functions given to

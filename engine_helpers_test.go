@@ -184,7 +184,13 @@ func newRig(t *testing.T, b backend) *rig {
 // consume starts a consumer of the rig's queue, closed when the test ends.
 func consume[T any](r *rig, h acemq.Handler[T], opts ...acemq.ConsumeOption) *acemq.Consumer {
 	r.t.Helper()
-	c, err := acemq.Consume(context.Background(), r.conn, r.q, h, opts...)
+	return r.track(acemq.Consume(context.Background(), r.conn, r.q, h, opts...))
+}
+
+// track fails the test on err, and registers c's queues (its rungs
+// included) for deletion and c for closing when the test ends.
+func (r *rig) track(c *acemq.Consumer, err error) *acemq.Consumer {
+	r.t.Helper()
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -201,6 +207,22 @@ func consume[T any](r *rig, h acemq.Handler[T], opts ...acemq.ConsumeOption) *ac
 		_ = c.Close(ctx)
 	})
 	return c
+}
+
+// enginePath is one promise of a consumer, run on each backend.
+type enginePath struct {
+	name string
+	run  func(t *testing.T, b backend)
+}
+
+// runPaths runs each path on b, in parallel.
+func runPaths(t *testing.T, paths []enginePath, b backend) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			p.run(t, b)
+		})
+	}
 }
 
 type order struct {

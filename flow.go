@@ -211,6 +211,9 @@ func (k *consumerCore) hold(ctx context.Context, reason uint8) (<-chan struct{},
 		// close it, which puts everything unsettled back.
 		g.close()
 	}
+	if k.flush != nil {
+		k.flush() // a batch being gathered is handed over now (batch.go)
+	}
 	go func() {
 		defer k.waits.Done()
 		g.readers.Wait()

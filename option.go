@@ -391,6 +391,9 @@ type consumeConfig struct {
 	middleware    []any // Middleware[T] of the consumer's T
 	nilMiddleware bool  // WithMiddleware was given a nil one
 	breaker       *Breaker
+
+	unknown    Handler[[]byte] // WithUnknownType (types.go)
+	unknownSet bool
 }
 
 // validate checks Consume's options.
@@ -412,6 +415,8 @@ func (c *consumeConfig) validate() error {
 		return errors.New("acemq: WithConsumeInterceptors was given a nil interceptor: drop it")
 	case c.nilMiddleware:
 		return errors.New("acemq: WithMiddleware was given a nil middleware: drop it")
+	case c.unknownSet && c.unknown == nil:
+		return errors.New("acemq: WithUnknownType(nil): pass the handler that decides what to do with a type nobody registered")
 	}
 	return c.breaker.check()
 }

@@ -20,6 +20,8 @@
 // [Serve] starts a consumer whose handler returns an answer or an error and
 // returns a [Responder]: the consumer plus the answered and unanswerable
 // counters.
+// [ServeTypes] is one responder for several request types, one handler per
+// envelope type registered with [HandleType].
 //
 // # Failures a caller can tell apart
 //

@@ -124,3 +124,71 @@ func ExampleWithEnvelope() {
 	fmt.Println(answer)
 	// Output: price.request v2 for acme
 }
+
+type StockRequest struct {
+	SKU string `json:"sku"`
+}
+
+type StockLevel struct {
+	Units int `json:"units"`
+}
+
+// One responder answering two request types on one queue, each decoded
+// into its own request type and answered with its own reply type. A
+// caller names the type with WithEnvelope (or with the routing key it
+// publishes under); a type nobody registered gets a failure reply at once.
+func ExampleServeTypes() {
+	ctx := context.Background()
+	conn, err := acemq.Connect(ctx, "memory://example-rpc-types")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := acemq.NewTopology().Queue("catalogue").Apply(ctx, conn); err != nil {
+		log.Fatal(err)
+	}
+	responder, err := rpc.ServeTypes(ctx, conn, "catalogue", []rpc.TypeHandler{
+		rpc.HandleType("price", func(ctx context.Context, m acemq.Message[PriceRequest]) (Quote, error) {
+			return Quote{Pence: 250}, nil
+		}),
+		rpc.HandleType("stock", func(ctx context.Context, m acemq.Message[StockRequest]) (StockLevel, error) {
+			return StockLevel{Units: 12}, nil
+		}),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer responder.Close(ctx)
+
+	typed := func(typ string) rpc.CallOption {
+		return rpc.WithEnvelope(acemq.MustEnvelope(acemq.Fields{Type: typ}))
+	}
+	prices, err := rpc.Open[PriceRequest, Quote](ctx, conn, "", "catalogue")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer prices.Close(ctx)
+	stock, err := rpc.Open[StockRequest, StockLevel](ctx, conn, "", "catalogue")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stock.Close(ctx)
+
+	quote, err := prices.Ask(ctx, PriceRequest{SKU: "A-1"}, typed("price"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	level, err := stock.Ask(ctx, StockRequest{SKU: "A-1"}, typed("stock"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(quote.Pence, level.Units)
+	_, err = prices.Ask(ctx, PriceRequest{SKU: "A-1"}, typed("discount"))
+	var failed *rpc.ResponderError
+	if errors.As(err, &failed) {
+		fmt.Println(failed.Text)
+	}
+	// Output:
+	// 250 12
+	// Error: rpc: no handler is registered for request type "discount" (registered: "price", "stock")
+}

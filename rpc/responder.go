@@ -103,7 +103,7 @@ func Serve[Req, Rep any](ctx context.Context, conn *acemq.Conn, queue string, h 
 	// The handle exists before the consumer subscribes and the handler
 	// closes over it: a backlog delivered during start-up is counted.
 	r := &Responder{queue: queue}
-	s := &server[Req, Rep]{conn: conn, plumb: engine.Of(conn), codec: codec, h: h, r: r}
+	s := &server[Req, Rep]{base: &base{conn: conn, plumb: engine.Of(conn), codec: codec, r: r}, h: h}
 	c, err := acemq.Consume(ctx, conn, queue, s.handle, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
@@ -146,12 +146,17 @@ func (r *Responder) Done() <-chan struct{} { return r.consumer.Done() }
 // the drain go back to the broker.
 func (r *Responder) Close(ctx context.Context) error { return r.consumer.Close(ctx) }
 
-type server[Req, Rep any] struct {
+// base is what every handler of a responder shares.
+type base struct {
 	conn  *acemq.Conn
 	plumb *engine.Conn
 	codec acemq.Codec
-	h     Handler[Req, Rep]
 	r     *Responder
+}
+
+type server[Req, Rep any] struct {
+	*base
+	h Handler[Req, Rep]
 }
 
 // ReplyAddress is where a request asks to be answered: the acemq-reply-to
@@ -189,7 +194,7 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 		}
 		var rf *refusal
 		refused := errors.As(err, &rf)
-		if perr := s.reply(ctx, m, to, s.zeroBody(), describe(err), refused); perr != nil {
+		if perr := s.reply(ctx, m.Envelope, m.CorrelationID, to, s.zeroBody(), describe(err), refused); perr != nil {
 			// The caller has not been told and is still waiting: another
 			// attempt is the only path that can still reach it.
 			return acemq.Retry(fmt.Errorf("rpc: the handler failed (%s) and the failure reply could not be published: %w", describe(err), perr))
@@ -201,7 +206,7 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 		return acemq.Reject(err)
 	}
 	s.r.answered.Add(1)
-	if perr := s.reply(ctx, m, to, body, "", false); perr != nil {
+	if perr := s.reply(ctx, m.Envelope, m.CorrelationID, to, body, "", false); perr != nil {
 		s.r.answered.Add(-1)
 		return acemq.Retry(fmt.Errorf("rpc: the reply could not be published: %w", perr))
 	}
@@ -232,11 +237,12 @@ func (s *server[Req, Rep]) zeroBody() []byte {
 // reply publishes an answer (or, with errText, a failure, marked refused
 // when the handler refused the request) to the reply address through the
 // default exchange, not mandatory, with a fresh envelope (docs/wire.md
-// §8.4).
-func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to string, body []byte, errText string, refused bool) error {
+// §8.4). req and corr are the request's envelope and correlation-id
+// property.
+func (s *base) reply(ctx context.Context, req acemq.Envelope, corr, to string, body []byte, errText string, refused bool) error {
 	f := acemq.Fields{
-		CorrelationID: m.Envelope.CorrelationID(),
-		CausationID:   m.Envelope.ID(),
+		CorrelationID: req.CorrelationID(),
+		CausationID:   req.ID(),
 		Origin:        s.conn.Origin(),
 	}
 	if errText != "" {
@@ -249,9 +255,8 @@ func (s *server[Req, Rep]) reply(ctx context.Context, m acemq.Message[Req], to s
 	if err != nil {
 		return err
 	}
-	corr := m.CorrelationID
 	if corr == "" {
-		corr = m.Envelope.CorrelationID()
+		corr = req.CorrelationID()
 	}
 	// The reply goes out even when the handler's context ends meanwhile:
 	// the caller is waiting for it. It is bounded like any settlement.

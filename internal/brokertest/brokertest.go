@@ -84,11 +84,12 @@ func DeleteAtEnd(t testing.TB, c *acemq.Conn, queues ...string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		topo := acemq.NewTopology()
+		// One queue at a time, each without its dead-letter half: a
+		// topology naming q and q.dlq with quorum queues' default
+		// dead-lettering would declare q.dlq twice and be refused whole.
 		for _, q := range queues {
-			topo.Queue(q)
+			_ = acemq.NewTopology().Queue(q, acemq.WithDeadLettering(false)).Delete(ctx, c)
 		}
-		_ = topo.Delete(ctx, c)
 	})
 }
 
