@@ -146,6 +146,19 @@ func TestConsumerKilled(t *testing.T) {
 		t.Fatalf("the consumer process is holding %q, want %q (attempts seen: %q)", ready, want, attempts)
 	}
 
+	// Attempt 1's settlement was reported; its basic.ack may still wait in
+	// the driver to go out with others (docs/consuming.md, "How acks reach
+	// the broker"), and an ack not yet sent when a process dies is, rightly,
+	// a redelivery. The kill is meant to find only attempt 2 held, so wait
+	// until the broker holds no more than that one delivery.
+	testenv.RequireCtl(t)
+	testenv.Eventually(t, "the broker to hold only attempt 2 of "+q, func() bool {
+		n, err := unacknowledged(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no drain, no goodbye
 		t.Fatal(err)
 	}
@@ -189,4 +202,24 @@ func TestConsumerKilled(t *testing.T) {
 		add("sent", 1).add("confirmed", 1).add("delivered", delivered).add("lost", 0).add("duplicated", duplicated).
 		add("attempts_before_kill", len(attempts)).add("attempt_after", m.Envelope.Attempt()).
 		add("redelivered", m.Redelivered).add("time", time.Since(start)).log(t)
+}
+
+// unacknowledged is the number of q's deliveries the broker under test
+// holds unacknowledged (rabbitmqctl list_queues, current, not sampled).
+func unacknowledged(q string) (int, error) {
+	out, err := testenv.Ctl("list_queues", "-q", "--no-table-headers", "name", "messages_unacknowledged")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == q {
+			var n int
+			if _, err := fmt.Sscan(f[1], &n); err != nil {
+				return 0, fmt.Errorf("list_queues said %q for %s: %w", f[1], q, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("list_queues does not list %s:\n%s", q, out)
 }
