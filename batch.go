@@ -118,9 +118,14 @@ type batcher[T any] struct {
 type batch[T any] struct {
 	ms   []Message[T]
 	tags []uint64 // the delivery tags of ms: the order the broker delivered them in
-	acks []Ack
-	due  chan struct{} // closed when the batch holds size messages, or the consumer pauses
-	done chan struct{} // closed when acks holds the handler's answer
+	// waiting is how many of ms wait for the window on the connection's
+	// clock (counted in the consumer's state, for acemqtest's WaitIdle
+	// under a test clock): every message but the one that fills the batch,
+	// until the batch is handed over. Guarded by the batcher's mu.
+	waiting int64
+	acks    []Ack
+	due     chan struct{} // closed when the batch holds size messages, or the consumer pauses
+	done    chan struct{} // closed when acks holds the handler's answer
 }
 
 // add puts m, delivered with tag, in the open batch (opening one if there
@@ -139,6 +144,9 @@ func (b *batcher[T]) add(m Message[T], tag uint64) Ack {
 	if len(bt.ms) == b.size {
 		b.open = nil
 		close(bt.due)
+	} else {
+		bt.waiting++
+		b.k.state.AddWaiting(1)
 	}
 	b.mu.Unlock()
 	if lead {
@@ -162,10 +170,13 @@ func (b *batcher[T]) flush() {
 
 // lead waits until bt is due, then hands it to the handler.
 func (b *batcher[T]) lead(bt *batch[T]) {
-	t := time.NewTimer(b.window)
+	// The window runs on the connection's clock: real time, or a test's
+	// clock on memory:// (acemqtest.NewClock).
+	window := make(chan struct{})
+	t := b.k.conn.Clock().AfterFunc(b.window, func() { close(window) })
 	select {
 	case <-bt.due:
-	case <-t.C:
+	case <-window:
 	case <-b.k.stopping: // Close: hand over what there is at once
 	case <-b.k.hctx.Done():
 	}
@@ -175,6 +186,8 @@ func (b *batcher[T]) lead(bt *batch[T]) {
 	if b.open == bt {
 		b.open = nil
 	}
+	b.k.state.AddWaiting(-bt.waiting)
+	bt.waiting = 0
 	ms, tags := bt.ms, bt.tags
 	b.mu.Unlock()
 	bt.acks = b.inOrder(ms, tags)

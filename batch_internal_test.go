@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acemq/acemq/internal/engine"
 )
 
 // TestBatcherGivesEachMessageItsOwnAck: workers hand a batcher messages
@@ -17,7 +19,7 @@ import (
 func TestBatcherGivesEachMessageItsOwnAck(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 7, 16} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
-			k := &consumerCore{stopping: make(chan struct{}), hctx: context.Background()}
+			k := &consumerCore{conn: &Conn{}, state: engine.NewConsumer("q", nil), stopping: make(chan struct{}), hctx: context.Background()}
 			var mu sync.Mutex
 			var unordered []string
 			b := &batcher[int]{k: k, size: size, window: time.Millisecond, slots: make(chan struct{}, 2),
@@ -47,6 +49,9 @@ func TestBatcherGivesEachMessageItsOwnAck(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			if w := k.state.Waiting(); w != 0 {
+				t.Errorf("after every batch was handed over, %d messages still count as waiting for a window", w)
+			}
 			if len(unordered) > 0 {
 				t.Errorf("batches out of delivery order: %v", unordered[:min(len(unordered), 5)])
 			}
@@ -58,7 +63,7 @@ func TestBatcherGivesEachMessageItsOwnAck(t *testing.T) {
 // answers with a slice of another length rejects every message of the
 // batch as unprocessable.
 func TestBatcherTurnsAWrongAnswerIntoFatalRejects(t *testing.T) {
-	k := &consumerCore{stopping: make(chan struct{}), hctx: context.Background()}
+	k := &consumerCore{conn: &Conn{}, state: engine.NewConsumer("q", nil), stopping: make(chan struct{}), hctx: context.Background()}
 	for name, h := range map[string]func(context.Context, []Message[int]) []Ack{
 		"panic": func(context.Context, []Message[int]) []Ack { panic("boom") },
 		"short": func(_ context.Context, ms []Message[int]) []Ack { return make([]Ack, len(ms)-1) },

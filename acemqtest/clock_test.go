@@ -349,3 +349,46 @@ func TestConnClock(t *testing.T) {
 		}
 	}
 }
+
+// TestClockHandsOverABatchAtItsWindow: a ConsumeBatch window follows the
+// test's clock: a batch that has not filled is handed over when the clock
+// reaches its window, not before, and Advance does not wait for it in real
+// time.
+func TestClockHandsOverABatchAtItsWindow(t *testing.T) {
+	ctx := context.Background()
+	clock, conn := clocked(t)
+	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("meter.readings", acemq.WithDeadLettering(true)))
+	ran := newCalls(clock)
+	var mu sync.Mutex
+	var sizes []int
+	consumer, err := acemq.ConsumeBatch(ctx, conn, "meter.readings", 10, time.Hour, func(ctx context.Context, ms []acemq.Message[order]) []acemq.Ack {
+		ran.mark()
+		mu.Lock()
+		sizes = append(sizes, len(ms))
+		mu.Unlock()
+		acks := make([]acemq.Ack, len(ms))
+		for i := range acks {
+			acks[i] = acemq.Accept()
+		}
+		return acks
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = consumer.Close(context.Background()) })
+	for i := range 3 {
+		if _, err := acemq.NewPublisher[order](conn, "").Send(ctx, "meter.readings", order{ID: fmt.Sprint("r-", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	clock.Advance(t, time.Hour-time.Millisecond, conn, consumer)
+	ran.want(t, "before the window ends")
+	clock.Advance(t, time.Millisecond, conn, consumer)
+	ran.want(t, "when the window ends", time.Hour)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sizes, []int{3}) {
+		t.Errorf("batches of %v, want one of 3", sizes)
+	}
+}
