@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
@@ -55,7 +56,7 @@ func TestInitialGroupSizeDeclares(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
 		q := testenv.Unique(t, "group")
-		brokertest.DeleteAtEnd(t, c, q)
+		brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		topo := acemq.NewTopology().Queue(q, acemq.WithInitialGroupSize(3))

@@ -185,7 +185,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	start := time.Now()
 	q := uniqueName("hostile")
 	raw := q + ".raw"
-	deleteQueuesAtCleanup(t, url, q, raw, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
+	deleteQueuesAtCleanup(t, url, q, raw, contract.DeadLetterQueue(q), contract.ParkedQueue(q), contract.DeadLetterQueue(raw), contract.ParkedQueue(raw))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tp := sdktrace.NewTracerProvider()
