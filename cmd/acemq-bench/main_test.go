@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/internal/cli/clitest"
 	"github.com/acemq/acemq/internal/testenv"
-	"go.uber.org/goleak"
 )
 
 // benchBinary is the acemq-bench command built once for the tests.
@@ -23,29 +19,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "acemq-bench-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	benchBinary = filepath.Join(dir, "acemq-bench")
-	build := exec.Command("go", "build", "-o", benchBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building acemq-bench:", err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-	}
-	return code
-}
+func testMain(m *testing.M) int { return clitest.Main(m, "acemq-bench", &benchBinary) }
 
 // result is one run of the benchBinary.
 type result struct {
@@ -56,21 +30,8 @@ type result struct {
 // runCLI runs the benchBinary with args and stdin, within a deadline.
 func runCLI(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, benchBinary, args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("running acemq-bench %s: %v", strings.Join(args, " "), err)
-		}
-		r.code = ee.ExitCode()
-	}
+	var r result
+	r.code, r.stdout, r.stderr = clitest.Run(t, benchBinary, nil, stdin, args...)
 	return r
 }
 

@@ -1,22 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/internal/cli/clitest"
 	"github.com/spf13/cobra"
-	"go.uber.org/goleak"
 )
 
 // acemqBinary is the acemq command built once for the end-to-end tests.
@@ -26,29 +22,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "acemq-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	acemqBinary = filepath.Join(dir, "acemq")
-	build := exec.Command("go", "build", "-o", acemqBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the acemq acemqBinary:", err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-	}
-	return code
-}
+func testMain(m *testing.M) int { return clitest.Main(m, "acemq", &acemqBinary) }
 
 // result is one run of the acemqBinary.
 type result struct {
@@ -64,22 +38,8 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 
 func acemqEnv(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, acemqBinary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("running acemq %s: %v", strings.Join(args, " "), err)
-		}
-		r.code = ee.ExitCode()
-	}
+	var r result
+	r.code, r.stdout, r.stderr = clitest.Run(t, acemqBinary, env, stdin, args...)
 	return r
 }
 
