@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -25,21 +24,8 @@ import (
 // made through it.
 const recordingScheme = "acemq-recording"
 
-func init() { driver.Register(recordingScheme, recordingDriver{}) }
-
-type recordingDriver struct{}
-
-func (recordingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
-	u, err := url.Parse(cfg.URLs[0])
-	if err != nil {
-		return nil, err
-	}
-	cfg.URLs = []string{"memory://" + u.Host + u.Path}
-	inner, err := memory.Driver{}.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &recordingConn{FullConn: inner.(brokertest.FullConn)}, nil
+func init() {
+	driver.Register(recordingScheme, brokertest.MemoryDriver{Wrap: func(c brokertest.FullConn) driver.Conn { return &recordingConn{FullConn: c} }})
 }
 
 type recordingConn struct {

@@ -3,7 +3,6 @@ package acemq_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 
 	"github.com/acemq/acemq"
@@ -19,9 +18,9 @@ import (
 // connection closed after the driver subscribed.
 const closingScheme = "acemq-closing"
 
-func init() { driver.Register(closingScheme, closingDriver{}) }
-
-type closingDriver struct{}
+func init() {
+	driver.Register(closingScheme, brokertest.MemoryDriver{Wrap: func(c brokertest.FullConn) driver.Conn { return closingConn{c} }})
+}
 
 // closingHooks: entered receives once Consume has subscribed; Consume
 // returns once release is closed.
@@ -29,19 +28,6 @@ var closingHooks = struct {
 	entered chan struct{}
 	release chan struct{}
 }{}
-
-func (closingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
-	u, err := url.Parse(cfg.URLs[0])
-	if err != nil {
-		return nil, err
-	}
-	cfg.URLs = []string{"memory://" + u.Host + u.Path}
-	inner, err := memory.Driver{}.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return closingConn{inner.(brokertest.FullConn)}, nil
-}
 
 type closingConn struct{ brokertest.FullConn }
 

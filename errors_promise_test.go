@@ -3,7 +3,6 @@ package acemq_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -39,21 +38,8 @@ func prefixedOnce(t *testing.T, what string, err error, names ...string) {
 // passive checks, no basic.get.
 const bareScheme = "acemq-bare"
 
-func init() { driver.Register(bareScheme, bareDriver{}) }
-
-type bareDriver struct{}
-
-func (bareDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
-	u, err := url.Parse(cfg.URLs[0])
-	if err != nil {
-		return nil, err
-	}
-	cfg.URLs = []string{"memory://" + u.Host + u.Path}
-	inner, err := memory.Driver{}.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return bareConn{inner}, nil
+func init() {
+	driver.Register(bareScheme, brokertest.MemoryDriver{Wrap: func(c brokertest.FullConn) driver.Conn { return bareConn{c} }})
 }
 
 type bareConn struct{ driver.Conn }
@@ -86,21 +72,8 @@ func TestUnsupportedWrapsErrUnsupported(t *testing.T) {
 // when the channel they were read on went away.
 const untakenScheme = "acemq-untaken"
 
-func init() { driver.Register(untakenScheme, untakenDriver{}) }
-
-type untakenDriver struct{}
-
-func (untakenDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
-	u, err := url.Parse(cfg.URLs[0])
-	if err != nil {
-		return nil, err
-	}
-	cfg.URLs = []string{"memory://" + u.Host + u.Path}
-	inner, err := memory.Driver{}.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return untakenConn{inner.(brokertest.FullConn)}, nil
+func init() {
+	driver.Register(untakenScheme, brokertest.MemoryDriver{Wrap: func(c brokertest.FullConn) driver.Conn { return untakenConn{c} }})
 }
 
 type untakenConn struct{ brokertest.FullConn }

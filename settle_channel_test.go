@@ -3,7 +3,6 @@ package acemq_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,21 +20,8 @@ const goneScheme = "acemq-gone"
 
 var channelGone atomic.Bool
 
-func init() { driver.Register(goneScheme, goneDriver{}) }
-
-type goneDriver struct{}
-
-func (goneDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
-	u, err := url.Parse(cfg.URLs[0])
-	if err != nil {
-		return nil, err
-	}
-	cfg.URLs = []string{"memory://" + u.Host + u.Path}
-	inner, err := memory.Driver{}.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return goneConn{inner.(brokertest.FullConn)}, nil
+func init() {
+	driver.Register(goneScheme, brokertest.MemoryDriver{Wrap: func(c brokertest.FullConn) driver.Conn { return goneConn{c} }})
 }
 
 type goneConn struct{ brokertest.FullConn }

@@ -12,6 +12,7 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -249,4 +250,26 @@ func DriverAs[T any](c *acemq.Conn) T {
 		panic("brokertest: " + err.Error())
 	}
 	return v
+}
+
+// MemoryDriver is a test transport over the memory broker: registered
+// under a scheme, SCHEME://NAME opens the memory broker memory://NAME and
+// hands its connection to Wrap, whose answer the caller gets: a
+// driver.Conn that records, holds back or breaks what a test needs.
+type MemoryDriver struct {
+	Wrap func(FullConn) driver.Conn
+}
+
+// Open opens the memory broker the URL names and wraps its connection.
+func (d MemoryDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	u, err := url.Parse(cfg.URLs[0])
+	if err != nil {
+		return nil, err
+	}
+	cfg.URLs = []string{"memory://" + u.Host + u.Path}
+	inner, err := memory.Driver{}.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return d.Wrap(inner.(FullConn)), nil
 }
