@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/acemq/acemq/internal/jsondecode"
 	"github.com/acemq/acemq/internal/media"
 	"github.com/acemq/acemq/internal/nesting"
 )
@@ -125,7 +126,7 @@ func (c jsonCodec) Decode(body []byte, ct string, v any) error {
 	if c.maxDepth > 0 && nesting.JSON(body, c.maxDepth) {
 		return &DecodeError{ContentType: ct, Err: &LimitError{Codec: "json", Depth: true, Size: len(body), Limit: c.maxDepth}}
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := jsondecode.Unmarshal(body, v); err != nil {
 		return &DecodeError{ContentType: ct, Err: err}
 	}
 	return nil
