@@ -124,7 +124,7 @@ func (b *Browser) Next(ctx context.Context) (m Message[[]byte], ok bool, err err
 	h.Body, h.Headers = nil, nil
 	b.held[seq] = &h
 	b.mu.Unlock()
-	m = newMessage(d.Body, &d, ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID), b.queue)
+	m = newMessage(d.Body, &d, deliveryEnvelope(&d), b.queue)
 	m.browser, m.held = b, seq
 	return m, true, nil
 }
