@@ -38,7 +38,7 @@ func TestDeliveryEnvelopeConvertsWhatItKeeps(t *testing.T) {
 	d := driver.Delivery{Headers: raw, RoutingKey: "rk", MessageID: "mid", HeaderValue: value}
 	got := deliveryEnvelope(&d)
 	want := ReadEnvelope(converted, "rk", "mid")
-	got.firstSeen, want.firstSeen = want.firstSeen, want.firstSeen // unknown, so now on both
+	got.firstSeen = want.firstSeen // unknown, so now on both
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("deliveryEnvelope = %#v\nwant %#v", got, want)
 	}
