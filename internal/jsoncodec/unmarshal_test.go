@@ -1,4 +1,4 @@
-package jsondecode
+package jsoncodec
 
 import (
 	"encoding/json"
@@ -79,7 +79,7 @@ func compare[T any](t *testing.T, body []byte) {
 	t.Helper()
 	var want, got T
 	wantErr := json.Unmarshal(body, &want)
-	gotErr := Unmarshal(body, &got)
+	gotErr := unmarshal(body, &got)
 	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
 		t.Fatalf("%q into %T: error %v, encoding/json's %v", body, got, gotErr, wantErr)
 	}
@@ -109,19 +109,19 @@ func TestUnmarshalMatchesEncodingJSON(t *testing.T) {
 
 func TestUnmarshalReturnsEncodingJSONErrors(t *testing.T) {
 	var v target
-	err := Unmarshal([]byte(`{"id":"o-1",}`), &v)
+	err := unmarshal([]byte(`{"id":"o-1",}`), &v)
 	if _, ok := err.(*json.SyntaxError); !ok {
 		t.Errorf("a malformed body: %T %v, want a *json.SyntaxError", err, err)
 	}
-	err = Unmarshal([]byte(`{"amount":"x"}`), &v)
+	err = unmarshal([]byte(`{"amount":"x"}`), &v)
 	if e, ok := err.(*json.UnmarshalTypeError); !ok || !strings.Contains(e.Error(), "amount") {
 		t.Errorf("a string for an int: %T %v, want a *json.UnmarshalTypeError naming the field", err, err)
 	}
-	err = Unmarshal([]byte(`{}`), nil)
+	err = unmarshal([]byte(`{}`), nil)
 	if _, ok := err.(*json.InvalidUnmarshalError); !ok {
 		t.Errorf("nil: %T %v, want a *json.InvalidUnmarshalError", err, err)
 	}
-	err = Unmarshal([]byte(`{}`), v)
+	err = unmarshal([]byte(`{}`), v)
 	if _, ok := err.(*json.InvalidUnmarshalError); !ok {
 		t.Errorf("a non-pointer: %T %v, want a *json.InvalidUnmarshalError", err, err)
 	}

@@ -1,22 +1,4 @@
-// Package jsondecode decodes JSON with encoding/json's semantics at about
-// half its cost.
-//
-// Unmarshal parses with github.com/go-json-experiment/json (the Go team's
-// json v2) in its encoding/json-compatible mode: field names matched
-// without regard to letter case, unknown fields ignored, duplicate names
-// and invalid UTF-8 accepted as encoding/json accepts them, the last of
-// duplicate names winning, numbers into an interface as float64, and
-// encoding/json's json.Number read as encoding/json reads it. Whenever that
-// fails, the body is decoded again with encoding/json and its result and
-// error are the ones returned: a malformed body or a value of the wrong
-// type fails with encoding/json's own error types and messages
-// (*json.SyntaxError, *json.UnmarshalTypeError…), and a body the two
-// decoders would disagree on by failing is decided by encoding/json.
-//
-// One difference remains, on failure only: encoding/json leaves the target
-// untouched when the body is malformed, and Unmarshal may have filled part
-// of it by then (both fill part of it when a value has the wrong type).
-package jsondecode
+package jsoncodec
 
 import (
 	"encoding/json"
@@ -85,7 +67,7 @@ func optionsFor(t reflect.Type) jsonv2.Options {
 
 // errNotNumber sends a json.Number that encoding/json would refuse to
 // encoding/json, for its error.
-var errNotNumber = errors.New("jsondecode: not a number")
+var errNotNumber = errors.New("jsoncodec: not a number")
 
 // readNumber reads a json.Number as encoding/json does: a number as it is
 // written, a string holding a valid number literal, or null (no change).
@@ -115,8 +97,25 @@ func readNumber(dec *jsontext.Decoder, n *json.Number) error {
 	return errNotNumber
 }
 
-// Unmarshal decodes data into v as encoding/json's Unmarshal does.
-func Unmarshal(data []byte, v any) error {
+// unmarshal decodes data into v as encoding/json's Unmarshal does, at
+// about half its cost.
+//
+// unmarshal parses with github.com/go-json-experiment/json (the Go team's
+// json v2) in its encoding/json-compatible mode: field names matched
+// without regard to letter case, unknown fields ignored, duplicate names
+// and invalid UTF-8 accepted as encoding/json accepts them, the last of
+// duplicate names winning, numbers into an interface as float64, and
+// encoding/json's json.Number read as encoding/json reads it. Whenever that
+// fails, the body is decoded again with encoding/json and its result and
+// error are the ones returned: a malformed body or a value of the wrong
+// type fails with encoding/json's own error types and messages
+// (*json.SyntaxError, *json.UnmarshalTypeError…), and a body the two
+// decoders would disagree on by failing is decided by encoding/json.
+//
+// One difference remains, on failure only: encoding/json leaves the target
+// untouched when the body is malformed, and unmarshal may have filled part
+// of it by then (both fill part of it when a value has the wrong type).
+func unmarshal(data []byte, v any) error {
 	if jsonv2.Unmarshal(data, v, optionsFor(reflect.TypeOf(v))) == nil {
 		return nil
 	}
