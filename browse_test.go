@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestInspectAndBrowse: a queue's depth and consumers, and looking at its
@@ -24,7 +25,7 @@ func TestInspectAndBrowse(t *testing.T) {
 			r.mu.Lock()
 			r.cleanup = append(r.cleanup, other)
 			r.mu.Unlock()
-			if err := acemq.NewTopology().Queue(other, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, r.conn); err != nil {
+			if err := topology.New().Queue(other, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, r.conn); err != nil {
 				t.Fatal(err)
 			}
 
@@ -203,7 +204,7 @@ func TestBrowserKeepsNoBodies(t *testing.T) {
 			r.mu.Lock()
 			r.cleanup = append(r.cleanup, other)
 			r.mu.Unlock()
-			if err := acemq.NewTopology().Queue(other, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, r.conn); err != nil {
+			if err := topology.New().Queue(other, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, r.conn); err != nil {
 				t.Fatal(err)
 			}
 			if err := br.Move(ctx, last, "", other, last.Envelope); err != nil {

@@ -39,7 +39,6 @@ type Conn struct {
 	consumers map[*consumerCore]struct{}
 	closed    bool
 	events    []func(driver.Event)
-	declared  declaredPolicies // retry_declared.go
 
 	// The pipeline (pipeline.go, logging.go).
 	publishIcpt []PublishInterceptor

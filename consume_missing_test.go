@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // A consumer that cannot start because its queue does not exist declares
@@ -37,7 +38,7 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 		// With WithTopology declaring the queue, the same consumer starts
 		// and declares its dead-letter half and rung.
 		c, err := acemq.Consume(ctx, conn, q, h, acemq.WithRetry(policy),
-			acemq.WithTopology(acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic))))
+			acemq.WithTopology(topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic))))
 		if err != nil {
 			t.Fatal(err)
 		}

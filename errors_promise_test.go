@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
 	"github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 )
 
 // The tests of this file hold the package's documented promises about the
@@ -100,7 +101,7 @@ func TestMoveNotTakenWrapsErrNotTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(ctx); memory.Reset(name) })
-	if err := acemq.NewTopology().Queue("from").Queue("to").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("from").Queue("to").Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](conn, "").Send(ctx, "from", "x"); err != nil {
@@ -166,11 +167,11 @@ func TestConsumeTopologyFailureSaysAcemqOnce(t *testing.T) {
 	t.Cleanup(func() { _ = conn.Close(ctx); memory.Reset(name) })
 	// The queue exists as a classic queue; the consumer's topology asks for
 	// a quorum queue of the same name, which the broker refuses.
-	if err := acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("q", topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	_, err = acemq.Consume(ctx, conn, "q", func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() },
-		acemq.WithTopology(acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueQuorum))))
+		acemq.WithTopology(topology.New().Queue("q", topology.WithQueueType(topology.QueueQuorum))))
 	var pe *driver.PreconditionError
 	if !errors.As(err, &pe) {
 		t.Fatalf("Consume with a topology the broker refuses = %v, want a *driver.PreconditionError", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/topology"
 )
 
 func ExampleNewEnvelope() {
@@ -109,7 +110,7 @@ func ExampleNewPublisher() {
 	}
 	defer conn.Close(ctx)
 	// The default exchange "" routes by queue name.
-	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -148,7 +149,7 @@ func ExamplePublisher_SendSeq() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.imported").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.imported").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -180,7 +181,7 @@ func ExamplePublisher_Send() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("shipping").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("shipping").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -210,7 +211,7 @@ func ExampleConsume() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -243,9 +244,9 @@ func Example() {
 	}
 	defer conn.Close(ctx)
 
-	topo := acemq.NewTopology().
-		Exchange("shop", acemq.ExchangeTopic).
-		Queue("shop.orders", acemq.WithDeadLettering(true)).
+	topo := topology.New().
+		Exchange("shop", topology.ExchangeTopic).
+		Queue("shop.orders", topology.WithDeadLettering(true)).
 		Bind("shop", "shop.orders", "order.*")
 	if err := topo.Apply(ctx, conn); err != nil {
 		log.Fatal(err)
@@ -332,7 +333,7 @@ func ExampleConn_Browse() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new", topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	orders := acemq.NewPublisher[exampleOrder](conn, "")

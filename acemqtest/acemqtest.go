@@ -10,7 +10,7 @@
 //
 //	func TestShipping(t *testing.T) {
 //		conn := acemqtest.Connect(t, acemqtest.URL(t))
-//		acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
+//		acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true)))
 //		settled := acemqtest.Record(t, conn)
 //		consumer, err := acemq.Consume(ctx, conn, "orders.new", ship)
 //		…
@@ -38,6 +38,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // Timeout bounds every wait of the package: connecting, closing, and the
@@ -94,7 +95,7 @@ func Connect(t testing.TB, url string, opts ...acemq.ConnOption) *acemq.Conn {
 
 // Declare applies topo on conn's broker and deletes it (Topology.Delete)
 // when the test ends, before conn is closed.
-func Declare(t testing.TB, conn *acemq.Conn, topo *acemq.Topology) {
+func Declare(t testing.TB, conn *acemq.Conn, topo *topology.Topology) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,8 +35,8 @@ func TestURLIsTheTestsOwnBroker(t *testing.T) {
 			t.Fatalf("two URLs %s and %s", url, other)
 		}
 		c := acemqtest.Connect(t, url)
-		acemqtest.Declare(t, c, acemq.NewTopology().Queue("kept"))
-		if err := acemq.NewTopology().Queue("left-behind").Apply(context.Background(), c); err != nil {
+		acemqtest.Declare(t, c, topology.New().Queue("kept"))
+		if err := topology.New().Queue("left-behind").Apply(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -57,7 +58,7 @@ func TestWaitIdle(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			conn := acemqtest.Connect(t, acemqtest.URL(t))
-			acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+			acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 			settled := acemqtest.Record(t, conn)
 			var calls atomic.Int32
 			consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -101,7 +102,7 @@ func TestWaitIdle(t *testing.T) {
 func TestRecorderAndPeek(t *testing.T) {
 	ctx := context.Background()
 	conn := acemqtest.Connect(t, acemqtest.URL(t))
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
+	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true)))
 	settled := acemqtest.Record(t, conn)
 	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		if m.Payload.ID == "bad" {
@@ -137,7 +138,7 @@ func TestOnRabbitMQ(t *testing.T) {
 	ctx := context.Background()
 	conn := acemqtest.Connect(t, testenv.AMQPURL(t))
 	q := testenv.Unique(t, "acemqtest")
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)))
+	acemqtest.Declare(t, conn, topology.New().Queue(q, topology.WithDeadLettering(true)))
 	settled := acemqtest.Record(t, conn)
 	consumer, err := acemq.Consume(ctx, conn, q, func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		return acemq.Park(errors.New("look at it"))

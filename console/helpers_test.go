@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 )
 
 // QuantityError and SKUError are the two reasons the test consumer
@@ -41,7 +42,7 @@ type fixture struct {
 	dlq      string
 	qtyIDs   map[string]bool // envelope ids of the orders rejected for their quantity
 	skuIDs   map[string]bool
-	topology *acemq.Topology
+	topology *topology.Topology
 }
 
 // deadLetters declares queue (with its dead-letter half), runs a consumer
@@ -57,7 +58,7 @@ func deadLetters(t *testing.T, url string, nQty, nSKU int) *fixture {
 	if !strings.HasPrefix(url, "memory://") {
 		q = testenv.Unique(t, "console") + ".orders.new"
 	}
-	topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(q, topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // A broker on a clock the caller moves: a message with a TTL of an hour
@@ -27,7 +28,7 @@ func ExampleFakeClock() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("offers", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("offers", topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](conn, "").Send(ctx, "offers", "10% off", acemq.WithExpiration(time.Hour)); err != nil {

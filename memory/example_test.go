@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // Every connection to the same memory:// URL in a process shares one
@@ -25,7 +26,7 @@ func Example() {
 	}
 	defer consumer.Close(ctx)
 
-	if err := acemq.NewTopology().Queue("orders").Apply(ctx, publisher); err != nil {
+	if err := topology.New().Queue("orders").Apply(ctx, publisher); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](publisher, "").Send(ctx, "orders", "o-1"); err != nil {

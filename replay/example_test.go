@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/replay"
+	"github.com/acemq/acemq/topology"
 )
 
 // A handler rejects orders while a dependency is down; once it is back, the
@@ -22,7 +23,7 @@ func ExampleRun() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 

@@ -23,6 +23,7 @@ import (
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/publish"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // brokerConn connects the test process to RabbitMQ, for setting up and
@@ -51,7 +52,7 @@ func testQueue(t *testing.T, conn *acemq.Conn, prefix string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleteAtEnd(t, conn, name)
-	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(name, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatalf("declaring %s: %v", name, err)
 	}
 	return name
@@ -62,13 +63,13 @@ func deleteAtEnd(t *testing.T, conn *acemq.Conn, names ...string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		topo := acemq.NewTopology()
+		topo := topology.New()
 		for _, n := range names {
 			// Only the name counts for deleting. Without
 			// WithDeadLettering(false) a quorum queue would bring its own
 			// dead-letter half, and naming q and q.dlq together would be
 			// refused as q.dlq declared twice.
-			topo.Queue(n, acemq.WithDeadLettering(false))
+			topo.Queue(n, topology.WithDeadLettering(false))
 		}
 		if err := topo.Delete(ctx, conn); err != nil {
 			t.Errorf("deleting %v: %v", names, err)
@@ -380,7 +381,7 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 		name := "acemq-demo-" + sfx + q
 		if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the demo left %s behind (%v)", name, err)
-			_ = acemq.NewTopology().Queue(name).Delete(ctx, conn)
+			_ = topology.New().Queue(name).Delete(ctx, conn)
 		}
 	}
 	// The portable API has no passive check of an exchange.
@@ -398,7 +399,7 @@ func TestReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleteAtEnd(t, conn, dlq)
-	if err := acemq.NewTopology().Queue(dlq, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(dlq, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	for i, typ := range []string{"order.placed", "order.cancelled", "order.placed", "order.placed"} {

@@ -31,6 +31,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Order is the payload, JSON on the wire.
@@ -87,8 +88,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 
 	// Orders for Europe and the US are taken; nothing is bound for "mars".
-	topo := acemq.NewTopology().
-		Exchange(exchange, acemq.ExchangeDirect).
+	topo := topology.New().
+		Exchange(exchange, topology.ExchangeDirect).
 		Queue(queue).
 		Bind(exchange, queue, "eu").
 		Bind(exchange, queue, "us")

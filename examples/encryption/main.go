@@ -28,6 +28,7 @@ import (
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Order is the payload: JSON inside the encryption.
@@ -58,7 +59,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, conn.Close(context.Background())) }()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(queue, topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/middleware"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Reservation is the payload, JSON on the wire.
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(queue, topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 )
 
 // PriceRequest asks for the price of one SKU.
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 	// The application declares the request queue; Serve declares only its
 	// dead-letter half.
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(queue, topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Payment is the payload, JSON on the wire.
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	// in the consumer.
 	policy := acemq.ExponentialRetry(4, d, 4*d).WaitInBrokerFrom(2 * d)
 	fmt.Fprintf(stdout, "policy %s, waits %v\n", policy, policy.Schedule())
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true), acemq.WithRetry(policy))
+	topo := topology.New().Queue(queue, topology.WithDeadLettering(true), acemq.WithRetry(policy))
 
 	conn, err := acemq.Connect(ctx, *url)
 	if err != nil {

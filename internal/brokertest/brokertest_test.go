@@ -7,6 +7,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestQueueIsDeletedAtEnd: a queue from Queue and its dead-letter half are
@@ -20,7 +21,7 @@ func TestQueueIsDeletedAtEnd(t *testing.T) {
 		t.Run("declare", func(t *testing.T) {
 			q = Queue(t, c, "brokertest")
 			for _, n := range []string{contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
-				if err := acemq.NewTopology().Queue(n, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(false)).Apply(context.Background(), c); err != nil {
+				if err := topology.New().Queue(n, topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(false)).Apply(context.Background(), c); err != nil {
 					t.Fatalf("declaring %s: %v", n, err)
 				}
 			}

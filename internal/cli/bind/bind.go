@@ -2,9 +2,9 @@
 package bind
 
 import (
-	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/topology"
+	acemqtopology "github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -36,9 +36,9 @@ is one binding. 'acemq unbind' removes it.`,
 
 // Run declares the binding (or, with --dry-run, prints it).
 func (f *Options) Run() error {
-	var opts []acemq.DeclareOption
+	var opts []acemqtopology.Option
 	if f.Table != nil {
-		opts = append(opts, acemq.WithArguments(f.Table))
+		opts = append(opts, acemqtopology.WithArguments(f.Table))
 	}
-	return topology.Apply(f.Cmd, acemq.NewTopology().Bind(f.Exchange, f.Queue, f.Key, opts...), f.DryRun, f.JSON)
+	return topology.Apply(f.Cmd, acemqtopology.New().Bind(f.Exchange, f.Queue, f.Key, opts...), f.DryRun, f.JSON)
 }

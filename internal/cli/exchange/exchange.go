@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/topology"
+	acemqtopology "github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -60,7 +61,7 @@ type declareOptions struct {
 	internal, autoDelete, transient bool
 	args                            []string
 	dryRun                          bool
-	opts                            []acemq.DeclareOption // what the flags ask for, by Validate
+	opts                            []acemqtopology.Option // what the flags ask for, by Validate
 }
 
 func newDeclareCmd(runF func(*declareOptions) error) *cobra.Command {
@@ -94,27 +95,27 @@ func (f *declareOptions) Validate() error {
 		return cli.WithCode(cli.ExitFailure, errors.New(`required flag(s) "type" not set: direct, topic, fanout, headers or a plugin's x-… type`))
 	}
 	if f.internal {
-		f.opts = append(f.opts, acemq.WithInternal())
+		f.opts = append(f.opts, acemqtopology.WithInternal())
 	}
 	if f.autoDelete {
-		f.opts = append(f.opts, acemq.WithAutoDelete())
+		f.opts = append(f.opts, acemqtopology.WithAutoDelete())
 	}
 	if f.transient {
-		f.opts = append(f.opts, acemq.WithDurable(false))
+		f.opts = append(f.opts, acemqtopology.WithDurable(false))
 	}
 	m, err := topology.ParseArgs(f.args)
 	if err != nil {
 		return err
 	}
 	if m != nil {
-		f.opts = append(f.opts, acemq.WithArguments(m))
+		f.opts = append(f.opts, acemqtopology.WithArguments(m))
 	}
 	return nil
 }
 
 // Run declares the exchange (or, with --dry-run, prints it).
 func (f *declareOptions) Run() error {
-	return topology.Apply(f.Cmd, acemq.NewTopology().Exchange(f.Args[0], acemq.ExchangeKind(f.kind), f.opts...), f.dryRun, f.JSON)
+	return topology.Apply(f.Cmd, acemqtopology.New().Exchange(f.Args[0], acemqtopology.ExchangeKind(f.kind), f.opts...), f.dryRun, f.JSON)
 }
 
 // deleteOptions are exchange delete's flags.
@@ -175,7 +176,7 @@ func (f *deleteOptions) Run() error {
 	}
 	// Only the name counts for deleting; the kind is one a
 	// topology needs to be valid.
-	if err := acemq.NewTopology().Exchange(name, acemq.ExchangeDirect).Delete(ctx, s.Conn); err != nil {
+	if err := acemqtopology.New().Exchange(name, acemqtopology.ExchangeDirect).Delete(ctx, s.Conn); err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
 	out := topology.DeletedJSON{Deleted: []topology.DeletedItemJSON{{Kind: "exchange", Name: name}}}

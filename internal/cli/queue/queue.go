@@ -78,7 +78,7 @@ type declareOptions struct {
 	transient    bool
 	args         []string
 	dryRun       bool
-	opts         []acemq.DeclareOption // what the flags ask for, by Validate
+	opts         []acemqtopology.Option // what the flags ask for, by Validate
 }
 
 func newDeclareCmd(runF func(*declareOptions) error) *cobra.Command {
@@ -134,24 +134,24 @@ func (f *declareOptions) Validate() error {
 // Run declares the queue (or, with --dry-run, prints what it would
 // declare).
 func (f *declareOptions) Run() error {
-	return topology.Apply(f.Cmd, acemq.NewTopology().Queue(f.Args[0], f.opts...), f.dryRun, f.JSON)
+	return topology.Apply(f.Cmd, acemqtopology.New().Queue(f.Args[0], f.opts...), f.dryRun, f.JSON)
 }
 
 // options are the declare options the flags ask for; the Topology judges
 // them.
-func (f *declareOptions) options(cmd *cobra.Command) ([]acemq.DeclareOption, error) {
-	var opts []acemq.DeclareOption
+func (f *declareOptions) options(cmd *cobra.Command) ([]acemqtopology.Option, error) {
+	var opts []acemqtopology.Option
 	fl := cmd.Flags()
 	if f.typ != "" {
-		switch t := acemq.QueueType(f.typ); t {
-		case acemq.QueueQuorum, acemq.QueueClassic, acemq.QueueStream:
-			opts = append(opts, acemq.WithQueueType(t))
+		switch t := acemqtopology.QueueType(f.typ); t {
+		case acemqtopology.QueueQuorum, acemqtopology.QueueClassic, acemqtopology.QueueStream:
+			opts = append(opts, acemqtopology.WithQueueType(t))
 		default:
 			return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("--type %q: want quorum, classic or stream", f.typ))
 		}
 	}
 	if f.deadLetter {
-		opts = append(opts, acemq.WithDeadLettering(true))
+		opts = append(opts, acemqtopology.WithDeadLettering(true))
 	}
 	if f.retry != "" {
 		p, err := parseRetryPolicy(f.retry)
@@ -164,29 +164,29 @@ func (f *declareOptions) options(cmd *cobra.Command) ([]acemq.DeclareOption, err
 		if f.maxPriority < 1 || f.maxPriority > 255 {
 			return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("--max-priority %d: want 1 to 255", f.maxPriority))
 		}
-		opts = append(opts, acemq.WithMaxPriority(uint8(f.maxPriority)))
+		opts = append(opts, acemqtopology.WithMaxPriority(uint8(f.maxPriority)))
 	}
 	if fl.Changed("group-size") {
-		opts = append(opts, acemq.WithInitialGroupSize(f.groupSize))
+		opts = append(opts, acemqtopology.WithInitialGroupSize(f.groupSize))
 	}
 	if f.singleActive {
-		opts = append(opts, acemq.WithSingleActiveConsumer())
+		opts = append(opts, acemqtopology.WithSingleActiveConsumer())
 	}
 	if fl.Changed("max-age") {
-		opts = append(opts, acemq.WithMaxAge(f.maxAge))
+		opts = append(opts, acemqtopology.WithMaxAge(f.maxAge))
 	}
 	if fl.Changed("max-length-bytes") {
-		opts = append(opts, acemq.WithMaxLengthBytes(f.maxBytes))
+		opts = append(opts, acemqtopology.WithMaxLengthBytes(f.maxBytes))
 	}
 	if f.transient {
-		opts = append(opts, acemq.WithDurable(false))
+		opts = append(opts, acemqtopology.WithDurable(false))
 	}
 	args, err := topology.ParseArgs(f.args)
 	if err != nil {
 		return nil, err
 	}
 	if args != nil {
-		opts = append(opts, acemq.WithArguments(args))
+		opts = append(opts, acemqtopology.WithArguments(args))
 	}
 	return opts, nil
 }
@@ -247,7 +247,7 @@ func (f *deleteOptions) Validate() error {
 	if !f.deadLetters {
 		return nil
 	}
-	opts := []acemq.DeclareOption{acemq.WithDeadLettering(true)}
+	opts := []acemqtopology.Option{acemqtopology.WithDeadLettering(true)}
 	if f.retry != "" {
 		p, err := parseRetryPolicy(f.retry)
 		if err != nil {
@@ -256,7 +256,7 @@ func (f *deleteOptions) Validate() error {
 		opts = append(opts, acemq.WithRetry(p))
 	}
 	// The halves are named by the rules that declare them.
-	plan, err := acemq.NewTopology().Queue(q, opts...).Plan()
+	plan, err := acemqtopology.New().Queue(q, opts...).Plan()
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
@@ -290,11 +290,11 @@ func (f *deleteOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	topo := acemq.NewTopology()
+	topo := acemqtopology.New()
 	for _, d := range found {
 		// Only the name counts for deleting; the type is the one a
 		// topology needs to be valid.
-		topo.Queue(d.Name, acemq.WithQueueType(acemq.QueueClassic))
+		topo.Queue(d.Name, acemqtopology.WithQueueType(acemqtopology.QueueClassic))
 	}
 	if err := topo.Delete(ctx, s.Conn); err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
