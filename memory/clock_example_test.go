@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 )
 
 // A broker on a clock the caller moves: a message with a TTL of an hour
@@ -34,8 +35,8 @@ func ExampleFakeClock() {
 		log.Fatal(err)
 	}
 	held := func() {
-		offers, _ := conn.Inspect(ctx, "offers")
-		dead, _ := conn.Inspect(ctx, "offers.dlq")
+		offers, _ := queues.Inspect(ctx, conn, "offers")
+		dead, _ := queues.Inspect(ctx, conn, "offers.dlq")
 		fmt.Printf("%s: %d offer, %d dead-lettered\n", clock.Now().Format("15:04:05.000"), offers.Messages, dead.Messages)
 	}
 	held()
