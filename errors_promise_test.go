@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/rabbitmq"
 	"github.com/acemq/acemq/topology"
 )
@@ -56,12 +57,12 @@ func TestUnsupportedWrapsErrUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(ctx); memory.Reset(name) })
-	if _, err := conn.Inspect(ctx, "q"); !errors.Is(err, acemq.ErrUnsupported) {
+	if _, err := queues.Inspect(ctx, conn, "q"); !errors.Is(err, acemq.ErrUnsupported) {
 		t.Errorf("Inspect on a driver without passive checks = %v, want an error wrapping ErrUnsupported", err)
 	} else {
 		prefixedOnce(t, "Inspect", err, "acemq")
 	}
-	if _, err := conn.Browse(ctx, "q"); !errors.Is(err, acemq.ErrUnsupported) {
+	if _, err := queues.Browse(ctx, conn, "q"); !errors.Is(err, acemq.ErrUnsupported) {
 		t.Errorf("Browse on a driver without basic.get = %v, want an error wrapping ErrUnsupported", err)
 	} else {
 		prefixedOnce(t, "Browse", err, "acemq")
@@ -107,7 +108,7 @@ func TestMoveNotTakenWrapsErrNotTaken(t *testing.T) {
 	if _, err := acemq.NewPublisher[string](conn, "").Send(ctx, "from", "x"); err != nil {
 		t.Fatal(err)
 	}
-	b, err := conn.Browse(ctx, "from")
+	b, err := queues.Browse(ctx, conn, "from")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestMoveNotTakenWrapsErrNotTaken(t *testing.T) {
 		t.Fatalf("Next = %v, %v", ok, err)
 	}
 	err = b.Move(ctx, m, "", "to", m.Envelope)
-	if !errors.Is(err, acemq.ErrNotTaken) || !errors.Is(err, driver.ErrChannelClosed) {
+	if !errors.Is(err, queues.ErrNotTaken) || !errors.Is(err, driver.ErrChannelClosed) {
 		t.Fatalf("Move whose take failed = %v, want an error wrapping ErrNotTaken and the cause", err)
 	}
 	prefixedOnce(t, "Move", err, "acemq")
