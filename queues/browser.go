@@ -19,11 +19,11 @@ import (
 func Browse(ctx context.Context, conn *acemq.Conn, name string) (*Browser, error) {
 	eng := engine.Of(conn)
 	if eng == nil {
-		return nil, fmt.Errorf("queue: browsing the queue %q needs a connection", name)
+		return nil, fmt.Errorf("queues: browsing the queue %q needs a connection", name)
 	}
 	g, ok := eng.Getter()
 	if !ok {
-		return nil, fmt.Errorf("queue: the driver of %s cannot fetch messages without a consumer: %w", conn, acemq.ErrUnsupported)
+		return nil, fmt.Errorf("queues: the driver of %s cannot fetch messages without a consumer: %w", conn, acemq.ErrUnsupported)
 	}
 	if _, err := Inspect(ctx, conn, name); err != nil {
 		return nil, err
@@ -99,11 +99,11 @@ func (b *Browser) Next(ctx context.Context) (m Message, ok bool, err error) {
 	closed := b.closed
 	b.mu.Unlock()
 	if closed {
-		return m, false, fmt.Errorf("queue: browsing %q: the browser is closed", b.queue)
+		return m, false, fmt.Errorf("queues: browsing %q: the browser is closed", b.queue)
 	}
 	d, ok, err := b.g.Get(ctx, b.queue)
 	if err != nil {
-		return m, false, fmt.Errorf("queue: browsing %q: %w", b.queue, err)
+		return m, false, fmt.Errorf("queues: browsing %q: %w", b.queue, err)
 	}
 	if !ok {
 		return m, false, nil
@@ -122,7 +122,7 @@ func (b *Browser) Next(ctx context.Context) (m Message, ok bool, err error) {
 	if b.closed { // closed while fetching: put it straight back
 		b.mu.Unlock()
 		_ = d.Nack(true)
-		return Message{}, false, fmt.Errorf("queue: browsing %q: the browser is closed", b.queue)
+		return Message{}, false, fmt.Errorf("queues: browsing %q: the browser is closed", b.queue)
 	}
 	b.seq++
 	seq := b.seq
@@ -152,7 +152,7 @@ func (b *Browser) holding(m Message, take bool) (*held, error) {
 	defer b.mu.Unlock()
 	h, ok := b.held[m.seq]
 	if m.b != b || !ok {
-		return nil, fmt.Errorf("queue: browsing %q: %w", b.queue, errNotHeld)
+		return nil, fmt.Errorf("queues: browsing %q: %w", b.queue, errNotHeld)
 	}
 	if take {
 		delete(b.held, m.seq)
@@ -168,7 +168,7 @@ func (b *Browser) Take(m Message) error {
 		return err
 	}
 	if err := h.d.Ack(); err != nil {
-		return fmt.Errorf("queue: taking message %s from %q: %w", m.Envelope.ID(), b.queue, err)
+		return fmt.Errorf("queues: taking message %s from %q: %w", m.Envelope.ID(), b.queue, err)
 	}
 	return nil
 }
@@ -221,13 +221,13 @@ func (b *Browser) Move(ctx context.Context, m Message, exchange, routingKey stri
 	}
 	id := engine.Identity{ID: env.ID(), Type: typ, CorrelationID: env.CorrelationID()}
 	if err := b.eng.PublishAs(ctx, out, id); err != nil {
-		return fmt.Errorf("queue: moving message %s from %q to exchange %q with routing key %q: %w", env.ID(), b.queue, exchange, routingKey, err)
+		return fmt.Errorf("queues: moving message %s from %q to exchange %q with routing key %q: %w", env.ID(), b.queue, exchange, routingKey, err)
 	}
 	if _, err := b.holding(m, true); err != nil {
 		return err
 	}
 	if err := d.Ack(); err != nil {
-		return fmt.Errorf("queue: message %s was published to exchange %q with routing key %q but could not be taken from %q, so it is there too and will be read again (%w): %w", env.ID(), exchange, routingKey, b.queue, ErrNotTaken, err)
+		return fmt.Errorf("queues: message %s was published to exchange %q with routing key %q but could not be taken from %q, so it is there too and will be read again (%w): %w", env.ID(), exchange, routingKey, b.queue, ErrNotTaken, err)
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func (b *Browser) Close() error {
 	for seq := uint64(1); seq <= last; seq++ { // in the order read
 		if h, ok := all[seq]; ok {
 			if err := h.d.Nack(true); err != nil && first == nil {
-				first = fmt.Errorf("queue: putting a message back on %q: %w", b.queue, err)
+				first = fmt.Errorf("queues: putting a message back on %q: %w", b.queue, err)
 			}
 		}
 	}

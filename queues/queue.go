@@ -45,15 +45,15 @@ type Info struct {
 func Inspect(ctx context.Context, conn *acemq.Conn, name string) (Info, error) {
 	eng := engine.Of(conn)
 	if eng == nil {
-		return Info{}, fmt.Errorf("queue: inspecting the queue %q needs a connection", name)
+		return Info{}, fmt.Errorf("queues: inspecting the queue %q needs a connection", name)
 	}
 	ins, ok := eng.Inspector()
 	if !ok {
-		return Info{}, fmt.Errorf("queue: the driver of %s cannot inspect queues: %w", conn, acemq.ErrUnsupported)
+		return Info{}, fmt.Errorf("queues: the driver of %s cannot inspect a queue: %w", conn, acemq.ErrUnsupported)
 	}
 	info, err := ins.InspectQueue(ctx, name)
 	if err != nil {
-		return Info{}, fmt.Errorf("queue: inspecting the queue %q: %w", name, err)
+		return Info{}, fmt.Errorf("queues: inspecting the queue %q: %w", name, err)
 	}
 	return Info{Name: info.Name, Messages: info.Messages, Consumers: info.Consumers}, nil
 }
