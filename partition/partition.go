@@ -46,7 +46,7 @@ func MemberTag(queue string, n int) string { return "acemq-" + queue + "-" + str
 // consumer (topology.WithSingleActiveConsumer) and opts (a queue type,
 // topology.WithDeadLettering, …). n must be at least 1. Streams cannot have a
 // single active consumer over AMQP 0-9-1: build a topology of stream
-// partitions with acemq.NewTopology and RoutingKey instead. Mistakes in
+// partitions with topology.New and RoutingKey instead. Mistakes in
 // opts are reported by the topology's Validate, as ever.
 func Topology(exchange, base string, n int, opts ...topology.Option) (*topology.Topology, error) {
 	if n < 1 {
