@@ -36,9 +36,6 @@ type Message[T any] struct {
 	// its offset (x-stream-offset, docs/streams.md), and 0 otherwise.
 	FromStream bool
 	Offset     int64
-
-	browser *Browser // the Browser holding it, for a message Browser.Next returned
-	held    uint64
 }
 
 // DeliveryCount returns the delivery count a RabbitMQ quorum queue wrote on

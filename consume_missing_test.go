@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -30,7 +31,7 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 			t.Fatalf("consuming a missing queue: %v, want an error wrapping ErrNotFound", err)
 		}
 		for _, name := range []string{contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung} {
-			if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Inspect(ctx, conn, name); !errors.Is(err, acemq.ErrNotFound) {
 				t.Errorf("the consumer that could not start left %s behind (inspect: %v)", name, err)
 			}
 		}
@@ -44,7 +45,7 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 		}
 		defer brokertest.Stop(t, c)
 		for _, name := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung} {
-			if _, err := conn.Inspect(ctx, name); err != nil {
+			if _, err := queues.Inspect(ctx, conn, name); err != nil {
 				t.Errorf("after a start with WithTopology, %s: %v", name, err)
 			}
 		}

@@ -95,10 +95,11 @@ queues, each read by one consumer at a time
 
 # Looking at queues
 
-[Conn.Inspect] reports a queue's depth and consumers. [Conn.Browse] opens a
-[Browser], which reads a queue's messages without a consumer and holds them
-until it takes them, moves them elsewhere, or puts them back: how an operator
-looks at a dead-letter queue. [Conn.Health] reports the connection's health
+Package queues looks at a queue from outside: queues.Inspect reports its
+depth and consumers, and queues.Browse opens a Browser, which reads a
+queue's messages without a consumer and holds them until it takes them,
+moves them elsewhere, or puts them back: how an operator looks at a
+dead-letter queue. [Conn.Health] reports the connection's health
 as the family's actuator endpoint does.
 
 # The pipeline
@@ -152,8 +153,8 @@ drivers share ([ErrClosed], [ErrNotFound], [ErrLost], [ErrBlocked] and the
 rest of package driver's), those of a Store, a Log or a key Provider
 (saga.ErrExists, inbox.ErrClaimLost, avro.ErrConflict,
 encrypted.ErrUnknownKey) — is a fragment, met wrapped in the words of the
-package that asked; so are a few of this package's ([ErrNotTaken],
-[ErrPaused], [ErrTooLarge], [ErrTooDeep]) and the error types that carry
+package that asked; so are a few of this package's and its siblings' ([ErrPaused], queues.ErrNotTaken,
+[ErrTooLarge], [ErrTooDeep]) and the error types that carry
 what a caller inspects ([DecodeError], [LimitError], [HeaderValueError],
 [PanicError]), which [NewEnvelope] and the codecs return as they are.
 Wherever a doc comment says an error wraps a sentinel,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -130,7 +131,7 @@ func ExampleConsumer_Pause() {
 	if _, err := acemq.NewPublisher[string](conn, "", acemq.WithCodec(acemq.Text)).Send(ctx, "jobs", "job-1"); err != nil {
 		panic(err)
 	}
-	info, _ := conn.Inspect(ctx, "jobs")
+	info, _ := queues.Inspect(ctx, conn, "jobs")
 	fmt.Println("paused:", consumer.Paused(), "waiting:", info.Messages)
 	if err := consumer.Resume(ctx); err != nil {
 		panic(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -68,7 +69,7 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 		if _, err := acemq.Consume(ctx, conn, q2, h, acemq.WithTopology(topo2), acemq.WithRetry(other)); !errors.Is(err, acemq.ErrRetryPolicyMismatch) {
 			t.Errorf("WithTopology with another policy: %v, want ErrRetryPolicyMismatch", err)
 		}
-		if _, err := conn.Inspect(ctx, q2); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, q2); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the refused consumer applied its topology: inspect %s: %v", q2, err)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -456,7 +457,7 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 					t.Errorf("drift before Apply does not report %s missing: %v", n, drift)
 				}
 			}
-			if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Inspect(ctx, conn, q); !errors.Is(err, acemq.ErrNotFound) {
 				t.Fatalf("Drift created %s (inspect: %v)", q, err)
 			}
 

@@ -38,6 +38,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -169,12 +170,12 @@ func busyWith(conn *acemq.Conn, consumers []*acemq.Consumer) string {
 		if busy > 0 {
 			return fmt.Sprintf("the consumer of %q holds %d unsettled deliveries", st.Queue(), busy)
 		}
-		queues := append([]string{st.Queue()}, st.Rungs()...)
+		names := append([]string{st.Queue()}, st.Rungs()...)
 		if clocked {
-			queues = queues[:1]
+			names = names[:1]
 		}
-		for _, q := range queues {
-			info, err := conn.Inspect(ctx, q)
+		for _, q := range names {
+			info, err := queues.Inspect(ctx, conn, q)
 			switch {
 			case errors.Is(err, acemq.ErrNotFound):
 			case err != nil:
@@ -266,7 +267,7 @@ func Peek(t testing.TB, conn *acemq.Conn, queue string) []acemq.Message[[]byte] 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	b, err := conn.Browse(ctx, queue)
+	b, err := queues.Browse(ctx, conn, queue)
 	if err != nil {
 		t.Fatalf("acemqtest: %v", err)
 	}
@@ -280,7 +281,7 @@ func Peek(t testing.TB, conn *acemq.Conn, queue string) []acemq.Message[[]byte] 
 		if !ok {
 			break
 		}
-		out = append(out, m)
+		out = append(out, m.Message)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("acemqtest: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/acemqtest"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq"
 	"github.com/acemq/acemq/topology"
 )
@@ -42,7 +43,7 @@ func TestURLIsTheTestsOwnBroker(t *testing.T) {
 	})
 	c := acemqtest.Connect(t, url)
 	for _, q := range []string{"kept", "left-behind"} {
-		if _, err := c.Inspect(context.Background(), q); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(context.Background(), c, q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("after the test, %s is still on its broker (%v)", q, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq"
 	"github.com/acemq/acemq/topology"
 )
@@ -191,7 +192,7 @@ type result struct {
 func peekIDs(t *testing.T, conn *acemq.Conn, queue string) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
-	b, err := conn.Browse(ctx, queue)
+	b, err := queues.Browse(ctx, conn, queue)
 	if err != nil {
 		t.Fatal(err)
 	}

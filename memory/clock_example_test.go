@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -35,8 +36,8 @@ func ExampleFakeClock() {
 		log.Fatal(err)
 	}
 	held := func() {
-		offers, _ := conn.Inspect(ctx, "offers")
-		dead, _ := conn.Inspect(ctx, "offers.dlq")
+		offers, _ := queues.Inspect(ctx, conn, "offers")
+		dead, _ := queues.Inspect(ctx, conn, "offers.dlq")
 		fmt.Printf("%s: %d offer, %d dead-lettered\n", clock.Now().Format("15:04:05.000"), offers.Messages, dead.Messages)
 	}
 	held()

@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/replay"
 	"github.com/acemq/acemq/topology"
 )
@@ -48,7 +49,7 @@ func ExampleRun() {
 		}
 	}
 	for { // wait until all three are dead-lettered
-		info, _ := conn.Inspect(ctx, "orders.new.dlq")
+		info, _ := queues.Inspect(ctx, conn, "orders.new.dlq")
 		if info.Messages == 3 {
 			break
 		}

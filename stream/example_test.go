@@ -8,6 +8,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/stream"
 	"github.com/acemq/acemq/topology"
 )
@@ -123,7 +124,7 @@ func ExampleWithMiddleware() {
 	}
 	<-done
 	_ = r.Close(ctx)
-	parked, _ := conn.Inspect(ctx, contract.ParkedQueue("audit"))
+	parked, _ := queues.Inspect(ctx, conn, contract.ParkedQueue("audit"))
 	fmt.Println("parked:", parked.Messages)
 	// Output:
 	// offset 0: login

@@ -23,6 +23,7 @@ import (
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/publish"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -82,7 +83,7 @@ func queueDepth(t *testing.T, conn *acemq.Conn, q string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	info, err := conn.Inspect(ctx, q)
+	info, err := queues.Inspect(ctx, conn, q)
 	if err != nil {
 		t.Fatalf("inspecting %s: %v", q, err)
 	}
@@ -285,7 +286,7 @@ func waitConsumers(t *testing.T, conn *acemq.Conn, q string, n int, b *backgroun
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		cancel()
 		if err == nil && info.Consumers == n {
 			return
@@ -379,7 +380,7 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".pricing.parked",
 		".documents", ".documents.dlq", ".documents.parked", ".payments", ".payments.dlq", ".fulfil.validate", ".fulfil.reserve.dlq", ".fulfil.dispatch.parked"} {
 		name := "acemq-demo-" + sfx + q
-		if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, name); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the demo left %s behind (%v)", name, err)
 			_ = topology.New().Queue(name).Delete(ctx, conn)
 		}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/topology"
 )
@@ -177,9 +178,9 @@ func readOrders(r io.Reader, w io.Writer) iter.Seq2[int, Order] {
 }
 
 // waitDepth waits until q holds at least n messages.
-func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (acemq.QueueInfo, error) {
+func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (queues.Info, error) {
 	for {
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		if err != nil || info.Messages >= n {
 			return info, err
 		}

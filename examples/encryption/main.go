@@ -27,6 +27,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/topology"
 )
@@ -132,7 +133,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if err := send(before, "o-3"); err != nil {
 		return err
 	}
-	b, err := conn.Browse(ctx, contract.ParkedQueue(queue))
+	b, err := queues.Browse(ctx, conn, contract.ParkedQueue(queue))
 	if err != nil {
 		return err
 	}

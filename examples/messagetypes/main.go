@@ -31,6 +31,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/topology"
 )
@@ -154,7 +155,7 @@ func demo(ctx context.Context, url string, ignore bool, out io.Writer) (err erro
 	if err := consumer.Close(ctx); err != nil {
 		return err
 	}
-	info, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
+	info, err := queues.Inspect(ctx, conn, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}

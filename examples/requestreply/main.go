@@ -33,6 +33,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/rpc"
 	"github.com/acemq/acemq/topology"
@@ -130,7 +131,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(stdout, "answered %d, refused %d\n", responder.Answered(), responder.Refused())
-	dlq, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
+	dlq, err := queues.Inspect(ctx, conn, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}

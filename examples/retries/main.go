@@ -33,6 +33,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/topology"
 )
@@ -133,7 +134,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 // Browser holds what it reads until it is closed, then puts it all back.
 func showDeadLetters(ctx context.Context, conn *acemq.Conn, stdout io.Writer) (err error) {
 	dlq := contract.DeadLetterQueue(queue)
-	b, err := conn.Browse(ctx, dlq)
+	b, err := queues.Browse(ctx, conn, dlq)
 	if err != nil {
 		return err
 	}

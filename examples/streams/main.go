@@ -26,6 +26,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/stream"
 	"github.com/acemq/acemq/topology"
@@ -158,9 +159,9 @@ func readN(ctx context.Context, conn *acemq.Conn, n int, h acemq.Handler[Event],
 }
 
 // waitDepth waits until q holds at least n messages.
-func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (acemq.QueueInfo, error) {
+func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (queues.Info, error) {
 	for {
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		if err != nil || info.Messages >= n {
 			return info, err
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // registers amqp:// for Each
 	"github.com/acemq/acemq/topology"
 )
@@ -125,7 +126,7 @@ func Get(t testing.TB, c *acemq.Conn, queue string) driver.Delivery {
 // Depth is the number of ready messages on queue.
 func Depth(t testing.TB, c *acemq.Conn, queue string) int {
 	t.Helper()
-	info, err := c.Inspect(context.Background(), queue)
+	info, err := queues.Inspect(context.Background(), c, queue)
 	if err != nil {
 		t.Fatalf("inspecting %s: %v", queue, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -27,7 +28,7 @@ func TestQueueIsDeletedAtEnd(t *testing.T) {
 			}
 		})
 		for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
-			if _, err := c.Inspect(context.Background(), n); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Inspect(context.Background(), c, n); !errors.Is(err, acemq.ErrNotFound) {
 				t.Errorf("after the test that declared it, inspecting %s: %v, want ErrNotFound", n, err)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	consolecmd "github.com/acemq/acemq/internal/cli/console"
 	"github.com/acemq/acemq/internal/cli/reasons"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/rpc"
 	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
@@ -486,7 +487,7 @@ func (d *demo) expectQueue(ctx context.Context, q string, n int) error {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := waitFor(wctx, q+" to hold "+fmt.Sprint(n), func() bool {
-		info, err := d.conn.Inspect(wctx, q)
+		info, err := queues.Inspect(wctx, d.conn, q)
 		if err != nil {
 			lastErr = err
 			return false

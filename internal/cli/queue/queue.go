@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	clitopology "github.com/acemq/acemq/internal/cli/topology"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
@@ -313,7 +314,7 @@ func (f *deleteOptions) check(ctx context.Context, s *cli.Session, names []strin
 	var found []clitopology.DeletedItemJSON
 	var busy []string
 	for i, n := range names {
-		info, err := s.Conn.Inspect(ctx, n)
+		info, err := queues.Inspect(ctx, s.Conn, n)
 		if errors.Is(err, acemq.ErrNotFound) {
 			if i == 0 {
 				return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("queue %q does not exist%s", n, s.Hint()))
