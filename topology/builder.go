@@ -83,10 +83,7 @@ func (t *Topology) Exchange(name string, kind ExchangeKind, opts ...Option) *Top
 		t.fail(fmt.Errorf("the exchange %q has unknown kind %q (want direct, topic, fanout, headers or a plugin's x-… kind)", name, kind))
 		return t
 	}
-	if t.misplaced("the exchange "+strconv.Quote(name), "WithExclusive", s.Exclusive, "WithQueueType", s.QueueType != "",
-		"WithDeadLettering", s.DeadLetterSet, "WithRetry", s.Retry != nil, "WithMaxPriority", s.MaxPrioSet, "WithMaxAge", s.MaxAge != 0,
-		"WithMaxLengthBytes", s.MaxBytes != 0, "WithMaxSegmentSizeBytes", s.SegmentBytes != 0,
-		"WithSingleActiveConsumer", s.SingleActive, "WithInitialGroupSize", s.GroupSizeSet) {
+	if t.misplaced("the exchange "+strconv.Quote(name), append([]any{"WithExclusive", s.Exclusive}, queueOptions(s)...)...) {
 		return t
 	}
 	t.add(declaration{Declaration: Declaration{Kind: ExchangeDeclaration, Exchange: e}})
@@ -194,11 +191,8 @@ func (t *Topology) Bind(exchange, queue, routingKey string, opts ...Option) *Top
 		t.fail(fmt.Errorf("a binding on the exchange %q needs a queue", exchange))
 		return t
 	}
-	if t.misplaced(fmt.Sprintf("the binding of %q to %q", queue, exchange), "WithDurable", s.Transient, "WithAutoDelete", s.AutoDelete,
-		"WithExclusive", s.Exclusive, "WithInternal", s.Internal, "WithQueueType", s.QueueType != "",
-		"WithDeadLettering", s.DeadLetterSet, "WithRetry", s.Retry != nil, "WithMaxPriority", s.MaxPrioSet, "WithMaxAge", s.MaxAge != 0,
-		"WithMaxLengthBytes", s.MaxBytes != 0, "WithMaxSegmentSizeBytes", s.SegmentBytes != 0,
-		"WithSingleActiveConsumer", s.SingleActive, "WithInitialGroupSize", s.GroupSizeSet) {
+	if t.misplaced(fmt.Sprintf("the binding of %q to %q", queue, exchange), append([]any{"WithDurable", s.Transient, "WithAutoDelete", s.AutoDelete,
+		"WithExclusive", s.Exclusive, "WithInternal", s.Internal}, queueOptions(s)...)...) {
 		return t
 	}
 	t.add(declaration{Declaration: Declaration{Kind: BindingDeclaration, Binding: b}})
@@ -213,6 +207,15 @@ func (t *Topology) spec(opts []Option) declare.Spec {
 		t.fail(fmt.Errorf("WithArguments: %w", s.ArgsErr))
 	}
 	return s
+}
+
+// queueOptions are the options that apply to queues only (but
+// WithExclusive), each followed by whether s has it, for misplaced.
+func queueOptions(s declare.Spec) []any {
+	return []any{"WithQueueType", s.QueueType != "",
+		"WithDeadLettering", s.DeadLetterSet, "WithRetry", s.Retry != nil, "WithMaxPriority", s.MaxPrioSet, "WithMaxAge", s.MaxAge != 0,
+		"WithMaxLengthBytes", s.MaxBytes != 0, "WithMaxSegmentSizeBytes", s.SegmentBytes != 0,
+		"WithSingleActiveConsumer", s.SingleActive, "WithInitialGroupSize", s.GroupSizeSet}
 }
 
 // misplaced records an error for every option given where it does not
