@@ -1,17 +1,15 @@
 package acemq
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
+	"github.com/acemq/acemq/internal/jsoncodec"
 	"github.com/acemq/acemq/internal/media"
-	"github.com/acemq/acemq/internal/nesting"
 )
 
 // Codec turns payloads into bodies and back. A publisher writes one format;
@@ -60,75 +58,19 @@ func mediaType(ct string) string { return media.Type(ct) }
 // trailing newline. It also reads text/json, application/*+json and a
 // missing content type. A malformed body is not retryable. It reads bodies
 // of at most DefaultMaxBodySize bytes nested at most DefaultMaxDepth deep,
-// refusing others with a *LimitError before parsing them; NewJSON makes
-// one with other bounds.
-var JSON Codec = NewJSON()
+// refusing others with a *LimitError before parsing them; codec.JSON
+// (package codec) makes one with other bounds.
+var JSON Codec = jsoncodec.Codec{MaxBody: DefaultMaxBodySize, MaxDepth: DefaultMaxDepth, Errors: jsonErrors{}}
 
-// jsonCodec is JSON; its zero value has no bounds, and NewJSON sets them.
-type jsonCodec struct{ maxBody, maxDepth int }
+// jsonErrors makes the JSON codec's errors this package's.
+type jsonErrors struct{}
 
-func (jsonCodec) ContentType() string { return "application/json" }
+func (jsonErrors) Encode(err error) error { return fmt.Errorf("acemq: %w", err) }
 
-func (jsonCodec) Accepts(ct string) bool {
-	if ct == "application/json" {
-		return true // what every family publisher writes: no parsing
-	}
-	mt := mediaType(ct)
-	return mt == "" || mt == "application/json" || mt == "text/json" ||
-		(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
-}
+func (jsonErrors) Decode(ct string, err error) error { return &DecodeError{ContentType: ct, Err: err} }
 
-func (jsonCodec) Encode(v any) ([]byte, error) {
-	if raw, ok := v.(json.RawMessage); ok {
-		if !json.Valid(raw) {
-			return nil, errors.New("acemq: the JSON codec cannot encode a json.RawMessage that is not valid JSON")
-		}
-		return raw, nil
-	}
-	jb := jsonBuffers.Get().(*jsonBuffer)
-	jb.buf.Reset()
-	if err := jb.enc.Encode(v); err != nil {
-		jsonBuffers.Put(jb)
-		return nil, fmt.Errorf("acemq: the JSON codec cannot encode a %T: %w", v, err)
-	}
-	b := jb.buf.Bytes()
-	body := bytes.Clone(b[:len(b)-1]) // without Encode's newline
-	if jb.buf.Cap() <= maxPooledJSONBuffer {
-		jsonBuffers.Put(jb)
-	}
-	return body, nil
-}
-
-// jsonBuffer is an encoder writing into its own buffer. Encode borrows one
-// from jsonBuffers and copies the body out, so a body costs one allocation
-// of its own size, as json.Marshal's does, without escaping HTML.
-type jsonBuffer struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-var jsonBuffers = sync.Pool{New: func() any {
-	jb := new(jsonBuffer)
-	jb.enc = json.NewEncoder(&jb.buf)
-	jb.enc.SetEscapeHTML(false)
-	return jb
-}}
-
-// maxPooledJSONBuffer keeps the buffers of unusually large bodies out of
-// the pool, so that one large message does not pin its memory.
-const maxPooledJSONBuffer = 64 << 10
-
-func (c jsonCodec) Decode(body []byte, ct string, v any) error {
-	if c.maxBody > 0 && len(body) > c.maxBody {
-		return &DecodeError{ContentType: ct, Err: &LimitError{Codec: "json", Size: len(body), Limit: c.maxBody}}
-	}
-	if c.maxDepth > 0 && nesting.JSON(body, c.maxDepth) {
-		return &DecodeError{ContentType: ct, Err: &LimitError{Codec: "json", Depth: true, Size: len(body), Limit: c.maxDepth}}
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return &DecodeError{ContentType: ct, Err: err}
-	}
-	return nil
+func (jsonErrors) Limit(depth bool, size, limit int) error {
+	return &LimitError{Codec: "json", Depth: depth, Size: size, Limit: limit}
 }
 
 // Text is the text/plain; charset=utf-8 codec. It encodes strings, []byte

@@ -51,52 +51,11 @@ func (e *LimitError) Unwrap() error {
 	return ErrTooLarge
 }
 
-// The JSON codec's bounds (NewJSON changes them).
+// The JSON codec's bounds (codec.JSON, in package codec, makes one with
+// others).
 const (
 	// DefaultMaxBodySize is the largest body JSON reads: 4 MiB.
 	DefaultMaxBodySize = 4 << 20
 	// DefaultMaxDepth is how deeply JSON lets arrays and objects nest: 128.
 	DefaultMaxDepth = 128
 )
-
-// A JSONOption configures NewJSON.
-type JSONOption interface{ applyJSON(*jsonCodec) }
-
-type jsonOption func(*jsonCodec)
-
-func (f jsonOption) applyJSON(c *jsonCodec) { f(c) }
-
-// WithMaxBodySize sets the largest body, in bytes, the JSON codec made by
-// NewJSON reads (default DefaultMaxBodySize). A larger body is refused
-// with a *LimitError wrapping ErrTooLarge before it is parsed. NewJSON
-// panics on n <= 0.
-func WithMaxBodySize(n int) JSONOption {
-	return jsonOption(func(c *jsonCodec) {
-		c.maxBody = n
-	})
-}
-
-// WithMaxDepth sets how deeply the JSON codec made by NewJSON lets arrays
-// and objects nest (default DefaultMaxDepth). A deeper body is refused
-// with a *LimitError wrapping ErrTooDeep before it is parsed. NewJSON panics
-// on n <= 0.
-func WithMaxDepth(n int) JSONOption {
-	return jsonOption(func(c *jsonCodec) {
-		c.maxDepth = n
-	})
-}
-
-// NewJSON returns the JSON codec with other bounds than JSON's: a largest
-// body (WithMaxBodySize) and a deepest nesting (WithMaxDepth). It writes
-// and reads what JSON does. It panics on a bound of zero or less: codecs
-// are made at start-up, where a mistake should stop the program.
-func NewJSON(opts ...JSONOption) Codec {
-	c := jsonCodec{maxBody: DefaultMaxBodySize, maxDepth: DefaultMaxDepth}
-	for _, o := range opts {
-		o.applyJSON(&c)
-	}
-	if c.maxBody <= 0 || c.maxDepth <= 0 {
-		panic(fmt.Sprintf("acemq: NewJSON needs positive bounds, not a body size of %d and a depth of %d", c.maxBody, c.maxDepth))
-	}
-	return c
-}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec"
 	"github.com/acemq/acemq/internal/allocbound"
 )
 
@@ -479,7 +480,7 @@ func FuzzDecode(f *testing.F) {
 // finds as acemq.ErrTooLarge.
 func TestWrappedCodecBoundsApplyToStoredPayloads(t *testing.T) {
 	store := NewMemoryStore()
-	c := Must(acemq.NewJSON(acemq.WithMaxBodySize(1000)), store, WithThreshold(100))
+	c := Must(codec.JSON(codec.WithMaxBodySize(1000)), store, WithThreshold(100))
 	body, err := c.Encode(strings.Repeat("x", 2000))
 	if err != nil || !bytes.HasPrefix(body, storedPrefix) {
 		t.Fatalf("% x, %v", body[:3], err)

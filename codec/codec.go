@@ -4,6 +4,11 @@
 //	c, err := codec.Lookup("yaml")    // after importing codec/yaml
 //	r, err := codec.Reading("json", "yaml", "xml") // reads by content type
 //
+// JSON makes the JSON codec with other bounds than acemq.JSON's, its
+// options being WithMaxBodySize and WithMaxDepth:
+//
+//	c := codec.JSON(codec.WithMaxBodySize(16 << 20)) // reads bodies up to 16 MiB
+//
 // json, text (alias string) and bytes are always registered. A format
 // package registers its name when it is imported, as database/sql drivers
 // do: xml, yaml and toml by a blank import of github.com/acemq/acemq/codec/xml,

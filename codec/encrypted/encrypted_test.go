@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/codec"
 	"github.com/acemq/acemq/internal/allocbound"
 	"github.com/acemq/acemq/internal/testenv"
 )
@@ -441,7 +442,7 @@ func FuzzDecode(f *testing.F) {
 // the caller: errors.Is finds acemq.ErrTooDeep through the encryption.
 func TestWrappedCodecBoundsApply(t *testing.T) {
 	r := ring(t, "k", map[string][]byte{"k": seq(32)})
-	c := Must(acemq.NewJSON(acemq.WithMaxDepth(2)), r)
+	c := Must(codec.JSON(codec.WithMaxDepth(2)), r)
 	body, err := c.Encode(json.RawMessage(`[[[1]]]`))
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,9 @@ import (
 // out. Every side runs alone in its own process (the test binary of
 // internal/perf, or of bench/peers, built once) with one benchmark side
 // selected and a fixed message count, GOMAXPROCS=1 (the runtime's idle
-// spinning is not counted) and GODEBUG=asyncpreemptoff=1 (preemption
-// signals stop valgrind). Only the client is under callgrind; the broker
+// spinning is not counted) and GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off
+// (preemption signals stop valgrind, and valgrind 3.19 does not know the
+// RDTSCP instruction the runtime reads the clock with when the CPU has it). Only the client is under callgrind; the broker
 // runs outside it, and the queues the consuming sides read are filled by
 // this process (perf.ServeFiller), outside it too.
 
@@ -137,7 +138,7 @@ func (c *counter) count(ctx context.Context, row countRow, side string, n, repea
 	cmd := exec.CommandContext(ctx, "valgrind", "--tool=callgrind", "--callgrind-out-file="+file,
 		bin, "-test.run=^$", "-test.bench="+row.Bench+"/^"+side+"$", "-test.benchtime="+strconv.Itoa(n)+"x", "-test.count=1")
 	cmd.Env = append(os.Environ(),
-		"GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=1", "GOGC="+c.gogc,
+		"GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off", "GOMAXPROCS=1", "GOGC="+c.gogc,
 		perf.CountEnv+"=1", perf.FillerEnv+"="+c.filler,
 		"ACEMQ_TEST_AMQP_URL="+c.url)
 	start := time.Now()
