@@ -199,12 +199,12 @@ func (k *consumerCore) engineConfig(stream *engine.Stream) engine.Config {
 	return cfg
 }
 
-// hooks are what the consume engine runs k with (dispatch and emit are in
-// settle.go).
+// hooks are what the consume engine runs k with (dispatcher and emitter
+// are in settle.go).
 func (k *consumerCore) hooks() engine.Hooks[delivered] {
 	h := engine.Hooks[delivered]{
-		Dispatch:      k.dispatch,
-		Emit:          k.emit,
+		Dispatch:      k.dispatcher(),
+		Emit:          k.emitter(),
 		Copy:          copyOf,
 		Attempt:       attemptOf,
 		BreakerOpened: func() { k.conn.obs.breakerOpen(k.queue) },

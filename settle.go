@@ -114,42 +114,50 @@ type delivered struct {
 	end func(Settlement)
 }
 
-// dispatch is the consume engine's dispatch of k: it reads the delivery's
-// envelope, starts its process span, runs the interceptors, decode and
-// the handler (run), and turns what they gave into the engine's verdict.
-func (k *consumerCore) dispatch(ctx context.Context, d driver.Delivery) engine.Verdict[delivered] {
-	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
-	ctx, end := k.conn.obs.processStart(ctx, k.queue, &d, env)
-	start := time.Now()
-	ack, decodeErr, refused, panicked := k.run(ctx, &d, env)
-	v := engine.Verdict[delivered]{Env: delivered{env, end}, Duration: time.Since(start)}
-	if end != nil {
-		v.Span = trace.SpanContextFromContext(ctx)
+// dispatcher is the consume engine's dispatch of k: it reads the
+// delivery's envelope, starts its process span, runs the interceptors,
+// decode and the handler (run), and turns what they gave into the
+// engine's verdict. (A closure, not the method value of a method: a method
+// value's wrapper would copy the delivery and the verdict once more for
+// every message.)
+func (k *consumerCore) dispatcher() func(ctx context.Context, d driver.Delivery) engine.Verdict[delivered] {
+	return func(ctx context.Context, d driver.Delivery) engine.Verdict[delivered] {
+		env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+		ctx, end := k.conn.obs.processStart(ctx, k.queue, &d, env)
+		start := time.Now()
+		ack, decodeErr, refused, panicked := k.run(ctx, &d, env)
+		v := engine.Verdict[delivered]{Env: delivered{env, end}, Duration: time.Since(start)}
+		if end != nil {
+			v.Span = trace.SpanContextFromContext(ctx)
+		}
+		switch {
+		case panicked != nil:
+			v.Fail, v.Err = engine.Panicked, panicked
+		case refused != nil:
+			v.Fail, v.Err, v.Reason = engine.Refused, refused, refusedReason(refused)
+		case decodeErr != nil:
+			v.Fail, v.Err, v.Reason = engine.Undecodable, decodeErr, undecodableReason(decodeErr)
+			var de *DecodeError
+			v.Retryable = errors.As(decodeErr, &de) && de.Retryable
+		default:
+			v.Decision, v.Err, v.Delay = engine.Decision(ack.decision), ack.err, ack.delay
+			v.Chosen, v.Duplicate = ack.chosen, ack.duplicate
+		}
+		return v
 	}
-	switch {
-	case panicked != nil:
-		v.Fail, v.Err = engine.Panicked, panicked
-	case refused != nil:
-		v.Fail, v.Err, v.Reason = engine.Refused, refused, refusedReason(refused)
-	case decodeErr != nil:
-		v.Fail, v.Err, v.Reason = engine.Undecodable, decodeErr, undecodableReason(decodeErr)
-		var de *DecodeError
-		v.Retryable = errors.As(decodeErr, &de) && de.Retryable
-	default:
-		v.Decision, v.Err, v.Delay = engine.Decision(ack.decision), ack.err, ack.delay
-		v.Chosen, v.Duplicate = ack.chosen, ack.duplicate
-	}
-	return v
 }
 
-// emit records a settlement of the consume engine: its span, metrics,
-// log and OnSettle listeners.
-func (k *consumerCore) emit(s engine.Settlement[delivered]) {
-	k.conn.emitSettlement(Settlement{
-		Queue: s.Queue, Envelope: s.Env.env, Decision: Decision(s.Decision), Outcome: Outcome(s.Outcome), Where: Where(s.Where),
-		Target: s.Target, Delay: s.Delay, Reason: s.Reason, Err: s.Err, SettleErr: s.SettleErr, Duration: s.Duration,
-		RungMissing: s.RungMissing, SetAsideFailed: s.SetAsideFailed, Redelivered: s.Redelivered, end: s.Env.end,
-	})
+// emitter is the consume engine's emit of k: a settlement becomes the
+// public Settlement, recorded on its span, in the metrics and log, and
+// handed to the OnSettle listeners. (A closure, as dispatcher is.)
+func (k *consumerCore) emitter() func(engine.Settlement[delivered]) {
+	return func(s engine.Settlement[delivered]) {
+		k.conn.emitSettlement(Settlement{
+			Queue: s.Queue, Envelope: s.Env.env, Decision: Decision(s.Decision), Outcome: Outcome(s.Outcome), Where: Where(s.Where),
+			Target: s.Target, Delay: s.Delay, Reason: s.Reason, Err: s.Err, SettleErr: s.SettleErr, Duration: s.Duration,
+			RungMissing: s.RungMissing, SetAsideFailed: s.SetAsideFailed, Redelivered: s.Redelivered, end: s.Env.end,
+		})
+	}
 }
 
 // copyOf is the consume engine's Copy: the headers, message id and span
