@@ -11,6 +11,8 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestInspectAndBrowse: a queue's depth and consumers, and looking at its
@@ -24,14 +26,14 @@ func TestInspectAndBrowse(t *testing.T) {
 			r.mu.Lock()
 			r.cleanup = append(r.cleanup, other)
 			r.mu.Unlock()
-			if err := acemq.NewTopology().Queue(other, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, r.conn); err != nil {
+			if err := topology.New().Queue(other, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, r.conn); err != nil {
 				t.Fatal(err)
 			}
 
-			if _, err := r.conn.Inspect(ctx, r.q+"-missing"); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Inspect(ctx, r.conn, r.q+"-missing"); !errors.Is(err, acemq.ErrNotFound) {
 				t.Fatalf("Inspect of a missing queue: %v, want ErrNotFound", err)
 			}
-			if _, err := r.conn.Browse(ctx, r.q+"-missing"); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Browse(ctx, r.conn, r.q+"-missing"); !errors.Is(err, acemq.ErrNotFound) {
 				t.Fatalf("Browse of a missing queue: %v, want ErrNotFound", err)
 			}
 			pub := acemq.NewPublisher[string](r.conn, "")
@@ -43,16 +45,16 @@ func TestInspectAndBrowse(t *testing.T) {
 				}
 				ids = append(ids, env.ID())
 			}
-			testenv.Eventually(t, "4 ready messages", func() bool { info, _ := r.conn.Inspect(ctx, r.q); return info.Messages == 4 })
-			if info, err := r.conn.Inspect(ctx, r.q); err != nil || info.Name != r.q || info.Consumers != 0 {
+			testenv.Eventually(t, "4 ready messages", func() bool { info, _ := queues.Inspect(ctx, r.conn, r.q); return info.Messages == 4 })
+			if info, err := queues.Inspect(ctx, r.conn, r.q); err != nil || info.Name != r.q || info.Consumers != 0 {
 				t.Fatalf("Inspect = %+v, %v", info, err)
 			}
 
-			br, err := r.conn.Browse(ctx, r.q)
+			br, err := queues.Browse(ctx, r.conn, r.q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []acemq.Message[[]byte]
+			var got []queues.Message
 			for {
 				m, ok, err := br.Next(ctx)
 				if err != nil {
@@ -72,10 +74,10 @@ func TestInspectAndBrowse(t *testing.T) {
 				}
 			}
 			// Held: invisible to consumers and to a second browser.
-			if info, _ := r.conn.Inspect(ctx, r.q); info.Messages != 0 {
+			if info, _ := queues.Inspect(ctx, r.conn, r.q); info.Messages != 0 {
 				t.Errorf("%d messages ready while the browser holds all of them", info.Messages)
 			}
-			other2, err := r.conn.Browse(ctx, r.q)
+			other2, err := queues.Browse(ctx, r.conn, r.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +113,7 @@ func TestInspectAndBrowse(t *testing.T) {
 			if _, _, err := br.Next(ctx); err == nil {
 				t.Error("Next after Close did not fail")
 			}
-			testenv.Eventually(t, "2 messages back on the queue", func() bool { info, _ := r.conn.Inspect(ctx, r.q); return info.Messages == 2 })
+			testenv.Eventually(t, "2 messages back on the queue", func() bool { info, _ := queues.Inspect(ctx, r.conn, r.q); return info.Messages == 2 })
 			d := getOne(t, r.conn, other)
 			if d.MessageID != ids[1] || string(d.Body) != `"m-1"` || d.Headers["moved"] != true || !d.Persistent {
 				t.Errorf("the moved message: id %s body %s headers %v", d.MessageID, d.Body, d.Headers)
@@ -132,7 +134,7 @@ func TestInspectCountsConsumers(t *testing.T) {
 			r := newRig(t, b)
 			consume(r, func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() })
 			testenv.Eventually(t, "one consumer", func() bool {
-				info, err := r.conn.Inspect(context.Background(), r.q)
+				info, err := queues.Inspect(context.Background(), r.conn, r.q)
 				return err == nil && info.Consumers == 1
 			})
 		})
@@ -178,14 +180,14 @@ func TestBrowserKeepsNoBodies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			testenv.Eventually(t, "the messages ready", func() bool { info, _ := r.conn.Inspect(ctx, r.q); return info.Messages == n })
-			br, err := r.conn.Browse(ctx, r.q)
+			testenv.Eventually(t, "the messages ready", func() bool { info, _ := queues.Inspect(ctx, r.conn, r.q); return info.Messages == n })
+			br, err := queues.Browse(ctx, r.conn, r.q)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer br.Close()
 			before := heapInUse()
-			var last acemq.Message[[]byte]
+			var last queues.Message
 			for {
 				m, ok, err := br.Next(ctx)
 				if err != nil {
@@ -203,13 +205,13 @@ func TestBrowserKeepsNoBodies(t *testing.T) {
 			r.mu.Lock()
 			r.cleanup = append(r.cleanup, other)
 			r.mu.Unlock()
-			if err := acemq.NewTopology().Queue(other, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, r.conn); err != nil {
+			if err := topology.New().Queue(other, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, r.conn); err != nil {
 				t.Fatal(err)
 			}
 			if err := br.Move(ctx, last, "", other, last.Envelope); err != nil {
 				t.Fatal(err)
 			}
-			br2, err := r.conn.Browse(ctx, other)
+			br2, err := queues.Browse(ctx, r.conn, other)
 			if err != nil {
 				t.Fatal(err)
 			}

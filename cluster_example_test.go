@@ -29,19 +29,3 @@ func ExampleConnect_cluster() {
 	// on memory://example-node-1
 	// health says memory://example-node-1
 }
-
-// Quorum queues replicated on three nodes of the cluster.
-func ExampleWithInitialGroupSize() {
-	plan, err := acemq.NewTopology().Queue("orders", acemq.WithInitialGroupSize(3)).Plan()
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(plan[1]) // after acemq.dlx, which its dead-letter half needs
-
-	// Only a quorum queue can take it.
-	err = acemq.NewTopology().Queue("replies", acemq.WithInitialGroupSize(3), acemq.WithExclusive()).Validate()
-	fmt.Println(err)
-	// Output:
-	// queue orders (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.dlq x-quorum-initial-group-size=3
-	// acemq: topology: the queue "replies" is a classic queue: WithInitialGroupSize applies to quorum queues only; drop the option, or make the queue durable, not exclusive and not auto-delete (a quorum queue)
-}

@@ -39,7 +39,6 @@ type Conn struct {
 	consumers map[*consumerCore]struct{}
 	closed    bool
 	events    []func(driver.Event)
-	declared  declaredPolicies // retry_declared.go
 
 	// The pipeline (pipeline.go, logging.go).
 	publishIcpt []PublishInterceptor
@@ -55,14 +54,15 @@ var (
 	// ErrLost is wrapped by a publish whose connection died before its
 	// confirm: the message may or may not have arrived.
 	ErrLost = driver.ErrLost
-	// ErrNotFound is wrapped by Inspect and Browse when the queue does not
-	// exist, and by a publish to an exchange that does not exist.
+	// ErrNotFound is wrapped by queues.Inspect and queues.Browse when the
+	// queue does not exist, and by a publish to an exchange that does not
+	// exist.
 	ErrNotFound = driver.ErrNotFound
 	// ErrClosed is wrapped by what is asked of a closed connection.
 	ErrClosed = driver.ErrClosed
 	// ErrUnsupported is wrapped when the connection's driver cannot do what
 	// was asked (for example a driver without passive checks cannot
-	// Inspect).
+	// inspect a queue).
 	ErrUnsupported = errors.ErrUnsupported
 )
 

@@ -33,9 +33,6 @@ type Message[T any] struct {
 	// its offset (x-stream-offset, docs/streams.md), and 0 otherwise.
 	FromStream bool
 	Offset     int64
-
-	browser *Browser // the Browser holding it, for a message Browser.Next returned
-	held    uint64
 }
 
 // DeliveryCount returns the delivery count a RabbitMQ quorum queue wrote on
@@ -104,7 +101,7 @@ type consumerHandle = engine.ConsumerHandle
 // Ack). Before subscribing it declares the dead-letter half (acemq.dlx,
 // {queue}.dlq and {queue}.parked with their bindings) and, when the retry
 // policy holds waits on the broker, acemq.retry, the rungs and the return
-// binding; never the queue itself (declare it with a Topology, or pass one
+// binding; never the queue itself (declare it with a topology.Topology, or pass one
 // with WithTopology). A queue that does not exist refuses the start, with
 // an error wrapping ErrNotFound, before anything is declared (the check is
 // passive, with a driver.Inspector). A declaration that fails refuses the
@@ -289,7 +286,7 @@ type consumerCore struct {
 func (k *consumerCore) start(ctx context.Context) error {
 	for _, t := range k.cfg.topology {
 		if err := t.Apply(ctx, k.conn); err != nil {
-			return fmt.Errorf("%w (declared for the consumer of %q)", err, k.queue)
+			return fmt.Errorf("acemq: %w (declared for the consumer of %q)", err, k.queue)
 		}
 	}
 	if !k.cfg.noDeclare {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 func ExampleConsume_retry() {
@@ -35,9 +36,9 @@ func ExampleConsume_retry() {
 			return acemq.Accept()
 		},
 		acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)),
-		acemq.WithTopology(acemq.NewTopology().
-			Exchange("orders", acemq.ExchangeTopic).
-			Queue("orders.new", acemq.WithDeadLettering(true)).
+		acemq.WithTopology(topology.New().
+			Exchange("orders", topology.ExchangeTopic).
+			Queue("orders.new", topology.WithDeadLettering(true)).
 			Bind("orders", "orders.new", "order.*")))
 	if err != nil {
 		log.Fatal(err)
@@ -80,7 +81,7 @@ func ExampleExponentialRetry() {
 // the same policy declares for itself.
 func ExampleWithRetry() {
 	policy := acemq.ExponentialRetry(6, 10*time.Second, 5*time.Minute)
-	plan, err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)).Plan()
+	plan, err := topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)).Plan()
 	if err != nil {
 		log.Fatal(err)
 	}

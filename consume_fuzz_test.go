@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // FuzzEngineSettlesAnything feeds deliveries with arbitrary envelope header
@@ -37,7 +38,7 @@ func FuzzEngineSettlesAnything(f *testing.F) {
 	defer memory.Reset(name)
 	defer conn.Close(ctx)
 	const q = "fuzz"
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(q, topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		f.Fatal(err)
 	}
 	settled := make(chan acemq.Settlement, 16)

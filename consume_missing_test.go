@@ -10,6 +10,8 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // A consumer that cannot start because its queue does not exist declares
@@ -29,7 +31,7 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 			t.Fatalf("consuming a missing queue: %v, want an error wrapping ErrNotFound", err)
 		}
 		for _, name := range []string{contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung} {
-			if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Inspect(ctx, conn, name); !errors.Is(err, acemq.ErrNotFound) {
 				t.Errorf("the consumer that could not start left %s behind (inspect: %v)", name, err)
 			}
 		}
@@ -37,13 +39,13 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 		// With WithTopology declaring the queue, the same consumer starts
 		// and declares its dead-letter half and rung.
 		c, err := acemq.Consume(ctx, conn, q, h, acemq.WithRetry(policy),
-			acemq.WithTopology(acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic))))
+			acemq.WithTopology(topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic))))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer brokertest.Stop(t, c)
 		for _, name := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung} {
-			if _, err := conn.Inspect(ctx, name); err != nil {
+			if _, err := queues.Inspect(ctx, conn, name); err != nil {
 				t.Errorf("after a start with WithTopology, %s: %v", name, err)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/tuning"
+	"github.com/acemq/acemq/topology"
 )
 
 // The engine's decision paths (docs/wire.md §6), each run on memory:// here and
@@ -797,7 +798,7 @@ func TestConsumeOptionsRefused(t *testing.T) {
 func TestConsumerDefaults(t *testing.T) {
 	conn := memoryBackend.open(t)
 	ctx := context.Background()
-	if err := acemq.NewTopology().Queue("jobs").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("jobs").Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	c, err := acemq.Consume(ctx, conn, "jobs", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() })
@@ -820,7 +821,7 @@ func TestConnCloseStopsConsumers(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	ctx := context.Background()
-	if err := acemq.NewTopology().Queue("jobs").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("jobs").Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	c, err := acemq.Consume(ctx, conn, "jobs", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() })

@@ -630,9 +630,9 @@ func TestContractRungArguments(t *testing.T) {
 func TestContractQueueTypeDefaults(t *testing.T) {
 	f := loadContract(t)
 	d := f.QueueTypeDefaults
-	plan := func(q string, opts ...acemq.DeclareOption) topology.Declaration {
+	plan := func(q string, opts ...topology.Option) topology.Declaration {
 		t.Helper()
-		p, err := acemq.NewTopology().Queue(q, opts...).Plan()
+		p, err := topology.New().Queue(q, opts...).Plan()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -649,9 +649,9 @@ func TestContractQueueTypeDefaults(t *testing.T) {
 		decl       topology.Declaration
 	}{
 		{"sourceQueue", d.SourceQueue, plan("a")},
-		{"sourceQueueWithDeadLetter", d.SourceQueueWithDeadLetter, plan("a", acemq.WithDeadLettering(true))},
-		{"explicitClassicQueue", d.ExplicitClassicQueue, plan("a", acemq.WithQueueType(acemq.QueueClassic))},
-		{"explicitClassicQueueWithDeadLetter", d.ExplicitClassicQueueWithDeadLetter, plan("a", acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))},
+		{"sourceQueueWithDeadLetter", d.SourceQueueWithDeadLetter, plan("a", topology.WithDeadLettering(true))},
+		{"explicitClassicQueue", d.ExplicitClassicQueue, plan("a", topology.WithQueueType(topology.QueueClassic))},
+		{"explicitClassicQueueWithDeadLetter", d.ExplicitClassicQueueWithDeadLetter, plan("a", topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(true))},
 		{"deadLetterQueue", d.DeadLetterQueue, consumerQueue(t, "a.dlq")},
 		{"parkedQueue", d.ParkedQueue, consumerQueue(t, "a.parked")},
 		{"retryRung", d.RetryRung, consumerQueue(t, "a.retry.30s")},

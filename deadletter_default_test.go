@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // A quorum queue gets the dead-letter half by default: RabbitMQ 4 drops a
@@ -21,21 +22,21 @@ import (
 func TestQuorumQueuesDeadLetterByDefault(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []acemq.DeclareOption
+		opts []topology.Option
 		dlx  any // the x-dead-letter-exchange wanted, nil for none
 		half bool
 	}{
 		{"default quorum", nil, contract.DeadLetterExchange, true},
-		{"opted out", []acemq.DeclareOption{acemq.WithDeadLettering(false)}, nil, false},
-		{"explicit", []acemq.DeclareOption{acemq.WithDeadLettering(true)}, contract.DeadLetterExchange, true},
-		{"classic", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic)}, nil, false},
-		{"classic asked", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true)}, contract.DeadLetterExchange, true},
-		{"exclusive", []acemq.DeclareOption{acemq.WithExclusive(), acemq.WithDurable(false)}, nil, false},
-		{"stream", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueStream)}, nil, false},
-		{"own dead-letter exchange", []acemq.DeclareOption{acemq.WithArguments(map[string]any{"x-dead-letter-exchange": "mine"})}, "mine", false},
+		{"opted out", []topology.Option{topology.WithDeadLettering(false)}, nil, false},
+		{"explicit", []topology.Option{topology.WithDeadLettering(true)}, contract.DeadLetterExchange, true},
+		{"classic", []topology.Option{topology.WithQueueType(topology.QueueClassic)}, nil, false},
+		{"classic asked", []topology.Option{topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(true)}, contract.DeadLetterExchange, true},
+		{"exclusive", []topology.Option{topology.WithExclusive(), topology.WithDurable(false)}, nil, false},
+		{"stream", []topology.Option{topology.WithQueueType(topology.QueueStream)}, nil, false},
+		{"own dead-letter exchange", []topology.Option{topology.WithArguments(map[string]any{"x-dead-letter-exchange": "mine"})}, "mine", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := acemq.NewTopology().Queue("orders", tc.opts...).Plan()
+			plan, err := topology.New().Queue("orders", tc.opts...).Plan()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +53,7 @@ func TestQuorumQueuesDeadLetterByDefault(t *testing.T) {
 			}
 		})
 	}
-	err := acemq.NewTopology().Queue("orders", acemq.WithDeadLettering(true), acemq.WithArguments(map[string]any{"x-dead-letter-exchange": "mine"})).Validate()
+	err := topology.New().Queue("orders", topology.WithDeadLettering(true), topology.WithArguments(map[string]any{"x-dead-letter-exchange": "mine"})).Validate()
 	if err == nil || !strings.Contains(err.Error(), "already sets x-dead-letter-exchange") {
 		t.Errorf("WithDeadLettering(true) over an argument of the caller's: %v", err)
 	}
@@ -106,7 +107,7 @@ func testDeadLetterDefaultUpgrade(t *testing.T, open loggedBackend) {
 	if _, err := tr.DeclareQueue(ctx, driver.Queue{Name: q, Durable: true, Args: driver.Table{"x-queue-type": "quorum"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := acemq.NewTopology().Queue(q).Apply(ctx, c); err != nil {
+	if err := topology.New().Queue(q).Apply(ctx, c); err != nil {
 		t.Fatalf("applying the default over a plain quorum queue: %v", err)
 	}
 	if !strings.Contains(log.String(), "exists without a dead-letter exchange") || !strings.Contains(log.String(), q) {
@@ -120,13 +121,13 @@ func testDeadLetterDefaultUpgrade(t *testing.T, open loggedBackend) {
 	if _, err := tr.InspectQueue(ctx, q); err != nil {
 		t.Fatalf("inspecting %s after the fallback: %v", q, err)
 	}
-	err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(ctx, c)
+	err := topology.New().Queue(q, topology.WithDeadLettering(true)).Apply(ctx, c)
 	var pe *driver.PreconditionError
 	if !errors.As(err, &pe) || !strings.Contains(pe.Detail, "x-dead-letter-exchange") {
 		t.Errorf("WithDeadLettering(true) over a plain quorum queue: %v; want a *driver.PreconditionError naming x-dead-letter-exchange", err)
 	}
 	// Another difference is not tolerated.
-	err = acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, c)
+	err = topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, c)
 	if !errors.As(err, &pe) {
 		t.Errorf("a classic declaration over a quorum queue: %v; want a *driver.PreconditionError", err)
 	}

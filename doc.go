@@ -19,7 +19,7 @@ effects:
 A cluster is a comma-separated list of its nodes' URLs; the driver dials
 them in rotation, each within [WithEndpointTimeout], and [Conn.Endpoint]
 says which node the connection is on (docs/connecting.md, "Clusters").
-[WithInitialGroupSize] replicates a quorum queue on that many nodes.
+[topology.WithInitialGroupSize] replicates a quorum queue on that many nodes.
 
 A [Publisher] sends typed values. Its codec (JSON unless [WithCodec] says
 otherwise) turns each value into a body; an [Envelope] — the message's id,
@@ -71,32 +71,35 @@ handlers that are running finish, deliveries not started go back.
 
 # Topology
 
-A [Topology] is the application's exchanges, queues and bindings written in
-code: built with [NewTopology] and its chained methods, validated,
-printed as a [topology.Plan] ([Topology.Plan]), declared with [Topology.Apply], compared with the
-broker with [Topology.Drift] and removed with [Topology.Delete]. It decides
-the queue type (durable queues are quorum queues) and declares the
-dead-letter and retry halves ([WithDeadLettering], [WithRetry]) as the
-family names them. A consumer declares its own dead-letter half when it
-starts, never its queue: declare that with a Topology, or pass one with
+A [topology.Topology] (package topology) is the application's exchanges,
+queues and bindings written in code: built with [topology.New] and its
+chained methods, validated, printed as a [topology.Plan], declared on a
+connection with [topology.Topology.Apply], compared with the broker with
+[topology.Topology.Drift] and removed with [topology.Topology.Delete]. It
+decides the queue type (durable queues are quorum queues) and declares the
+dead-letter and retry halves ([topology.WithDeadLettering], [WithRetry]) as
+the family names them. A consumer declares its own dead-letter half when it
+starts, never its queue: declare that with a topology, or pass one with
 [WithTopology].
 
 # Streams and ordering
 
-A stream (WithQueueType(QueueStream), with WithMaxAge, WithMaxLengthBytes
-and WithMaxSegmentSizeBytes) is an append-only log read from an offset by
+A stream (topology.WithQueueType(topology.QueueStream), with WithMaxAge,
+WithMaxLengthBytes and WithMaxSegmentSizeBytes) is an append-only log read from an offset by
 package stream, which resumes after a reconnect with no gap and keeps
 checkpoints (docs/streams.md). Package partition routes by key over N
-queues, each read by one consumer at a time (WithSingleActiveConsumer);
+queues, each read by one consumer at a time
+(topology.WithSingleActiveConsumer);
 [WithOrderKey] keeps per-key order while several handlers run
 (docs/ordering.md).
 
 # Looking at queues
 
-[Conn.Inspect] reports a queue's depth and consumers. [Conn.Browse] opens a
-[Browser], which reads a queue's messages without a consumer and holds them
-until it takes them, moves them elsewhere, or puts them back: how an operator
-looks at a dead-letter queue. [Conn.Health] reports the connection's health
+Package queues looks at a queue from outside: queues.Inspect reports its
+depth and consumers, and queues.Browse opens a Browser, which reads a
+queue's messages without a consumer and holds them until it takes them,
+moves them elsewhere, or puts them back: how an operator looks at a
+dead-letter queue. [Conn.Health] reports the connection's health
 as the family's actuator endpoint does.
 
 # The pipeline
@@ -114,9 +117,9 @@ every consumer at once within one deadline. See docs/pipeline.md.
 
 Every option of the module is a function named With… that returns an
 option interface: [ConnOption] for Connect, [PublisherOption], [SendOption],
-[ConsumeOption], [DeclareOption] for the topology builder.
+[ConsumeOption]; [topology.Option] for the topology builder.
 An option that switches a default off takes a bool: WithConfirms(false),
-WithMandatory(false), WithDurable(false). [WithCodec] is taken by both
+WithMandatory(false), topology.WithDurable(false). [WithCodec] is taken by both
 publishers and consumers, [WithRetry] by both consumers and queue
 declarations, and the [InterceptorOption] values of
 [WithPublishInterceptors] and [WithConsumeInterceptors] by Connect,
@@ -127,7 +130,7 @@ not named With… ([RetryPolicy.Jitter], [RetryPolicy.GiveUpAfter]).
 An option only records its value. The call that takes it checks it, and
 only that call: Connect, NewPublisher (whose mistakes every Send returns,
 since building a publisher cannot fail), Send, Consume, and the topology
-builder (reported by [Topology.Validate], Plan and Apply). Nonsensical
+builder (reported by [topology.Topology.Validate], Plan and Apply). Nonsensical
 values (a concurrency of 0, a retry policy with no attempts, a negative
 timeout, a nil interceptor) are refused there with an error that names the
 option and says what to change.
@@ -150,8 +153,8 @@ drivers share ([ErrClosed], [ErrNotFound], [ErrLost], [ErrBlocked] and the
 rest of package driver's), those of a Store, a Log or a key Provider
 (saga.ErrExists, inbox.ErrClaimLost, avro.ErrConflict,
 encrypted.ErrUnknownKey) — is a fragment, met wrapped in the words of the
-package that asked; so are a few of this package's ([ErrNotTaken],
-[ErrPaused], [ErrTooLarge], [ErrTooDeep]) and the error types that carry
+package that asked; so are a few of this package's and its siblings' ([ErrPaused], queues.ErrNotTaken,
+[ErrTooLarge], [ErrTooDeep]) and the error types that carry
 what a caller inspects ([DecodeError], [LimitError], [HeaderValueError],
 [PanicError]), which [NewEnvelope] and the codecs return as they are.
 Wherever a doc comment says an error wraps a sentinel,

@@ -161,7 +161,7 @@ func newRig(t *testing.T, b backend) *rig {
 		}
 	})
 	t.Cleanup(remove)
-	if err := acemq.NewTopology().Queue(r.q, acemq.WithDeadLettering(true)).Apply(context.Background(), conn); err != nil {
+	if err := topology.New().Queue(r.q, topology.WithDeadLettering(true)).Apply(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // closingScheme is a test transport: closingScheme://NAME is the memory
@@ -54,7 +55,7 @@ func TestConsumeRacingCloseWrapsErrClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := acemq.NewTopology().Queue("q").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("q").Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	closed := make(chan error, 1)

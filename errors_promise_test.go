@@ -11,20 +11,24 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 )
 
 // The tests of this file hold the package's documented promises about the
 // sentinels its errors wrap, and check that each such error names each
 // package it went through once (doc.go, "Errors").
 
-// prefixedOnce fails t unless err's text begins with "acemq: " and says
-// each of names ("acemq", "rabbitmq", …) followed by ": " exactly once.
+// prefixedOnce fails t unless err's text begins with the first of names
+// followed by ": " (the package that returned it: "acemq", "queues") and
+// says each of names ("acemq", "rabbitmq", …) followed by ": " exactly
+// once.
 func prefixedOnce(t *testing.T, what string, err error, names ...string) {
 	t.Helper()
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "acemq: ") {
-		t.Errorf("%s = %q: does not begin with acemq:", what, msg)
+	if !strings.HasPrefix(msg, names[0]+": ") {
+		t.Errorf("%s = %q: does not begin with %s:", what, msg, names[0])
 	}
 	for _, n := range names {
 		if c := strings.Count(msg, n+": "); c != 1 {
@@ -55,15 +59,15 @@ func TestUnsupportedWrapsErrUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(ctx); memory.Reset(name) })
-	if _, err := conn.Inspect(ctx, "q"); !errors.Is(err, acemq.ErrUnsupported) {
+	if _, err := queues.Inspect(ctx, conn, "q"); !errors.Is(err, acemq.ErrUnsupported) {
 		t.Errorf("Inspect on a driver without passive checks = %v, want an error wrapping ErrUnsupported", err)
 	} else {
-		prefixedOnce(t, "Inspect", err, "acemq")
+		prefixedOnce(t, "Inspect", err, "queues")
 	}
-	if _, err := conn.Browse(ctx, "q"); !errors.Is(err, acemq.ErrUnsupported) {
+	if _, err := queues.Browse(ctx, conn, "q"); !errors.Is(err, acemq.ErrUnsupported) {
 		t.Errorf("Browse on a driver without basic.get = %v, want an error wrapping ErrUnsupported", err)
 	} else {
-		prefixedOnce(t, "Browse", err, "acemq")
+		prefixedOnce(t, "Browse", err, "queues")
 	}
 }
 
@@ -100,13 +104,13 @@ func TestMoveNotTakenWrapsErrNotTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(ctx); memory.Reset(name) })
-	if err := acemq.NewTopology().Queue("from").Queue("to").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("from").Queue("to").Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](conn, "").Send(ctx, "from", "x"); err != nil {
 		t.Fatal(err)
 	}
-	b, err := conn.Browse(ctx, "from")
+	b, err := queues.Browse(ctx, conn, "from")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +120,10 @@ func TestMoveNotTakenWrapsErrNotTaken(t *testing.T) {
 		t.Fatalf("Next = %v, %v", ok, err)
 	}
 	err = b.Move(ctx, m, "", "to", m.Envelope)
-	if !errors.Is(err, acemq.ErrNotTaken) || !errors.Is(err, driver.ErrChannelClosed) {
+	if !errors.Is(err, queues.ErrNotTaken) || !errors.Is(err, driver.ErrChannelClosed) {
 		t.Fatalf("Move whose take failed = %v, want an error wrapping ErrNotTaken and the cause", err)
 	}
-	prefixedOnce(t, "Move", err, "acemq")
+	prefixedOnce(t, "Move", err, "queues")
 }
 
 // A publish the RabbitMQ driver refuses before sending names each package
@@ -166,11 +170,11 @@ func TestConsumeTopologyFailureSaysAcemqOnce(t *testing.T) {
 	t.Cleanup(func() { _ = conn.Close(ctx); memory.Reset(name) })
 	// The queue exists as a classic queue; the consumer's topology asks for
 	// a quorum queue of the same name, which the broker refuses.
-	if err := acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("q", topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	_, err = acemq.Consume(ctx, conn, "q", func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() },
-		acemq.WithTopology(acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueQuorum))))
+		acemq.WithTopology(topology.New().Queue("q", topology.WithQueueType(topology.QueueQuorum))))
 	var pe *driver.PreconditionError
 	if !errors.As(err, &pe) {
 		t.Fatalf("Consume with a topology the broker refuses = %v, want a *driver.PreconditionError", err)

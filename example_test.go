@@ -10,6 +10,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/topology"
 )
 
 func ExampleNewEnvelope() {
@@ -109,7 +110,7 @@ func ExampleNewPublisher() {
 	}
 	defer conn.Close(ctx)
 	// The default exchange "" routes by queue name.
-	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -148,7 +149,7 @@ func ExamplePublisher_SendSeq() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.imported").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.imported").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -180,7 +181,7 @@ func ExamplePublisher_Send() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("shipping").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("shipping").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -210,7 +211,7 @@ func ExampleConsume() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -243,9 +244,9 @@ func Example() {
 	}
 	defer conn.Close(ctx)
 
-	topo := acemq.NewTopology().
-		Exchange("shop", acemq.ExchangeTopic).
-		Queue("shop.orders", acemq.WithDeadLettering(true)).
+	topo := topology.New().
+		Exchange("shop", topology.ExchangeTopic).
+		Queue("shop.orders", topology.WithDeadLettering(true)).
 		Bind("shop", "shop.orders", "order.*")
 	if err := topo.Apply(ctx, conn); err != nil {
 		log.Fatal(err)
@@ -323,54 +324,4 @@ func ExampleEnvelope_MarshalJSON() {
 	fmt.Println(string(b))
 	// Output:
 	// {"id":"11111111-2222-3333-4444-555555555555","type":"order.placed","version":1,"correlationId":"11111111-2222-3333-4444-555555555555","causationId":"","attempt":1,"firstSeen":1767323045678,"origin":"","error":"","claim":"","route":[],"routePosition":0,"routeId":"","headers":{"raw":{"$bytes":"AQI="},"tenant":"acme"}}
-}
-
-func ExampleConn_Browse() {
-	ctx := context.Background()
-	conn, err := acemq.Connect(ctx, "memory://example-browse")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
-		log.Fatal(err)
-	}
-	orders := acemq.NewPublisher[exampleOrder](conn, "")
-	for _, id := range []string{"o-1", "o-2"} {
-		if _, err := orders.Send(ctx, "orders.new.dlq", exampleOrder{ID: id}); err != nil {
-			log.Fatal(err)
-		}
-	}
-
-	info, err := conn.Inspect(ctx, "orders.new.dlq")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(info.Name, "holds", info.Messages)
-
-	// Look without taking: every message read is held, then put back.
-	b, err := conn.Browse(ctx, "orders.new.dlq")
-	if err != nil {
-		log.Fatal(err)
-	}
-	for {
-		m, ok, err := b.Next(ctx)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if !ok {
-			break
-		}
-		fmt.Println(string(m.Payload))
-	}
-	if err := b.Close(); err != nil {
-		log.Fatal(err)
-	}
-	info, _ = conn.Inspect(ctx, "orders.new.dlq")
-	fmt.Println("still", info.Messages)
-	// Output:
-	// orders.new.dlq holds 2
-	// {"id":"o-1","amount":0}
-	// {"id":"o-2","amount":0}
-	// still 2
 }

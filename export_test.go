@@ -57,17 +57,12 @@ var (
 	DurationBuckets = telemetry.DurationBuckets
 	AttemptBuckets  = telemetry.AttemptBuckets
 	FormatDelay     = wire.FormatDelay
-	FormatMaxAge    = formatMaxAge
 )
 
 // ConsumerDeclarations lists what starting a consumer of queue with policy
 // p declares, in order, without declaring it.
 func ConsumerDeclarations(queue string, p RetryPolicy) []topology.Declaration {
-	var out []topology.Declaration
-	for _, d := range consumerDeclarations(queue, p.orDefault()) {
-		out = append(out, d.Declaration)
-	}
-	return out
+	return consumerDeclarations(queue, p.orDefault())
 }
 
 func (p RetryPolicy) MaxAttempts() int                     { return p.orDefault().maxAttempts }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
@@ -16,7 +15,7 @@ import (
 )
 
 func TestInitialGroupSizeArgument(t *testing.T) {
-	plan, err := acemq.NewTopology().Queue("orders", acemq.WithInitialGroupSize(3)).Plan()
+	plan, err := topology.New().Queue("orders", topology.WithInitialGroupSize(3)).Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,24 +24,24 @@ func TestInitialGroupSizeArgument(t *testing.T) {
 		t.Fatalf("arguments %#v, want a quorum queue of 3", args)
 	}
 	// The same size in the arguments too is not a conflict.
-	if _, err := acemq.NewTopology().Queue("orders", acemq.WithInitialGroupSize(3),
-		acemq.WithArguments(map[string]any{"x-quorum-initial-group-size": 3})).Plan(); err != nil {
+	if _, err := topology.New().Queue("orders", topology.WithInitialGroupSize(3),
+		topology.WithArguments(map[string]any{"x-quorum-initial-group-size": 3})).Plan(); err != nil {
 		t.Fatalf("the same size twice: %v", err)
 	}
 }
 
 func TestInitialGroupSizeMistakes(t *testing.T) {
 	for _, tc := range []struct {
-		topo *acemq.Topology
+		topo *topology.Topology
 		says string
 	}{
-		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(0)), "WithInitialGroupSize(0): a quorum queue needs at least one member"},
-		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithQueueType(acemq.QueueClassic)), `the queue "q" is a classic queue: WithInitialGroupSize applies to quorum queues only`},
-		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithExclusive()), "is a classic queue"},
-		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithQueueType(acemq.QueueStream)), "is a stream queue"},
-		{acemq.NewTopology().Queue("q", acemq.WithInitialGroupSize(3), acemq.WithArguments(map[string]any{"x-quorum-initial-group-size": 5})), "drop one"},
-		{acemq.NewTopology().Exchange("e", "direct", acemq.WithInitialGroupSize(3)), "WithInitialGroupSize does not apply"},
-		{acemq.NewTopology().Bind("e", "q", "k", acemq.WithInitialGroupSize(3)), "WithInitialGroupSize does not apply"},
+		{topology.New().Queue("q", topology.WithInitialGroupSize(0)), "WithInitialGroupSize(0): a quorum queue needs at least one member"},
+		{topology.New().Queue("q", topology.WithInitialGroupSize(3), topology.WithQueueType(topology.QueueClassic)), `the queue "q" is a classic queue: WithInitialGroupSize applies to quorum queues only`},
+		{topology.New().Queue("q", topology.WithInitialGroupSize(3), topology.WithExclusive()), "is a classic queue"},
+		{topology.New().Queue("q", topology.WithInitialGroupSize(3), topology.WithQueueType(topology.QueueStream)), "is a stream queue"},
+		{topology.New().Queue("q", topology.WithInitialGroupSize(3), topology.WithArguments(map[string]any{"x-quorum-initial-group-size": 5})), "drop one"},
+		{topology.New().Exchange("e", "direct", topology.WithInitialGroupSize(3)), "WithInitialGroupSize does not apply"},
+		{topology.New().Bind("e", "q", "k", topology.WithInitialGroupSize(3)), "WithInitialGroupSize does not apply"},
 	} {
 		if err := tc.topo.Validate(); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("Validate: %v, want it to say %q", err, tc.says)
@@ -59,7 +58,7 @@ func TestInitialGroupSizeDeclares(t *testing.T) {
 		brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		topo := acemq.NewTopology().Queue(q, acemq.WithInitialGroupSize(3))
+		topo := topology.New().Queue(q, topology.WithInitialGroupSize(3))
 		if err := topo.Apply(ctx, c); err != nil {
 			t.Fatal(err)
 		}

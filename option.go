@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/declare"
 	"github.com/acemq/acemq/internal/engine"
+	"github.com/acemq/acemq/internal/field"
+	"github.com/acemq/acemq/topology"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -27,8 +30,8 @@ import (
 // configuration below, and reports the first mistake with an error naming
 // the option: Connect (ConnOption), NewPublisher (PublisherOption; a
 // publisher cannot fail to build, so each Send returns the error), Send
-// (SendOption), Consume (ConsumeOption) and the Topology builder
-// (DeclareOption, reported by Topology.Validate, Plan and Apply).
+// (SendOption) and Consume (ConsumeOption). Package topology's builder
+// does the same with its options (topology.Option).
 
 // A ConnOption configures Connect.
 type ConnOption interface{ applyConn(*connConfig) }
@@ -42,23 +45,17 @@ type SendOption interface{ applySend(*sendConfig) }
 // A ConsumeOption configures Consume.
 type ConsumeOption interface{ applyConsume(*consumeConfig) }
 
-// A DeclareOption configures an exchange, queue or binding added to a
-// Topology. An option that does not apply to what it is given to (an
-// exclusive exchange, a binding with a queue type) is a mistake that
-// Topology.Validate reports.
-type DeclareOption interface{ applyDeclare(*declareSpec) }
-
 // A CodecOption chooses a codec; NewPublisher and Consume both take it.
 type CodecOption interface {
 	PublisherOption
 	ConsumeOption
 }
 
-// A RetryOption carries a retry policy; Consume and Topology.Queue both
-// take it.
+// A RetryOption carries a retry policy; Consume and topology.Topology.Queue
+// both take it.
 type RetryOption interface {
 	ConsumeOption
-	DeclareOption
+	topology.Option
 }
 
 // Connect's options.
@@ -254,12 +251,14 @@ func (o codecOption) applyConsume(c *consumeConfig)     { c.codec = o.c }
 // The default is JSON.
 func WithCodec(c Codec) CodecOption { return codecOption{engine.Carry(c), c} }
 
-type retryOption struct{ p RetryPolicy }
+type retryOption struct {
+	declare.Option // what topology.Topology.Queue declares for the policy
+	p              RetryPolicy
+}
 
 func (o retryOption) applyConsume(c *consumeConfig) { c.retry, c.retrySet = o.p, true }
-func (o retryOption) applyDeclare(s *declareSpec)   { s.retry, s.retrySet = o.p, true }
 
-// WithRetry sets a consumer's retry policy. Given to Topology.Queue, it
+// WithRetry sets a consumer's retry policy. Given to topology.Topology.Queue, it
 // declares the policy's retry rungs, the acemq.retry exchange and the
 // return binding with the queue, as a consumer with that policy would. A
 // consumer given no WithRetry takes the policy its queue was declared with
@@ -270,7 +269,10 @@ func (o retryOption) applyDeclare(s *declareSpec)   { s.retry, s.retrySet = o.p,
 // with nonsensical values (ExponentialRetry(0, …),
 // GiveUpAfter(-time.Second)) is refused there, with an error saying what
 // to change.
-func WithRetry(p RetryPolicy) RetryOption { return retryOption{p} }
+func WithRetry(p RetryPolicy) RetryOption {
+	d := p.orDefault()
+	return retryOption{declare.WithRetry(declare.Retry{Policy: d, Rungs: d.brokerRungs(), Err: p.err}), p}
+}
 
 // NewPublisher's options.
 
@@ -356,7 +358,7 @@ func (o priorityOption) applySend(c *sendConfig) { c.priority, c.prioritySet = u
 // expiration property, whole milliseconds, rounded up): a message still
 // on a queue ttl after it was enqueued there expires, and the broker
 // dead-letters it (reason expired) when the queue has a dead-letter
-// exchange (WithDeadLettering sends it to {queue}.dlq), or drops it. A
+// exchange (topology.WithDeadLettering sends it to {queue}.dlq), or drops it. A
 // queue's own x-message-ttl applies too; the shorter wins. The broker acts
 // on a message's own expiry only when it reaches the head of the queue,
 // so an expired message behind one that lives longer waits its turn
@@ -365,7 +367,7 @@ func (o priorityOption) applySend(c *sendConfig) { c.priority, c.prioritySet = u
 func WithExpiration(ttl time.Duration) SendOption { return expirationOption(ttl) }
 
 // WithPriority sends the message with an AMQP priority (0, the default, to
-// 255). Only a queue declared with WithMaxPriority orders by it (highest
+// 255). Only a queue declared with topology.WithMaxPriority orders by it (highest
 // first, capped at the queue's maximum); other queues ignore it. Retries
 // and set-asides keep it.
 func WithPriority(p uint8) SendOption { return priorityOption(p) }
@@ -381,7 +383,7 @@ type consumeConfig struct {
 	retrySet     bool
 	noDeclare    bool
 	drainTimeout time.Duration
-	topology     []*Topology
+	topology     []*topology.Topology
 	args         driver.Table                   // WithConsumerArguments
 	argsErr      error                          // a WithConsumerArguments value AMQP cannot carry
 	orderKey     func(m Message[[]byte]) string // WithOrderKey (order.go)
@@ -460,11 +462,11 @@ func WithDrainTimeout(d time.Duration) ConsumeOption {
 	return consumeOption(func(c *consumeConfig) { c.drainTimeout = d })
 }
 
-// WithTopology applies t (Topology.Apply) when the consumer starts, before
+// WithTopology applies t (topology.Topology.Apply) when the consumer starts, before
 // the consumer's own declarations, so that one call declares the
 // application's queue and consumes it. It cannot be combined with
 // WithDeclarations(false).
-func WithTopology(t *Topology) ConsumeOption {
+func WithTopology(t *topology.Topology) ConsumeOption {
 	return consumeOption(func(c *consumeConfig) {
 		if t != nil {
 			c.topology = append(c.topology, t)
@@ -474,10 +476,10 @@ func WithTopology(t *Topology) ConsumeOption {
 
 // WithConsumerArguments sets the consumer arguments of the subscription
 // (basic.consume), for example x-priority. Their values are checked and
-// converted as WithArguments' are. To read a stream use package stream,
+// converted as topology.WithArguments' are. To read a stream use package stream,
 // which sets x-stream-offset itself and resumes from where it got to.
 func WithConsumerArguments(args map[string]any) ConsumeOption {
-	return consumeOption(func(c *consumeConfig) { c.args, c.argsErr = normalizeArgs(args) })
+	return consumeOption(func(c *consumeConfig) { c.args, c.argsErr = field.Table(args) })
 }
 
 // WithOrderKey keeps the messages that share a key in order while
@@ -581,150 +583,6 @@ func WithBreaker(b Breaker) ConsumeOption {
 // body is ever logged.
 func WithLogger(l *slog.Logger) ConnOption {
 	return connOption(func(c *connConfig) { c.logger = l })
-}
-
-// Topology's options.
-
-// declareSpec collects the options of one exchange, queue or binding.
-type declareSpec struct {
-	transient     bool
-	autoDelete    bool
-	exclusive     bool
-	internal      bool
-	args          map[string]any
-	argsErr       error
-	qtype         QueueType
-	deadLetter    bool
-	deadLetterSet bool // WithDeadLettering was given (else quorum queues get it)
-	retry         RetryPolicy
-	retrySet      bool
-	// Stream retention and single active consumer (declare.go, queueLimits).
-	maxAge       time.Duration
-	maxBytes     int64
-	segmentBytes int64
-	singleActive bool
-	maxPrio      uint8
-	maxPrioSet   bool
-
-	groupSize    int // WithInitialGroupSize (groupsize.go)
-	groupSizeSet bool
-}
-
-type declareOption func(*declareSpec)
-
-func (f declareOption) applyDeclare(s *declareSpec) { f(s) }
-
-// WithDurable(false) declares a transient exchange or queue: it does not
-// survive a broker restart. A transient queue is always classic. The
-// default is durable.
-func WithDurable(on bool) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.transient = !on })
-}
-
-// WithAutoDelete declares an auto-delete exchange (deleted by the broker
-// when its last binding goes) or queue (deleted when its last consumer
-// goes). An auto-delete queue is always classic.
-func WithAutoDelete() DeclareOption {
-	return declareOption(func(s *declareSpec) { s.autoDelete = true })
-}
-
-// WithExclusive declares an exclusive queue: owned by the declaring
-// connection and deleted with it. It is always classic. It applies to
-// queues only.
-func WithExclusive() DeclareOption {
-	return declareOption(func(s *declareSpec) { s.exclusive = true })
-}
-
-// WithInternal declares an internal exchange: it can only be published to
-// from other exchanges. It applies to exchanges only.
-func WithInternal() DeclareOption {
-	return declareOption(func(s *declareSpec) { s.internal = true })
-}
-
-// WithArguments sets the arguments of an exchange (for example
-// alternate-exchange), a queue (x-message-ttl, …) or a binding (a headers
-// exchange matches on them). Their values are checked and converted as
-// header values are (docs/envelope.md): Go int and uint values are sent as
-// 64-bit integers, and a value AMQP cannot carry is a mistake Validate
-// reports. On a queue, an x-queue-type argument is the same as
-// WithQueueType.
-func WithArguments(args map[string]any) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.args, s.argsErr = normalizeArgs(args) })
-}
-
-// WithQueueType asks for a queue type instead of the default (durable
-// queues are quorum queues; exclusive, auto-delete and transient ones
-// classic). Asking for QueueQuorum explicitly makes combining it with
-// WithExclusive, WithAutoDelete or WithDurable(false) an error instead of
-// a quiet classic queue. It applies to queues only.
-func WithQueueType(t QueueType) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.qtype = t })
-}
-
-// WithDeadLettering(true) gives a queue the family's dead-letter half: it
-// adds x-dead-letter-exchange=acemq.dlx and x-dead-letter-routing-key={q}.dlq
-// to the queue, and declares acemq.dlx, {q}.dlq and {q}.parked with their
-// bindings. The broker then dead-letters what the library never sees (TTL
-// expiry, length overflow, rejections by other consumers, a quorum queue's
-// delivery limit) into {q}.dlq. A queue whose arguments already set either
-// dead-letter argument is refused, not overruled. It applies to queues only.
-//
-// Quorum queues (durable queues, by default) have it unless
-// WithDeadLettering(false) is given: RabbitMQ 4 gives every quorum queue a
-// delivery limit of 20 and drops a message over it when the queue has
-// nowhere to dead-letter to. A quorum queue whose WithArguments set a
-// dead-letter exchange of their own keeps it and gets no default. Other
-// queues have no dead-letter half unless WithDeadLettering(true) is given.
-// See docs/upgrading.md for a queue declared without it before.
-func WithDeadLettering(on bool) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.deadLetter, s.deadLetterSet = on, true })
-}
-
-// WithMaxAge keeps a stream's messages for about d (x-max-age), written
-// in the largest unit that states d exactly: 7D, 36h, 90m, 45s
-// (docs/wire.md §5.9). d must be a positive whole number of seconds. The
-// broker removes whole segments, so messages may outlive d until their
-// segment goes. It applies to streams only (WithQueueType(QueueStream)).
-func WithMaxAge(d time.Duration) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.maxAge = d })
-}
-
-// WithMaxLengthBytes bounds a stream at about n bytes (x-max-length-bytes):
-// when a segment fills, the oldest segments are removed while the stream
-// holds more. n must be positive. It applies to streams only.
-func WithMaxLengthBytes(n int64) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.maxBytes = n })
-}
-
-// WithMaxSegmentSizeBytes sets the size of a stream's segment files
-// (x-stream-max-segment-size-bytes), the unit retention removes; without
-// it the broker's default (500 MB) applies and no value is invented. n must
-// be positive. It applies to streams only.
-func WithMaxSegmentSizeBytes(n int64) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.segmentBytes = n })
-}
-
-// WithSingleActiveConsumer declares a queue on which one consumer at a time
-// receives messages (x-single-active-consumer): the others stand by and,
-// in the order they subscribed, take over when it goes, with what it left
-// unsettled first. It is how a consumer group keeps strict order per queue
-// (docs/ordering.md). It applies to classic and quorum queues, not
-// streams.
-func WithSingleActiveConsumer() DeclareOption {
-	return declareOption(func(s *declareSpec) { s.singleActive = true })
-}
-
-// WithMaxPriority declares a priority queue (x-max-priority = max, as a
-// 32-bit integer): it delivers messages sent WithPriority highest first,
-// first in first out within one priority, counting a priority above max
-// as max. Priority queues are classic queues — RabbitMQ refuses the
-// argument on quorum queues — so combine it with
-// WithQueueType(QueueClassic), WithDurable(false), WithExclusive or
-// WithAutoDelete; a (default) quorum queue with it is a mistake Validate
-// reports. max must be 1 to 255; RabbitMQ advises at most 10, since every
-// level costs the broker memory and work. It applies to queues only.
-func WithMaxPriority(max uint8) DeclareOption {
-	return declareOption(func(s *declareSpec) { s.maxPrio, s.maxPrioSet = max, true })
 }
 
 // errNoCodec is the error of a publisher or consumer given WithCodec(nil).

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // A publish interceptor stamps a header on every application publish of the
@@ -22,7 +24,7 @@ func ExampleWithPublishInterceptors() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("greetings").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("greetings").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 	settled := make(chan acemq.Settlement, 1)
@@ -60,7 +62,7 @@ func ExampleWithMiddleware() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("words").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("words").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 	upper := func(next acemq.Handler[string]) acemq.Handler[string] {
@@ -109,7 +111,7 @@ func ExampleConsumer_Pause() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("jobs").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("jobs").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 	handled := make(chan string, 1)
@@ -129,7 +131,7 @@ func ExampleConsumer_Pause() {
 	if _, err := acemq.NewPublisher[string](conn, "", acemq.WithCodec(acemq.Text)).Send(ctx, "jobs", "job-1"); err != nil {
 		panic(err)
 	}
-	info, _ := conn.Inspect(ctx, "jobs")
+	info, _ := queues.Inspect(ctx, conn, "jobs")
 	fmt.Println("paused:", consumer.Paused(), "waiting:", info.Messages)
 	if err := consumer.Resume(ctx); err != nil {
 		panic(err)

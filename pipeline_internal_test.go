@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/acemq/acemq/topology"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -25,7 +26,7 @@ func TestEmptyPipelineDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := NewTopology().Queue("pipe", WithQueueType(QueueClassic)).Apply(ctx, c); err != nil {
+	if err := topology.New().Queue("pipe", topology.WithQueueType(topology.QueueClassic)).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	h := func(_ context.Context, m Message[[]byte]) Ack {
@@ -125,7 +126,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := NewTopology().Queue("pipe", WithQueueType(QueueClassic)).Apply(ctx, c); err != nil {
+	if err := topology.New().Queue("pipe", topology.WithQueueType(topology.QueueClassic)).Apply(ctx, c); err != nil {
 		b.Fatal(err)
 	}
 	h := func(context.Context, Message[[]byte]) Ack { return Accept() }

@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // Per-message priority and expiry on both brokers.
@@ -21,7 +22,7 @@ func TestPriorityAndExpiry(t *testing.T) {
 		t.Run("PriorityOrder", func(t *testing.T) {
 			q := testenv.Unique(t, "acemq-prio")
 			brokertest.DeleteAtEnd(t, c, q)
-			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(5))
+			topo := topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic), topology.WithMaxPriority(5))
 			if err := topo.Apply(ctx, c); err != nil {
 				t.Fatalf("declaring a priority queue: %v", err)
 			}
@@ -55,7 +56,7 @@ func TestPriorityAndExpiry(t *testing.T) {
 		t.Run("QuorumQueuePriority", func(t *testing.T) {
 			q := testenv.Unique(t, "acemq-qprio")
 			brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
-			if err := acemq.NewTopology().Queue(q).Apply(ctx, c); err != nil {
+			if err := topology.New().Queue(q).Apply(ctx, c); err != nil {
 				t.Fatal(err)
 			}
 			p := acemq.NewPublisher[string](c, "")
@@ -93,7 +94,7 @@ func TestPriorityAndExpiry(t *testing.T) {
 		t.Run("ExpiredIsDeadLettered", func(t *testing.T) {
 			q := testenv.Unique(t, "acemq-exp")
 			brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
-			topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
+			topo := topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(true))
 			if err := topo.Apply(ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func TestSendOptionMistakes(t *testing.T) {
 }
 
 func TestMaxPriorityDeclaration(t *testing.T) {
-	q := acemq.NewTopology().Queue("jobs", acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(10))
+	q := topology.New().Queue("jobs", topology.WithQueueType(topology.QueueClassic), topology.WithMaxPriority(10))
 	plan, err := q.Plan()
 	if err != nil {
 		t.Fatal(err)
@@ -134,19 +135,19 @@ func TestMaxPriorityDeclaration(t *testing.T) {
 	if got := plan[0].Queue.Args["x-max-priority"]; got != int32(10) {
 		t.Errorf("x-max-priority = %#v, want int32(10)", got)
 	}
-	for name, topo := range map[string]*acemq.Topology{
-		"quorum":   acemq.NewTopology().Queue("jobs", acemq.WithMaxPriority(10)),
-		"zero":     acemq.NewTopology().Queue("jobs", acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(0)),
-		"twice":    acemq.NewTopology().Queue("jobs", acemq.WithQueueType(acemq.QueueClassic), acemq.WithMaxPriority(3), acemq.WithArguments(map[string]any{"x-max-priority": 3})),
-		"exchange": acemq.NewTopology().Exchange("jobs", acemq.ExchangeDirect, acemq.WithMaxPriority(3)),
-		"binding":  acemq.NewTopology().Bind("jobs", "jobs", "k", acemq.WithMaxPriority(3)),
+	for name, topo := range map[string]*topology.Topology{
+		"quorum":   topology.New().Queue("jobs", topology.WithMaxPriority(10)),
+		"zero":     topology.New().Queue("jobs", topology.WithQueueType(topology.QueueClassic), topology.WithMaxPriority(0)),
+		"twice":    topology.New().Queue("jobs", topology.WithQueueType(topology.QueueClassic), topology.WithMaxPriority(3), topology.WithArguments(map[string]any{"x-max-priority": 3})),
+		"exchange": topology.New().Exchange("jobs", topology.ExchangeDirect, topology.WithMaxPriority(3)),
+		"binding":  topology.New().Bind("jobs", "jobs", "k", topology.WithMaxPriority(3)),
 	} {
 		if err := topo.Validate(); err == nil {
 			t.Errorf("%s: WithMaxPriority accepted, want a mistake reported", name)
 		}
 	}
 	// A transient (exclusive) queue is classic without asking.
-	if err := acemq.NewTopology().Queue("jobs", acemq.WithDurable(false), acemq.WithExclusive(), acemq.WithMaxPriority(3)).Validate(); err != nil {
+	if err := topology.New().Queue("jobs", topology.WithDurable(false), topology.WithExclusive(), topology.WithMaxPriority(3)).Validate(); err != nil {
 		t.Errorf("a transient priority queue: %v", err)
 	}
 }

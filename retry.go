@@ -23,7 +23,7 @@ const defaultBrokerWaitThreshold = 30 * time.Second
 // A policy built with nonsensical values — fewer than one attempt, a
 // negative delay, a cap below the first delay, a negative age limit or
 // threshold, a jitter outside [0, 1] — keeps the first mistake and is
-// refused by Consume and Topology.Queue (WithRetry), with an error saying
+// refused by Consume and topology.Topology.Queue (WithRetry), with an error saying
 // what to change.
 type RetryPolicy struct {
 	maxAttempts int

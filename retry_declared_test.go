@@ -10,6 +10,8 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // The retry policy given to Topology.Queue and the one given to Consume
@@ -25,7 +27,7 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 		other := acemq.FixedRetry(2, 10*time.Millisecond)
 
 		q := testenv.Unique(t, "acemq-policy")
-		topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true), acemq.WithRetry(declared))
+		topo := topology.New().Queue(q, topology.WithDeadLettering(true), acemq.WithRetry(declared))
 		t.Cleanup(func() { _ = topo.Delete(context.Background(), conn) })
 		if err := topo.Apply(ctx, conn); err != nil {
 			t.Fatal(err)
@@ -62,12 +64,12 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 
 		// WithTopology: refused before anything is declared.
 		q2 := testenv.Unique(t, "acemq-policy2")
-		topo2 := acemq.NewTopology().Queue(q2, acemq.WithDeadLettering(true), acemq.WithRetry(declared))
+		topo2 := topology.New().Queue(q2, topology.WithDeadLettering(true), acemq.WithRetry(declared))
 		t.Cleanup(func() { _ = topo2.Delete(context.Background(), conn) })
 		if _, err := acemq.Consume(ctx, conn, q2, h, acemq.WithTopology(topo2), acemq.WithRetry(other)); !errors.Is(err, acemq.ErrRetryPolicyMismatch) {
 			t.Errorf("WithTopology with another policy: %v, want ErrRetryPolicyMismatch", err)
 		}
-		if _, err := conn.Inspect(ctx, q2); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, q2); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the refused consumer applied its topology: inspect %s: %v", q2, err)
 		}
 	})
@@ -75,7 +77,7 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 
 // A topology that gives one queue two different policies is refused.
 func TestTopologyQueueWithTwoPolicies(t *testing.T) {
-	err := acemq.NewTopology().
+	err := topology.New().
 		Queue("jobs", acemq.WithRetry(acemq.FixedRetry(3, time.Second))).
 		Queue("jobs", acemq.WithRetry(acemq.FixedRetry(4, time.Second))).
 		Validate()

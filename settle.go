@@ -215,7 +215,7 @@ func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope
 // binding. Never q itself.
 func declareDeadLetterHalf(ctx context.Context, t driver.Conn, q string, p RetryPolicy) error {
 	for _, step := range consumerDeclarations(q, p) {
-		if err := step.apply(ctx, t); err != nil {
+		if err := step.Declare(ctx, t); err != nil {
 			return fmt.Errorf("acemq: the consumer of %q could not declare its dead-letter half: %w", q, err)
 		}
 	}

@@ -13,16 +13,17 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/topology"
 )
 
 // fixtureApplicationTopology is the fixture's application topology in one
 // expression: exchange orders (topic), queue orders.new (quorum, with
 // dead-lettering), binding on order.*.
-func fixtureApplicationTopology() *acemq.Topology {
-	return acemq.NewTopology().
-		Exchange("orders", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering(true)).
+func fixtureApplicationTopology() *topology.Topology {
+	return topology.New().
+		Exchange("orders", topology.ExchangeTopic).
+		Queue("orders.new", topology.WithDeadLettering(true)).
 		Bind("orders", "orders.new", "order.*")
 }
 
@@ -231,9 +232,9 @@ func TestContractTopologyDeclaredByBuilder(t *testing.T) {
 
 	// With the consumer's policy as well, the builder declares the union.
 	policy, _ := parsePolicy(t, ft.Policy)
-	plan, err = acemq.NewTopology().
-		Exchange("orders", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)).
+	plan, err = topology.New().
+		Exchange("orders", topology.ExchangeTopic).
+		Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)).
 		Bind("orders", "orders.new", "order.*").
 		Plan()
 	if err != nil {
@@ -282,9 +283,9 @@ func TestTopologyPlanOrderAndText(t *testing.T) {
 }
 
 func TestTopologyQueueTypes(t *testing.T) {
-	queueOf := func(t *testing.T, opts ...acemq.DeclareOption) (driver.Queue, error) {
+	queueOf := func(t *testing.T, opts ...topology.Option) (driver.Queue, error) {
 		t.Helper()
-		p, err := acemq.NewTopology().Queue("q", opts...).Plan()
+		p, err := topology.New().Queue("q", opts...).Plan()
 		if err != nil {
 			return driver.Queue{}, err
 		}
@@ -298,27 +299,27 @@ func TestTopologyQueueTypes(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		opts    []acemq.DeclareOption
+		opts    []topology.Option
 		typ     string // "" = no x-queue-type
 		durable bool
 		refused string
 	}{
 		{"default durable is quorum", nil, "quorum", true, ""},
-		{"classic on request", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic)}, "", true, ""},
-		{"explicit quorum", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum)}, "quorum", true, ""},
-		{"exclusive is classic", []acemq.DeclareOption{acemq.WithExclusive()}, "", true, ""},
-		{"auto-delete is classic", []acemq.DeclareOption{acemq.WithAutoDelete()}, "", true, ""},
-		{"transient and exclusive is classic", []acemq.DeclareOption{acemq.WithDurable(false), acemq.WithExclusive()}, "", false, ""},
-		{"transient and not exclusive refused", []acemq.DeclareOption{acemq.WithDurable(false)}, "", false, "transient_nonexcl_queues"},
-		{"transient auto-delete and not exclusive refused", []acemq.DeclareOption{acemq.WithDurable(false), acemq.WithAutoDelete()}, "", false, "transient_nonexcl_queues"},
-		{"quorum and exclusive refused", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()}, "", false, "exclusive"},
-		{"quorum and auto-delete refused", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueQuorum), acemq.WithAutoDelete()}, "", false, "auto-delete"},
-		{"quorum argument and exclusive refused", []acemq.DeclareOption{acemq.WithExclusive(), acemq.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "exclusive"},
-		{"classic argument is written as none", []acemq.DeclareOption{acemq.WithArguments(driver.Table{"x-queue-type": "classic"})}, "", true, ""},
-		{"explicit argument wins over the default", []acemq.DeclareOption{acemq.WithArguments(driver.Table{"x-queue-type": "stream"})}, "stream", true, ""},
-		{"options and arguments disagree", []acemq.DeclareOption{acemq.WithQueueType(acemq.QueueClassic), acemq.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "arguments"},
-		{"dead-lettering refuses a caller's x-dead-letter-exchange", []acemq.DeclareOption{acemq.WithDeadLettering(true), acemq.WithArguments(driver.Table{"x-dead-letter-exchange": "mine"})}, "", false, "x-dead-letter-exchange"},
-		{"dead-lettering refuses a caller's x-dead-letter-routing-key", []acemq.DeclareOption{acemq.WithDeadLettering(true), acemq.WithArguments(driver.Table{"x-dead-letter-routing-key": "mine"})}, "", false, "x-dead-letter-routing-key"},
+		{"classic on request", []topology.Option{topology.WithQueueType(topology.QueueClassic)}, "", true, ""},
+		{"explicit quorum", []topology.Option{topology.WithQueueType(topology.QueueQuorum)}, "quorum", true, ""},
+		{"exclusive is classic", []topology.Option{topology.WithExclusive()}, "", true, ""},
+		{"auto-delete is classic", []topology.Option{topology.WithAutoDelete()}, "", true, ""},
+		{"transient and exclusive is classic", []topology.Option{topology.WithDurable(false), topology.WithExclusive()}, "", false, ""},
+		{"transient and not exclusive refused", []topology.Option{topology.WithDurable(false)}, "", false, "transient_nonexcl_queues"},
+		{"transient auto-delete and not exclusive refused", []topology.Option{topology.WithDurable(false), topology.WithAutoDelete()}, "", false, "transient_nonexcl_queues"},
+		{"quorum and exclusive refused", []topology.Option{topology.WithQueueType(topology.QueueQuorum), topology.WithExclusive()}, "", false, "exclusive"},
+		{"quorum and auto-delete refused", []topology.Option{topology.WithQueueType(topology.QueueQuorum), topology.WithAutoDelete()}, "", false, "auto-delete"},
+		{"quorum argument and exclusive refused", []topology.Option{topology.WithExclusive(), topology.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "exclusive"},
+		{"classic argument is written as none", []topology.Option{topology.WithArguments(driver.Table{"x-queue-type": "classic"})}, "", true, ""},
+		{"explicit argument wins over the default", []topology.Option{topology.WithArguments(driver.Table{"x-queue-type": "stream"})}, "stream", true, ""},
+		{"options and arguments disagree", []topology.Option{topology.WithQueueType(topology.QueueClassic), topology.WithArguments(driver.Table{"x-queue-type": "quorum"})}, "", false, "arguments"},
+		{"dead-lettering refuses a caller's x-dead-letter-exchange", []topology.Option{topology.WithDeadLettering(true), topology.WithArguments(driver.Table{"x-dead-letter-exchange": "mine"})}, "", false, "x-dead-letter-exchange"},
+		{"dead-lettering refuses a caller's x-dead-letter-routing-key", []topology.Option{topology.WithDeadLettering(true), topology.WithArguments(driver.Table{"x-dead-letter-routing-key": "mine"})}, "", false, "x-dead-letter-routing-key"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			q, err := queueOf(t, c.opts...)
@@ -345,17 +346,17 @@ func TestTopologyQueueTypes(t *testing.T) {
 func TestTopologyValidate(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		topo *acemq.Topology
+		topo *topology.Topology
 		want string
 	}{
-		{"conflicting queue", acemq.NewTopology().Queue("a").Queue("a", acemq.WithQueueType(acemq.QueueClassic)), "declared twice with different settings"},
-		{"conflicting exchange", acemq.NewTopology().Exchange("e", acemq.ExchangeTopic).Exchange("e", acemq.ExchangeDirect), "declared twice"},
-		{"managed exchange redeclared differently", acemq.NewTopology().Exchange("acemq.dlx", acemq.ExchangeTopic).Queue("a", acemq.WithDeadLettering(true)), "acemq.dlx"},
-		{"amq. exchange", acemq.NewTopology().Exchange("amq.mine", acemq.ExchangeDirect), "amq."},
-		{"unnamed exchange", acemq.NewTopology().Exchange("", acemq.ExchangeDirect), "needs a name"},
-		{"unknown kind", acemq.NewTopology().Exchange("e", "round-robin"), "unknown kind"},
-		{"unnamed queue", acemq.NewTopology().Queue(""), "needs a name"},
-		{"default exchange binding", acemq.NewTopology().Queue("a").Bind("", "a", "a"), "default exchange"},
+		{"conflicting queue", topology.New().Queue("a").Queue("a", topology.WithQueueType(topology.QueueClassic)), "declared twice with different settings"},
+		{"conflicting exchange", topology.New().Exchange("e", topology.ExchangeTopic).Exchange("e", topology.ExchangeDirect), "declared twice"},
+		{"managed exchange redeclared differently", topology.New().Exchange("acemq.dlx", topology.ExchangeTopic).Queue("a", topology.WithDeadLettering(true)), "acemq.dlx"},
+		{"amq. exchange", topology.New().Exchange("amq.mine", topology.ExchangeDirect), "amq."},
+		{"unnamed exchange", topology.New().Exchange("", topology.ExchangeDirect), "needs a name"},
+		{"unknown kind", topology.New().Exchange("e", "round-robin"), "unknown kind"},
+		{"unnamed queue", topology.New().Queue(""), "needs a name"},
+		{"default exchange binding", topology.New().Queue("a").Bind("", "a", "a"), "default exchange"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.topo.Validate()
@@ -376,7 +377,7 @@ func TestTopologyValidate(t *testing.T) {
 	}
 	// Identical repeats merge; a queue declared by two dead-lettered
 	// queues' halves shares acemq.dlx once.
-	topo := acemq.NewTopology().Queue("a", acemq.WithDeadLettering(true)).Queue("b", acemq.WithDeadLettering(true)).Queue("a", acemq.WithDeadLettering(true))
+	topo := topology.New().Queue("a", topology.WithDeadLettering(true)).Queue("b", topology.WithDeadLettering(true)).Queue("a", topology.WithDeadLettering(true))
 	if err := topo.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestTopologyWithTopologyOption(t *testing.T) {
 		t.Error("NoDeclare with WithTopology was accepted")
 	}
 	if _, err := acemq.Consume(ctx, conn, "orders.new", func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() },
-		acemq.WithTopology(acemq.NewTopology().Queue("orders.new", acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()))); err == nil {
+		acemq.WithTopology(topology.New().Queue("orders.new", topology.WithQueueType(topology.QueueQuorum), topology.WithExclusive()))); err == nil {
 		t.Error("an invalid topology did not refuse the consumer")
 	}
 }
@@ -425,9 +426,9 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			ctx := context.Background()
 			sfx := randomHex(4)
 			ex, q := "acemq-test-topo-"+sfx, "acemq-test-topo-"+sfx+".q"
-			topo := acemq.NewTopology().
-				Exchange(ex, acemq.ExchangeTopic).
-				Queue(q, acemq.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))).
+			topo := topology.New().
+				Exchange(ex, topology.ExchangeTopic).
+				Queue(q, topology.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))).
 				Bind(ex, q, "order.*")
 			t.Cleanup(func() {
 				for _, n := range []string{q, q + ".dlq", q + ".parked", q + ".retry.1s"} {
@@ -456,7 +457,7 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 					t.Errorf("drift before Apply does not report %s missing: %v", n, drift)
 				}
 			}
-			if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Inspect(ctx, conn, q); !errors.Is(err, acemq.ErrNotFound) {
 				t.Fatalf("Drift created %s (inspect: %v)", q, err)
 			}
 
@@ -523,26 +524,4 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			}
 		})
 	}
-}
-
-func ExampleTopology() {
-	topo := acemq.NewTopology().
-		Exchange("orders", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering(true)).
-		Bind("orders", "orders.new", "order.*")
-	plan, err := topo.Plan()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Print(plan)
-	// Output:
-	// exchange orders (topic, durable)
-	// exchange acemq.dlx (direct, durable)
-	// queue orders.new (quorum, durable) x-dead-letter-exchange=acemq.dlx x-dead-letter-routing-key=orders.new.dlq
-	// queue orders.new.dlq (classic, durable)
-	// queue orders.new.parked (classic, durable)
-	// binding acemq.dlx -> orders.new.dlq on "orders.new.dlq"
-	// binding acemq.dlx -> orders.new.parked on "orders.new.parked"
-	// binding orders -> orders.new on "order.*"
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // One consumer for a queue that carries several message types: each type
@@ -41,9 +42,9 @@ func ExampleConsumeTypes() {
 			fmt.Println("cancelled", m.Payload.ID)
 			return acemq.Accept()
 		}),
-	}, acemq.WithTopology(acemq.NewTopology().
-		Exchange("shop", acemq.ExchangeTopic).
-		Queue("orders", acemq.WithDeadLettering(true)).
+	}, acemq.WithTopology(topology.New().
+		Exchange("shop", topology.ExchangeTopic).
+		Queue("orders", topology.WithDeadLettering(true)).
 		Bind("shop", "orders", "order.*")))
 	if err != nil {
 		log.Fatal(err)
@@ -86,7 +87,7 @@ func ExampleConsumeBatch() {
 	defer conn.Close(ctx)
 	settled := make(chan acemq.Settlement, 4)
 	conn.OnSettle(func(s acemq.Settlement) { settled <- s })
-	if err := acemq.NewTopology().Queue("readings", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("readings", topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	readings := acemq.NewPublisher[int](conn, "")

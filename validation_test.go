@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestNonsensicalPoliciesAreRefused: a policy built with values that make
@@ -35,7 +36,7 @@ func TestNonsensicalPoliciesAreRefused(t *testing.T) {
 				t.Fatalf("Err() = %v, want it to say %q", err, tc.says)
 			}
 			c := memoryBackend.open(t)
-			if err := acemq.NewTopology().Queue("q", acemq.WithRetry(tc.policy)).Validate(); err == nil || !strings.Contains(err.Error(), tc.says) {
+			if err := topology.New().Queue("q", acemq.WithRetry(tc.policy)).Validate(); err == nil || !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("Topology.Queue: %v", err)
 			}
 			_, err := acemq.Consume(context.Background(), c, "q", func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Accept() },
@@ -103,25 +104,25 @@ func TestNonsensicalOptionsAreRefused(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		topo *acemq.Topology
+		topo *topology.Topology
 		says string
 	}{
-		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithExclusive()), `the exchange "x": WithExclusive does not apply to it`},
-		{acemq.NewTopology().Exchange("x", acemq.ExchangeTopic, acemq.WithDeadLettering(true)), "WithDeadLettering does not apply"},
-		{acemq.NewTopology().Queue("q", acemq.WithInternal()), `the queue "q": WithInternal does not apply to it`},
-		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithQueueType(acemq.QueueQuorum)), "WithQueueType does not apply"},
-		{acemq.NewTopology().Bind("x", "q", "k", acemq.WithDurable(false)), "WithDurable does not apply"},
-		{acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()), "cannot be a quorum queue and exclusive"},
+		{topology.New().Exchange("x", topology.ExchangeTopic, topology.WithExclusive()), `the exchange "x": WithExclusive does not apply to it`},
+		{topology.New().Exchange("x", topology.ExchangeTopic, topology.WithDeadLettering(true)), "WithDeadLettering does not apply"},
+		{topology.New().Queue("q", topology.WithInternal()), `the queue "q": WithInternal does not apply to it`},
+		{topology.New().Bind("x", "q", "k", topology.WithQueueType(topology.QueueQuorum)), "WithQueueType does not apply"},
+		{topology.New().Bind("x", "q", "k", topology.WithDurable(false)), "WithDurable does not apply"},
+		{topology.New().Queue("q", topology.WithQueueType(topology.QueueQuorum), topology.WithExclusive()), "cannot be a quorum queue and exclusive"},
 	} {
 		if err := tc.topo.Validate(); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("Validate: %v, want it to say %q", err, tc.says)
 		}
 	}
 	// Arguments apply to all three.
-	ok := acemq.NewTopology().
-		Exchange("x", acemq.ExchangeHeaders, acemq.WithArguments(map[string]any{"alternate-exchange": "y"}), acemq.WithDurable(false), acemq.WithAutoDelete()).
-		Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": 1000}), acemq.WithDurable(false), acemq.WithExclusive()).
-		Bind("x", "q", "", acemq.WithArguments(map[string]any{"x-match": "all"}))
+	ok := topology.New().
+		Exchange("x", topology.ExchangeHeaders, topology.WithArguments(map[string]any{"alternate-exchange": "y"}), topology.WithDurable(false), topology.WithAutoDelete()).
+		Queue("q", topology.WithArguments(map[string]any{"x-message-ttl": 1000}), topology.WithDurable(false), topology.WithExclusive()).
+		Bind("x", "q", "", topology.WithArguments(map[string]any{"x-match": "all"}))
 	plan, err := ok.Plan()
 	if err != nil {
 		t.Fatal(err)
@@ -135,12 +136,12 @@ func TestNonsensicalOptionsAreRefused(t *testing.T) {
 // TestArgumentValuesAreChecked: declaration arguments are checked as
 // header values are.
 func TestArgumentValuesAreChecked(t *testing.T) {
-	err := acemq.NewTopology().Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": make(chan int)})).Validate()
+	err := topology.New().Queue("q", topology.WithArguments(map[string]any{"x-message-ttl": make(chan int)})).Validate()
 	if err == nil || !strings.Contains(err.Error(), `WithArguments: the argument "x-message-ttl" holds a chan int`) {
 		t.Errorf("Validate: %v", err)
 	}
 	type ttl uint32
-	plan, err := acemq.NewTopology().Queue("q", acemq.WithArguments(map[string]any{"x-message-ttl": ttl(500), "x-max-length": uint64(10)})).Plan()
+	plan, err := topology.New().Queue("q", topology.WithArguments(map[string]any{"x-message-ttl": ttl(500), "x-max-length": uint64(10)})).Plan()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // lateScheme is a test transport: lateScheme://NAME fails its first opens
@@ -111,7 +112,7 @@ func TestWaitForBrokerRetriesUntilTheBrokerAnswers(t *testing.T) {
 		t.Errorf("the log does not carry the attempt's error:\n%s", logs.String())
 	}
 	// The connection works.
-	if err := acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueClassic)).Apply(context.Background(), conn); err != nil {
+	if err := topology.New().Queue("q", topology.WithQueueType(topology.QueueClassic)).Apply(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,7 @@
 //
 //	func TestShipping(t *testing.T) {
 //		conn := acemqtest.Connect(t, acemqtest.URL(t))
-//		acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
+//		acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true)))
 //		settled := acemqtest.Record(t, conn)
 //		consumer, err := acemq.Consume(ctx, conn, "orders.new", ship)
 //		…
@@ -38,6 +38,8 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // Timeout bounds every wait of the package: connecting, closing, and the
@@ -94,7 +96,7 @@ func Connect(t testing.TB, url string, opts ...acemq.ConnOption) *acemq.Conn {
 
 // Declare applies topo on conn's broker and deletes it (Topology.Delete)
 // when the test ends, before conn is closed.
-func Declare(t testing.TB, conn *acemq.Conn, topo *acemq.Topology) {
+func Declare(t testing.TB, conn *acemq.Conn, topo *topology.Topology) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
@@ -168,12 +170,12 @@ func busyWith(conn *acemq.Conn, consumers []*acemq.Consumer) string {
 		if busy > 0 {
 			return fmt.Sprintf("the consumer of %q holds %d unsettled deliveries", st.Queue(), busy)
 		}
-		queues := append([]string{st.Queue()}, st.Rungs()...)
+		names := append([]string{st.Queue()}, st.Rungs()...)
 		if clocked {
-			queues = queues[:1]
+			names = names[:1]
 		}
-		for _, q := range queues {
-			info, err := conn.Inspect(ctx, q)
+		for _, q := range names {
+			info, err := queues.Inspect(ctx, conn, q)
 			switch {
 			case errors.Is(err, acemq.ErrNotFound):
 			case err != nil:
@@ -265,7 +267,7 @@ func Peek(t testing.TB, conn *acemq.Conn, queue string) []acemq.Message[[]byte] 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	b, err := conn.Browse(ctx, queue)
+	b, err := queues.Browse(ctx, conn, queue)
 	if err != nil {
 		t.Fatalf("acemqtest: %v", err)
 	}
@@ -279,7 +281,7 @@ func Peek(t testing.TB, conn *acemq.Conn, queue string) []acemq.Message[[]byte] 
 		if !ok {
 			break
 		}
-		out = append(out, m)
+		out = append(out, m.Message)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("acemqtest: %v", err)

@@ -15,7 +15,9 @@ import (
 	"github.com/acemq/acemq/acemqtest"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,14 +36,14 @@ func TestURLIsTheTestsOwnBroker(t *testing.T) {
 			t.Fatalf("two URLs %s and %s", url, other)
 		}
 		c := acemqtest.Connect(t, url)
-		acemqtest.Declare(t, c, acemq.NewTopology().Queue("kept"))
-		if err := acemq.NewTopology().Queue("left-behind").Apply(context.Background(), c); err != nil {
+		acemqtest.Declare(t, c, topology.New().Queue("kept"))
+		if err := topology.New().Queue("left-behind").Apply(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 	})
 	c := acemqtest.Connect(t, url)
 	for _, q := range []string{"kept", "left-behind"} {
-		if _, err := c.Inspect(context.Background(), q); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(context.Background(), c, q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("after the test, %s is still on its broker (%v)", q, err)
 		}
 	}
@@ -57,7 +59,7 @@ func TestWaitIdle(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			conn := acemqtest.Connect(t, acemqtest.URL(t))
-			acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+			acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 			settled := acemqtest.Record(t, conn)
 			var calls atomic.Int32
 			consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -101,7 +103,7 @@ func TestWaitIdle(t *testing.T) {
 func TestRecorderAndPeek(t *testing.T) {
 	ctx := context.Background()
 	conn := acemqtest.Connect(t, acemqtest.URL(t))
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
+	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true)))
 	settled := acemqtest.Record(t, conn)
 	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		if m.Payload.ID == "bad" {
@@ -137,7 +139,7 @@ func TestOnRabbitMQ(t *testing.T) {
 	ctx := context.Background()
 	conn := acemqtest.Connect(t, testenv.AMQPURL(t))
 	q := testenv.Unique(t, "acemqtest")
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)))
+	acemqtest.Declare(t, conn, topology.New().Queue(q, topology.WithDeadLettering(true)))
 	settled := acemqtest.Record(t, conn)
 	consumer, err := acemq.Consume(ctx, conn, q, func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		return acemq.Park(errors.New("look at it"))

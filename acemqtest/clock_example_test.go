@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/topology"
 )
 
 // A test of a retry over rungs of one, two and four hours, which runs in
@@ -22,8 +23,8 @@ func ExampleNewClock() {
 	clock := acemqtest.NewClock(t, url) // before the first Connect to url
 	conn := acemqtest.Connect(t, url)
 	policy := acemq.ExponentialRetry(4, time.Hour, 4*time.Hour)
-	acemqtest.Declare(t, conn, acemq.NewTopology().
-		Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+	acemqtest.Declare(t, conn, topology.New().
+		Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	var attempts atomic.Int32
 	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[string]) acemq.Ack {

@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/schedule"
+	"github.com/acemq/acemq/topology"
 )
 
 // clocked returns a clock of the test's own and a connection to its
@@ -71,7 +72,7 @@ func TestClockThreeRungRetry(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
 	policy := acemq.ExponentialRetry(4, time.Hour, 4*time.Hour)
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	ran := newCalls(clock)
 	consumer := consume(t, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -110,7 +111,7 @@ func TestClockWaitsInTheConsumer(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
 	policy := acemq.FixedRetry(2, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	ran := newCalls(clock)
 	consumer := consume(t, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -150,7 +151,7 @@ func TestClockWaitsInTheConsumer(t *testing.T) {
 func TestClockExpiresMessages(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("offers", acemq.WithDeadLettering(true)))
+	acemqtest.Declare(t, conn, topology.New().Queue("offers", topology.WithDeadLettering(true)))
 	pub := acemq.NewPublisher[order](conn, "")
 	for _, ttl := range []time.Duration{10 * time.Minute, 20 * time.Minute} {
 		if _, err := pub.Send(ctx, "offers", order{ID: ttl.String()}, acemq.WithExpiration(ttl)); err != nil {
@@ -182,7 +183,7 @@ func TestClockExpiresMessages(t *testing.T) {
 func TestClockDeliversScheduledMessages(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("reminders"))
+	acemqtest.Declare(t, conn, topology.New().Queue("reminders"))
 	ctrl, err := schedule.Serve(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +275,7 @@ func TestClockManyWaits(t *testing.T) {
 	clock, conn := clocked(t)
 	start := clock.Now()
 	policy := acemq.FixedRetry(3, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true), acemq.WithRetry(policy)))
+	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	var calls atomic.Int32
 	consumer := consume(t, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
@@ -314,7 +315,7 @@ func TestClockManyWaits(t *testing.T) {
 func TestClockCloseEndsAWait(t *testing.T) {
 	ctx := context.Background()
 	_, conn := clocked(t)
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)))
+	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true)))
 	settled := acemqtest.Record(t, conn)
 	consumer, err := acemq.Consume(ctx, conn, "orders.new", func(ctx context.Context, m acemq.Message[order]) acemq.Ack {
 		return acemq.InProgress(time.Hour)
@@ -357,7 +358,7 @@ func TestConnClock(t *testing.T) {
 func TestClockHandsOverABatchAtItsWindow(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
-	acemqtest.Declare(t, conn, acemq.NewTopology().Queue("meter.readings", acemq.WithDeadLettering(true)))
+	acemqtest.Declare(t, conn, topology.New().Queue("meter.readings", topology.WithDeadLettering(true)))
 	ran := newCalls(clock)
 	var mu sync.Mutex
 	var sizes []int

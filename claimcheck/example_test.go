@@ -7,6 +7,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
+	"github.com/acemq/acemq/topology"
 )
 
 type Report struct {
@@ -23,7 +24,7 @@ func Example() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("reports").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("reports").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/replay"
 )
 
@@ -130,12 +131,12 @@ func (c *Console) remove(ctx context.Context, queue string, s selection) (action
 	out := actionResult{Action: "delete", Queue: queue}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, err := c.conn.Browse(ctx, queue)
+	b, err := queues.Browse(ctx, c.conn, queue)
 	if err != nil {
 		return out, err
 	}
 	defer b.Close()
-	err = each(ctx, b, func(m acemq.Message[[]byte]) (bool, error) {
+	err = each(ctx, b, func(m queues.Message) (bool, error) {
 		if !keep(m.Envelope) {
 			return true, nil // held, put back when the browser closes
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // BenchmarkPeek is the cost of one look at a dead-letter queue of 1000
@@ -26,7 +27,7 @@ func BenchmarkPeek(b *testing.B) {
 	url := testenv.AMQPURL(b)
 	conn := brokertest.Connect(b, url)
 	q := contract.DeadLetterQueue(brokertest.Queue(b, conn, "console-bench"))
-	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic)).Apply(context.Background(), conn); err != nil {
+	if err := topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic)).Apply(context.Background(), conn); err != nil {
 		b.Fatal(err)
 	}
 	for i := range n {

@@ -20,6 +20,7 @@ import (
 	"github.com/acemq/acemq/console"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // browser starts a headless Chromium (Debian's chromium package) for the
@@ -120,12 +121,12 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 // neighbours declares two more queues for the screenshots of the list: one
 // with retry rungs, a parked message and waiting messages, one with a
 // consumer.
-func neighbours(t *testing.T, conn *acemq.Conn) *acemq.Topology {
+func neighbours(t *testing.T, conn *acemq.Conn) *topology.Topology {
 	t.Helper()
 	ctx := context.Background()
-	topo := acemq.NewTopology().
-		Queue("payments.in", acemq.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(3, 5*time.Second).WaitInBrokerFrom(time.Second))).
-		Queue("shipping.out", acemq.WithDeadLettering(true))
+	topo := topology.New().
+		Queue("payments.in", topology.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(3, 5*time.Second).WaitInBrokerFrom(time.Second))).
+		Queue("shipping.out", topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}

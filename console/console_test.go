@@ -20,6 +20,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // Two reasons make two groups with the right counts; looking takes
@@ -364,7 +365,7 @@ func TestNewRefuses(t *testing.T) {
 		"no limit":       {console.WithPeekLimit(0)},
 		"bad management": {console.WithManagement("ftp://x", "/")},
 		"bad interval":   {console.WithInterval(-1)},
-		"bad topology":   {console.WithTopology(acemq.NewTopology().Queue("q", acemq.WithQueueType(acemq.QueueQuorum), acemq.WithExclusive()))},
+		"bad topology":   {console.WithTopology(topology.New().Queue("q", topology.WithQueueType(topology.QueueQuorum), topology.WithExclusive()))},
 	} {
 		if _, err := console.New(conn, opts...); err == nil {
 			t.Errorf("%s: no error", name)
@@ -503,7 +504,7 @@ func TestEvents(t *testing.T) {
 func TestBodies(t *testing.T) {
 	conn := brokertest.Connect(t, brokertest.MemoryURL(t))
 	q := "big"
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(context.Background(), conn); err != nil {
+	if err := topology.New().Queue(q, topology.WithDeadLettering(true)).Apply(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
 	store := claimcheck.NewMemoryStore()

@@ -17,7 +17,7 @@
 // The queues come from RabbitMQ's management API (WithManagement), with
 // their rates, or else from the names given (WithQueues, WithTopology),
 // inspected one by one. Looking at a queue reads up to WithPeekLimit of its
-// messages with an acemq.Browser, keeping a summary of each (never its
+// messages with a queues.Browser, keeping a summary of each (never its
 // body) within WithPeekBudget bytes, and puts every one back: nothing is
 // taken, but each looked-at message is marked redelivered, and on a quorum
 // queue each look counts towards its delivery limit (the dead-letter halves

@@ -9,6 +9,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/console"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // Serve the console for an application's queues on a broker without the
@@ -21,7 +22,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new", topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	con, err := console.New(conn, console.WithQueues("orders.new"))

@@ -15,7 +15,9 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 )
 
 // QuantityError and SKUError are the two reasons the test consumer
@@ -41,7 +43,7 @@ type fixture struct {
 	dlq      string
 	qtyIDs   map[string]bool // envelope ids of the orders rejected for their quantity
 	skuIDs   map[string]bool
-	topology *acemq.Topology
+	topology *topology.Topology
 }
 
 // deadLetters declares queue (with its dead-letter half), runs a consumer
@@ -57,7 +59,7 @@ func deadLetters(t *testing.T, url string, nQty, nSKU int) *fixture {
 	if !strings.HasPrefix(url, "memory://") {
 		q = testenv.Unique(t, "console") + ".orders.new"
 	}
-	topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(q, topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ type result struct {
 func peekIDs(t *testing.T, conn *acemq.Conn, queue string) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
-	b, err := conn.Browse(ctx, queue)
+	b, err := queues.Browse(ctx, conn, queue)
 	if err != nil {
 		t.Fatal(err)
 	}

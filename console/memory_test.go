@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // heapPeak records the most heap in use, after a collection, at each call
@@ -51,7 +52,7 @@ func bigDeadLetters(t *testing.T, url string, n, size int) (*acemq.Conn, string)
 	if !strings.HasPrefix(url, "memory://") {
 		q = testenv.Unique(t, "console") + ".big"
 	}
-	topo := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(q, topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestPeekBudget(t *testing.T) {
 	ctx := context.Background()
 	conn := brokertest.Connect(t, url)
 	q := "long.reasons"
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(q, topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	dlq := contract.DeadLetterQueue(q)

@@ -3,7 +3,7 @@ package console
 import (
 	"time"
 
-	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/topology"
 )
 
 // An Option configures New. Every option is a function named With….
@@ -11,7 +11,7 @@ type Option interface{ apply(*config) }
 
 type config struct {
 	queues     []string
-	topology   []*acemq.Topology
+	topology   []*topology.Topology
 	mgmtURL    string
 	mgmtVhost  string
 	token      string
@@ -37,7 +37,7 @@ func WithQueues(names ...string) Option {
 // queue it declares that is not a dead-letter half or a retry rung is an
 // application queue, listed with its halves and the rungs the topology
 // declares for it. Several WithTopology add up.
-func WithTopology(t *acemq.Topology) Option {
+func WithTopology(t *topology.Topology) Option {
 	return option(func(c *config) {
 		if t != nil {
 			c.topology = append(c.topology, t)

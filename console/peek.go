@@ -14,6 +14,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/claimcheck"
+	"github.com/acemq/acemq/queues"
 )
 
 // A BodyDecoder turns a message's body as it travelled into what the
@@ -28,19 +29,19 @@ type BodyDecoder func(m acemq.Message[[]byte]) (body []byte, contentType string,
 // look costs. truncated says the queue held more than the peek limit. The
 // caller holds c.mu.
 func (c *Console) look(ctx context.Context, queue string, f func(m acemq.Message[[]byte]) (more bool, err error)) (truncated bool, err error) {
-	b, err := c.conn.Browse(ctx, queue)
+	b, err := queues.Browse(ctx, c.conn, queue)
 	if err != nil {
 		return false, err
 	}
 	defer b.Close()
 	n := 0
-	err = each(ctx, b, func(m acemq.Message[[]byte]) (bool, error) {
+	err = each(ctx, b, func(m queues.Message) (bool, error) {
 		if n == c.cfg.peekLimit {
 			truncated = true
 			return false, nil
 		}
 		n++
-		return f(m)
+		return f(m.Message)
 	})
 	return truncated, err
 }
@@ -48,7 +49,7 @@ func (c *Console) look(ctx context.Context, queue string, f func(m acemq.Message
 // each reads b's messages one at a time and gives each to f, until f says
 // no more, fails, or the queue has no more ready messages. What f does not
 // take stays held by b until it closes.
-func each(ctx context.Context, b *acemq.Browser, f func(m acemq.Message[[]byte]) (more bool, err error)) error {
+func each(ctx context.Context, b *queues.Browser, f func(m queues.Message) (more bool, err error)) error {
 	if readHook != nil {
 		defer readHook()
 	}
@@ -273,7 +274,7 @@ func (c *Console) view(ctx context.Context, queue string) (queueView, error) {
 	truncated, err := c.look(ctx, queue, g.add)
 	var depth int
 	if err == nil {
-		if info, ierr := c.conn.Inspect(ctx, queue); ierr == nil {
+		if info, ierr := queues.Inspect(ctx, c.conn, queue); ierr == nil {
 			depth = info.Messages
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/rpc"
 	"github.com/acemq/acemq/topology"
 )
@@ -186,7 +187,7 @@ func (c *Console) named() []string {
 func (c *Console) inspectNamed(ctx context.Context) []queueRow {
 	var rows []queueRow
 	for _, n := range c.named() {
-		info, err := c.conn.Inspect(ctx, n)
+		info, err := queues.Inspect(ctx, c.conn, n)
 		_, role := roleOf(n)
 		switch {
 		case err == nil:

@@ -8,6 +8,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // A broker on a clock the caller moves: a message with a TTL of an hour
@@ -27,15 +29,15 @@ func ExampleFakeClock() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("offers", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("offers", topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](conn, "").Send(ctx, "offers", "10% off", acemq.WithExpiration(time.Hour)); err != nil {
 		log.Fatal(err)
 	}
 	held := func() {
-		offers, _ := conn.Inspect(ctx, "offers")
-		dead, _ := conn.Inspect(ctx, "offers.dlq")
+		offers, _ := queues.Inspect(ctx, conn, "offers")
+		dead, _ := queues.Inspect(ctx, conn, "offers.dlq")
 		fmt.Printf("%s: %d offer, %d dead-lettered\n", clock.Now().Format("15:04:05.000"), offers.Messages, dead.Messages)
 	}
 	held()

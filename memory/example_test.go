@@ -8,6 +8,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // Every connection to the same memory:// URL in a process shares one
@@ -25,13 +27,13 @@ func Example() {
 	}
 	defer consumer.Close(ctx)
 
-	if err := acemq.NewTopology().Queue("orders").Apply(ctx, publisher); err != nil {
+	if err := topology.New().Queue("orders").Apply(ctx, publisher); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[string](publisher, "").Send(ctx, "orders", "o-1"); err != nil {
 		log.Fatal(err)
 	}
-	info, err := consumer.Inspect(ctx, "orders")
+	info, err := queues.Inspect(ctx, consumer, "orders")
 	fmt.Println(info.Messages, err)
 
 	// Reset empties the broker, as a restart with nothing on disk would,
@@ -42,7 +44,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer fresh.Close(ctx)
-	_, err = fresh.Inspect(ctx, "orders")
+	_, err = queues.Inspect(ctx, fresh, "orders")
 	fmt.Println(errors.Is(err, acemq.ErrNotFound))
 	// Output:
 	// 1 <nil>

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/middleware"
+	"github.com/acemq/acemq/topology"
 	"golang.org/x/time/rate"
 )
 
@@ -19,7 +20,7 @@ func Example() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 	settled := make(chan acemq.Settlement, 1)

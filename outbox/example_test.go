@@ -7,6 +7,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/inbox"
 	"github.com/acemq/acemq/outbox"
+	"github.com/acemq/acemq/topology"
 )
 
 type Payment struct {
@@ -25,7 +26,7 @@ func Example() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("payments").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("payments").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 

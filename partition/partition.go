@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/topology"
 )
 
 // Of is the partition of key among n partitions: FNV-1a 32-bit over the
@@ -42,18 +43,18 @@ func MemberTag(queue string, n int) string { return "acemq-" + queue + "-" + str
 // Topology is the topology of n partitions of base behind a direct
 // exchange: the exchange, and queues {base}.0 … {base}.{n-1}, each bound
 // with its own name as routing key and declared with a single active
-// consumer (acemq.WithSingleActiveConsumer) and opts (a queue type,
-// acemq.WithDeadLettering, …). n must be at least 1. Streams cannot have a
+// consumer (topology.WithSingleActiveConsumer) and opts (a queue type,
+// topology.WithDeadLettering, …). n must be at least 1. Streams cannot have a
 // single active consumer over AMQP 0-9-1: build a topology of stream
-// partitions with acemq.NewTopology and RoutingKey instead. Mistakes in
+// partitions with topology.New and RoutingKey instead. Mistakes in
 // opts are reported by the topology's Validate, as ever.
-func Topology(exchange, base string, n int, opts ...acemq.DeclareOption) (*acemq.Topology, error) {
+func Topology(exchange, base string, n int, opts ...topology.Option) (*topology.Topology, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("partition: Topology(%d partitions): at least 1 is needed", n)
 	}
-	t := acemq.NewTopology()
-	t.Exchange(exchange, acemq.ExchangeDirect)
-	qopts := append([]acemq.DeclareOption{acemq.WithSingleActiveConsumer()}, opts...)
+	t := topology.New()
+	t.Exchange(exchange, topology.ExchangeDirect)
+	qopts := append([]topology.Option{topology.WithSingleActiveConsumer()}, opts...)
 	for p := range n {
 		q := RoutingKey(base, p)
 		t.Queue(q, qopts...)

@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/partition"
+	"github.com/acemq/acemq/topology"
 	"go.uber.org/goleak"
 )
 
@@ -77,7 +78,7 @@ func TestPublisherRoutesByKey(t *testing.T) {
 		c := brokertest.Connect(t, url)
 		ex := testenv.Unique(t, "orders")
 		const n = 4
-		topo, err := partition.Topology(ex, ex, n, acemq.WithQueueType(acemq.QueueClassic))
+		topo, err := partition.Topology(ex, ex, n, topology.WithQueueType(topology.QueueClassic))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,9 +23,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// queues declares {q}, {q}.dlq and {q}.parked (durable, classic), deleted
+// declareQueues declares {q}, {q}.dlq and {q}.parked (durable, classic), deleted
 // when the test ends, and returns q.
-func queues(t *testing.T, c *acemq.Conn) string {
+func declareQueues(t *testing.T, c *acemq.Conn) string {
 	t.Helper()
 	q := brokertest.Queue(t, c, "rp")
 	for _, n := range []string{contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
@@ -73,7 +73,7 @@ func getAll(t *testing.T, c *acemq.Conn, queue string) []driver.Delivery {
 func TestReplayMovesAndStamps(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		firstSeen := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 		env := acemq.MustEnvelope(acemq.Fields{
 			ID: "11111111-2222-3333-4444-555555555555", Type: "order.placed", CorrelationID: "corr-1", CausationID: "cause-1",
@@ -146,7 +146,7 @@ func TestReplayMovesAndStamps(t *testing.T) {
 func TestReplayUntypedMessage(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		dlq := contract.DeadLetterQueue(q)
 		if err := brokertest.Driver(c).Publish(context.Background(), driver.Message{
 			RoutingKey: dlq, Mandatory: true, MessageID: "foreign-1", ReplyTo: "answers", CorrelationID: "c-9",
@@ -174,7 +174,7 @@ func TestReplayUntypedMessage(t *testing.T) {
 func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		deadLetter(t, c, contract.ParkedQueue(q), acemq.MustEnvelope(acemq.Fields{Reason: "the handler parked it: x"}), "p-1")
 		res, err := replay.Run(context.Background(), c, contract.ParkedQueue(q))
 		if err != nil || res.Moved != 1 || res.RoutingKey != q {
@@ -183,7 +183,7 @@ func TestReplayFromParkedAndToAnExchange(t *testing.T) {
 		waitCount(t, c, q, 1)
 
 		ex := testenv.Unique(t, "rp")
-		other := queues(t, c)
+		other := declareQueues(t, c)
 		if err := brokertest.Driver(c).DeclareExchange(context.Background(), driver.Exchange{Name: ex, Kind: driver.Direct, Durable: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func fill(t *testing.T, c *acemq.Conn, queue string, n int) {
 func TestReplayLimit(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 10)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithLimit(4))
@@ -234,7 +234,7 @@ func TestReplayInterruptedLosesNothing(t *testing.T) {
 		t.Run(string(reason), func(t *testing.T) {
 			brokertest.Each(t, func(t *testing.T, url string) {
 				c := brokertest.Connect(t, url)
-				q := queues(t, c)
+				q := declareQueues(t, c)
 				dlq := contract.DeadLetterQueue(q)
 				const total = 10
 				fill(t, c, dlq, total)
@@ -295,7 +295,7 @@ func (d *deadlineAfter) Done() <-chan struct{} {
 func TestReplayFilterHoldsDeclinedMessagesUntilTheEnd(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 6)
 		var calls atomic.Int32
@@ -322,7 +322,7 @@ func TestReplayFilterHoldsDeclinedMessagesUntilTheEnd(t *testing.T) {
 func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 3)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
@@ -340,7 +340,7 @@ func TestReplayToAMissingTargetPutsTheMessageBack(t *testing.T) {
 func TestReplayConfirmsOnAConnectionWithoutConfirms(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url, acemq.WithConfirms(false))
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 2)
 		res, err := replay.Run(context.Background(), c, dlq, replay.WithTarget("", testenv.Unique(t, "rp")+"-missing"))
@@ -372,7 +372,7 @@ func TestReplayRefusesBadArguments(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
 		defer cancel()
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		if res, err := replay.Run(ctx, c, contract.DeadLetterQueue(q)); err != nil || res.Reason != replay.DeadlineExceeded {
 			t.Fatalf("an expired deadline: %v, %v", res, err)
 		}
@@ -382,7 +382,7 @@ func TestReplayRefusesBadArguments(t *testing.T) {
 func TestKeepAttempts(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		deadLetter(t, c, contract.DeadLetterQueue(q), acemq.MustEnvelope(acemq.Fields{Attempt: 5}), "x")
 		if _, err := replay.Run(context.Background(), c, contract.DeadLetterQueue(q), replay.WithKeptAttempts()); err != nil {
 			t.Fatal(err)
@@ -502,7 +502,7 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 func TestReplayMessageFilterSeesTheBody(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		q := queues(t, c)
+		q := declareQueues(t, c)
 		dlq := contract.DeadLetterQueue(q)
 		fill(t, c, dlq, 4) // bodies m-0 … m-3
 		var seen []string

@@ -10,7 +10,9 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/replay"
+	"github.com/acemq/acemq/topology"
 )
 
 // A handler rejects orders while a dependency is down; once it is back, the
@@ -22,7 +24,7 @@ func ExampleRun() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("orders.new").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("orders.new").Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 
@@ -47,7 +49,7 @@ func ExampleRun() {
 		}
 	}
 	for { // wait until all three are dead-lettered
-		info, _ := conn.Inspect(ctx, "orders.new.dlq")
+		info, _ := queues.Inspect(ctx, conn, "orders.new.dlq")
 		if info.Messages == 3 {
 			break
 		}

@@ -20,7 +20,7 @@ func TestFaultReplayConnectionDropLosesNothing(t *testing.T) {
 	testenv.Faults(t)
 	url := testenv.AMQPURL(t)
 	c := brokertest.Connect(t, url)
-	q := queues(t, c)
+	q := declareQueues(t, c)
 	dlq := contract.DeadLetterQueue(q)
 	const total = 100
 	ids := map[string]bool{}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/queues"
 )
 
 // Reason says why a replay stopped.
@@ -111,7 +112,7 @@ func Target(source string) (queue string, ok bool) {
 // with basic.get and never consumes, so it does not compete with the
 // prefetch of a consumer on the source (there should be none).
 //
-// It reads the source with an acemq.Browser, so what it holds is
+// It reads the source with a queues.Browser, so what it holds is
 // invisible to consumers until it moves or is put back.
 //
 // The error is Result.Err (nil unless Reason is Failed), also returned as a
@@ -139,7 +140,7 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 		cfg.exchange, cfg.routingKey = "", q
 	}
 	res := Result{Source: source, Exchange: cfg.exchange, RoutingKey: cfg.routingKey}
-	b, err := conn.Browse(ctx, source)
+	b, err := queues.Browse(ctx, conn, source)
 	if err != nil {
 		res.Reason, res.Err = stopReason(ctx, fmt.Errorf("replay: the source queue %q: %w", source, err))
 		return res, res.Err
@@ -167,7 +168,7 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 			return res, nil
 		}
 		env := m.Envelope
-		if (cfg.filter != nil && !cfg.filter(env)) || (cfg.messageFilter != nil && !cfg.messageFilter(m)) {
+		if (cfg.filter != nil && !cfg.filter(env)) || (cfg.messageFilter != nil && !cfg.messageFilter(m.Message)) {
 			res.Skipped++
 			continue
 		}
@@ -177,7 +178,7 @@ func Run(ctx context.Context, conn *acemq.Conn, source string, opts ...Option) (
 			return res, err
 		}
 		if err := b.Move(ctx, m, cfg.exchange, cfg.routingKey, next); err != nil {
-			if errors.Is(err, acemq.ErrNotTaken) {
+			if errors.Is(err, queues.ErrNotTaken) {
 				// Published, but it stays on the source too: a later replay
 				// moves it again.
 				res.Moved++

@@ -9,6 +9,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/route"
+	"github.com/acemq/acemq/topology"
 )
 
 type Shipment struct {
@@ -72,7 +73,7 @@ func ExampleStartSlip() {
 	}
 	defer conn.Close(ctx)
 	for _, q := range []string{"resize", "publish"} {
-		if err := acemq.NewTopology().Queue(q).Apply(ctx, conn); err != nil {
+		if err := topology.New().Queue(q).Apply(ctx, conn); err != nil {
 			panic(err)
 		}
 	}

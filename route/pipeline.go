@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
+	"github.com/acemq/acemq/topology"
 	"github.com/google/uuid"
 )
 
@@ -83,10 +84,10 @@ func (p *Pipeline) index(step string) int { return slices.Index(p.steps, step) }
 // every step's queue (durable, so a quorum queue) bound to it with the
 // step's name. The dead-letter half of each step queue is declared by the
 // step's consumer, like any consumer's.
-func (p *Pipeline) Topology() *acemq.Topology { return p.topology(p.steps...) }
+func (p *Pipeline) Topology() *topology.Topology { return p.topology(p.steps...) }
 
-func (p *Pipeline) topology(steps ...string) *acemq.Topology {
-	t := acemq.NewTopology().Exchange(p.name, acemq.ExchangeDirect)
+func (p *Pipeline) topology(steps ...string) *topology.Topology {
+	t := topology.New().Exchange(p.name, topology.ExchangeDirect)
 	for _, s := range steps {
 		t.Queue(p.Queue(s)).Bind(p.name, p.Queue(s), s)
 	}

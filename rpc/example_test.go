@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 )
 
 type PriceRequest struct {
@@ -29,7 +30,7 @@ func Example() {
 	}
 	defer conn.Close(ctx)
 	// The application declares the request queue; Serve never does.
-	if err := acemq.NewTopology().Queue("price-requests").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("price-requests").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 
@@ -64,7 +65,7 @@ func ExampleResponderError() {
 	ctx := context.Background()
 	conn, _ := acemq.Connect(ctx, "memory://example-rpc-failure")
 	defer conn.Close(ctx)
-	_ = acemq.NewTopology().Queue("stock").Apply(ctx, conn)
+	_ = topology.New().Queue("stock").Apply(ctx, conn)
 
 	responder, _ := rpc.Serve(ctx, conn, "stock",
 		func(ctx context.Context, m acemq.Message[PriceRequest]) (Quote, error) {
@@ -92,7 +93,7 @@ func ExampleWithTimeout() {
 	ctx := context.Background()
 	conn, _ := acemq.Connect(ctx, "memory://example-rpc-timeout")
 	defer conn.Close(ctx)
-	_ = acemq.NewTopology().Queue("nobody-home").Apply(ctx, conn)
+	_ = topology.New().Queue("nobody-home").Apply(ctx, conn)
 
 	ask, _ := rpc.Open[PriceRequest, Quote](ctx, conn, "", "nobody-home", rpc.WithTimeout(5*time.Second))
 	defer ask.Close(ctx)
@@ -108,7 +109,7 @@ func ExampleWithEnvelope() {
 	ctx := context.Background()
 	conn, _ := acemq.Connect(ctx, "memory://example-rpc-envelope")
 	defer conn.Close(ctx)
-	_ = acemq.NewTopology().Queue("typed").Apply(ctx, conn)
+	_ = topology.New().Queue("typed").Apply(ctx, conn)
 
 	responder, _ := rpc.Serve(ctx, conn, "typed",
 		func(ctx context.Context, m acemq.Message[PriceRequest]) (string, error) {
@@ -144,7 +145,7 @@ func ExampleServeTypes() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("catalogue").Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("catalogue").Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 	responder, err := rpc.ServeTypes(ctx, conn, "catalogue", []rpc.TypeHandler{

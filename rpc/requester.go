@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -117,11 +118,11 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 	// dead-letter half: the reply consumer accepts every reply, so nothing
 	// on it is set aside or returned as failed, and its siblings declare
 	// it as a plain quorum queue.
-	topo := acemq.NewTopology().Queue(cfg.replyQueue, acemq.WithDeadLettering(false))
+	topo := topology.New().Queue(cfg.replyQueue, topology.WithDeadLettering(false))
 	if cfg.replyQueue == "" {
 		r.generated = true
 		r.replyQueue = ReplyQueuePrefix + uuid.NewString()
-		topo = acemq.NewTopology().Queue(r.replyQueue, acemq.WithDurable(false), acemq.WithExclusive(), acemq.WithAutoDelete())
+		topo = topology.New().Queue(r.replyQueue, topology.WithDurable(false), topology.WithExclusive(), topology.WithAutoDelete())
 	}
 	if err := topo.Apply(ctx, conn); err != nil {
 		return nil, fmt.Errorf("rpc: declaring the reply queue %q: %w", r.replyQueue, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/schedule"
+	"github.com/acemq/acemq/topology"
 )
 
 // A reminder scheduled two seconds ahead waits on the 1s rung, comes back
@@ -20,7 +21,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("reminders", acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("reminders", topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		log.Fatal(err)
 	}
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/topology"
 )
 
 // The scheduler's names (docs/wire.md §5.7), shared by every language's
@@ -100,17 +101,17 @@ func (l ladder) next(remaining time.Duration) (r rung, hop bool) {
 // x-dead-letter-exchange and x-dead-letter-routing-key, bound on its own
 // name; the control queue a durable classic queue without arguments,
 // bound on its own name.
-func (l ladder) topology() *acemq.Topology {
-	t := acemq.NewTopology().Exchange(l.exchange, acemq.ExchangeDirect)
+func (l ladder) topology() *topology.Topology {
+	t := topology.New().Exchange(l.exchange, topology.ExchangeDirect)
 	for _, r := range l.rungs {
-		t.Queue(r.name, acemq.WithQueueType(acemq.QueueClassic), acemq.WithArguments(map[string]any{
+		t.Queue(r.name, topology.WithQueueType(topology.QueueClassic), topology.WithArguments(map[string]any{
 			"x-message-ttl":             r.ttl.Milliseconds(),
 			"x-dead-letter-exchange":    l.exchange,
 			"x-dead-letter-routing-key": l.due,
 		}))
 		t.Bind(l.exchange, r.name, r.name)
 	}
-	t.Queue(l.due, acemq.WithQueueType(acemq.QueueClassic))
+	t.Queue(l.due, topology.WithQueueType(topology.QueueClassic))
 	t.Bind(l.exchange, l.due, l.due)
 	return t
 }
@@ -120,7 +121,7 @@ func (l ladder) topology() *acemq.Topology {
 // dead-letter arguments, and the acemq.schedule.due control queue, exactly
 // as every language's scheduler declares them, so that they can share a
 // broker. Apply it, print its Plan or check its Drift as any Topology.
-func Topology() *acemq.Topology { return family.topology() }
+func Topology() *topology.Topology { return family.topology() }
 
 // Declare applies the scheduler's topology on conn. Serve and a
 // Publisher's first scheduled send call it; call it yourself where

@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestMeasureScheduler measures, on RabbitMQ, with ACEMQ_MEASURE=1:
@@ -64,7 +65,7 @@ func TestMeasureScheduler(t *testing.T) {
 		// Raw: the same moves, queue A to queue B.
 		a, b := prefix+".raw-a", prefix+".raw-b"
 		brokertest.DeleteAtEnd(t, c, a, b)
-		if err := acemq.NewTopology().Queue(a, acemq.WithQueueType(acemq.QueueClassic)).Queue(b, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, c); err != nil {
+		if err := topology.New().Queue(a, topology.WithQueueType(topology.QueueClassic)).Queue(b, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		for range n {

@@ -333,7 +333,7 @@ func TestUnroutableIsHeldAndMalformedDropped(t *testing.T) {
 				got[key(telemetry.ScheduleUndeliverable, attribute.String("reason", "no_exchange"))] >= 1 &&
 				got[key(telemetry.ScheduleUndeliverable, attribute.String("reason", "malformed"))] == 1
 		})
-		if err := acemq.NewTopology().Queue(later, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, c); err != nil {
+		if err := topology.New().Queue(later, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		d := brokertest.Get(t, c, later)

@@ -6,10 +6,10 @@
 // nothing, and every message has an offset. Declare one with a topology,
 // with retention by age and size:
 //
-//	topo := acemq.NewTopology().Queue("orders.events",
-//		acemq.WithQueueType(acemq.QueueStream),
-//		acemq.WithMaxAge(7*24*time.Hour),        // x-max-age=7D
-//		acemq.WithMaxLengthBytes(10<<30))        // x-max-length-bytes
+//	topo := topology.New().Queue("orders.events",
+//		topology.WithQueueType(topology.QueueStream),
+//		topology.WithMaxAge(7*24*time.Hour),        // x-max-age=7D
+//		topology.WithMaxLengthBytes(10<<30))        // x-max-length-bytes
 //
 // Publish to it as to any queue, and read it with [Read]:
 //

@@ -8,7 +8,9 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/stream"
+	"github.com/acemq/acemq/topology"
 )
 
 // A stream declared with retention, read from its first message, then read
@@ -22,10 +24,10 @@ func ExampleRead() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	err = acemq.NewTopology().Queue("orders.events",
-		acemq.WithQueueType(acemq.QueueStream),
-		acemq.WithMaxAge(7*24*time.Hour),
-		acemq.WithMaxLengthBytes(1<<30)).Apply(ctx, conn)
+	err = topology.New().Queue("orders.events",
+		topology.WithQueueType(topology.QueueStream),
+		topology.WithMaxAge(7*24*time.Hour),
+		topology.WithMaxLengthBytes(1<<30)).Apply(ctx, conn)
 	if err != nil {
 		panic(err)
 	}
@@ -87,7 +89,7 @@ func ExampleWithMiddleware() {
 		panic(err)
 	}
 	defer conn.Close(ctx)
-	if err := acemq.NewTopology().Queue("audit", acemq.WithQueueType(acemq.QueueStream)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue("audit", topology.WithQueueType(topology.QueueStream)).Apply(ctx, conn); err != nil {
 		panic(err)
 	}
 	pub := acemq.NewPublisher[string](conn, "")
@@ -122,7 +124,7 @@ func ExampleWithMiddleware() {
 	}
 	<-done
 	_ = r.Close(ctx)
-	parked, _ := conn.Inspect(ctx, contract.ParkedQueue("audit"))
+	parked, _ := queues.Inspect(ctx, conn, contract.ParkedQueue("audit"))
 	fmt.Println("parked:", parked.Messages)
 	// Output:
 	// offset 0: login

@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
+	"github.com/acemq/acemq/topology"
 )
 
 // Reader reads one stream with one handler, in offset order. Start one
@@ -51,7 +52,7 @@ type Reader struct {
 // message is parked with a reason saying so. The original always stays in
 // the stream. Before subscribing, Read declares {stream}.dlq and
 // {stream}.parked, never the stream itself (declare it with a Topology and
-// acemq.WithQueueType(acemq.QueueStream)).
+// topology.WithQueueType(topology.QueueStream)).
 //
 // The reader runs on acemq's consume engine, with the connection's consume
 // interceptors and the reader's WithConsumeInterceptors, WithMiddleware and
@@ -123,9 +124,9 @@ func (r *Reader) prepare(ctx context.Context) error {
 		}
 	}
 	if !r.cfg.noDeclare {
-		topo := acemq.NewTopology().
-			Queue(contract.DeadLetterQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic)).
-			Queue(contract.ParkedQueue(r.stream), acemq.WithQueueType(acemq.QueueClassic))
+		topo := topology.New().
+			Queue(contract.DeadLetterQueue(r.stream), topology.WithQueueType(topology.QueueClassic)).
+			Queue(contract.ParkedQueue(r.stream), topology.WithQueueType(topology.QueueClassic))
 		if err := topo.Apply(ctx, r.conn); err != nil {
 			return fmt.Errorf("stream: the reader of %q could not declare its dead-letter queues: %w", r.stream, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/stream"
+	"github.com/acemq/acemq/topology"
 	"go.uber.org/goleak"
 )
 
@@ -27,12 +28,12 @@ type event struct {
 
 // declare declares a stream named after the test, deleted (with its .dlq
 // and .parked) when the test ends.
-func declare(t *testing.T, c *acemq.Conn, opts ...acemq.DeclareOption) string {
+func declare(t *testing.T, c *acemq.Conn, opts ...topology.Option) string {
 	t.Helper()
 	q := testenv.Unique(t, "stream")
 	brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
-	opts = append([]acemq.DeclareOption{acemq.WithQueueType(acemq.QueueStream)}, opts...)
-	if err := acemq.NewTopology().Queue(q, opts...).Apply(context.Background(), c); err != nil {
+	opts = append([]topology.Option{topology.WithQueueType(topology.QueueStream)}, opts...)
+	if err := topology.New().Queue(q, opts...).Apply(context.Background(), c); err != nil {
 		t.Fatalf("declaring the stream %s: %v", q, err)
 	}
 	return q
@@ -306,14 +307,14 @@ func TestNotAStream(t *testing.T) {
 func TestDeclareWithRetention(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, url string) {
 		c := brokertest.Connect(t, url)
-		opts := []acemq.DeclareOption{acemq.WithMaxAge(36 * time.Hour), acemq.WithMaxLengthBytes(1 << 20), acemq.WithMaxSegmentSizeBytes(1 << 16)}
+		opts := []topology.Option{topology.WithMaxAge(36 * time.Hour), topology.WithMaxLengthBytes(1 << 20), topology.WithMaxSegmentSizeBytes(1 << 16)}
 		q := declare(t, c, opts...)
-		again := acemq.NewTopology().Queue(q, append([]acemq.DeclareOption{acemq.WithQueueType(acemq.QueueStream)}, opts...)...)
+		again := topology.New().Queue(q, append([]topology.Option{topology.WithQueueType(topology.QueueStream)}, opts...)...)
 		if err := again.Apply(context.Background(), c); err != nil {
 			t.Errorf("declaring the same stream again: %v", err)
 		}
-		other := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueStream), acemq.WithMaxAge(7*24*time.Hour),
-			acemq.WithMaxLengthBytes(1<<20), acemq.WithMaxSegmentSizeBytes(1<<16))
+		other := topology.New().Queue(q, topology.WithQueueType(topology.QueueStream), topology.WithMaxAge(7*24*time.Hour),
+			topology.WithMaxLengthBytes(1<<20), topology.WithMaxSegmentSizeBytes(1<<16))
 		err := other.Apply(context.Background(), c)
 		t.Logf("another age: %v", err)
 		if err == nil {

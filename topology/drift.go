@@ -63,8 +63,8 @@ func WithSettingsProbe() DriftOption {
 }
 
 // Check reports how the broker behind c differs from p, without changing
-// anything (unless WithSettingsProbe); acemq's Topology.Drift is Check of
-// the topology's Plan, and documents what is and is not checked. c must be
+// anything (unless WithSettingsProbe); Topology.Drift is Check of the
+// topology's Plan, and documents what is and is not checked. c must be
 // a driver.Inspector: else the error wraps errors.ErrUnsupported.
 func Check(ctx context.Context, c driver.Conn, p Plan, opts ...DriftOption) ([]Drift, error) {
 	var cfg driftConfig

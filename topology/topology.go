@@ -1,20 +1,31 @@
-// Package topology describes what an acemq.Topology declares and how a
-// broker differs from it, for the tools that show or check a topology
-// rather than apply it: a deployment step that prints the plan, a health
-// check that reports drift, the acemq CLI's topology commands.
+// Package topology is the application's broker topology written in code:
+// exchanges, queues, bindings, and the dead-letter and retry halves of its
+// queues, as the family names them (docs/wire.md §5). Build a Topology with
+// New and its chained methods, and apply it on a connection:
 //
-// An application builds its topology with acemq.NewTopology and applies it
-// with Topology.Apply (or acemq.WithTopology); it needs nothing here.
-// Topology.Plan returns a Plan, the ordered list of Declarations Apply
-// would make, and Topology.Drift the Drift entries that tell where the
-// broker differs:
+//	topo := topology.New().
+//		Exchange("orders", topology.ExchangeTopic).
+//		Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)).
+//		Bind("orders", "orders.new", "order.*")
+//	err := topo.Apply(ctx, conn) // or acemq.WithTopology(topo) on Consume
+//
+// Each exchange, queue and binding takes Options (WithDurable,
+// WithQueueType, WithDeadLettering, WithMaxAge, …); acemq.WithRetry is one
+// too, and declares a queue's retry rungs. Mistakes are collected while
+// building and reported by Validate, Plan and Apply.
+//
+// The package also serves the tools that show or check a topology rather
+// than apply it: a deployment step that prints the plan, a health check
+// that reports drift, the acemq CLI's topology commands. Topology.Plan
+// returns a Plan, the ordered list of Declarations Apply would make, and
+// Topology.Drift the Drift entries that tell where the broker differs:
 //
 //	plan, err := topo.Plan()
 //	fmt.Print(plan)
 //	drift, err := topo.Drift(ctx, conn, topology.WithSettingsProbe())
 //
-// The package depends on package driver only, so that package acemq can
-// name its types.
+// Package acemq imports this package, not the other way round: Apply,
+// Delete and Drift take a Conn, which an *acemq.Conn is.
 package topology
 
 import (

@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/internal/perf"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // The scaling benchmarks: how cost grows with work, each beside raw
@@ -94,7 +95,7 @@ func acemqConsumers(b *testing.B, url string, n int) {
 		b.Cleanup(func() { memory.Reset(url) })
 		q = perf.Unique("mem")
 		c := perf.Connect(b, url)
-		if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic)).Apply(perf.CtxFor(b, 10*time.Second), c); err != nil {
+		if err := topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic)).Apply(perf.CtxFor(b, 10*time.Second), c); err != nil {
 			b.Fatal(err)
 		}
 	} else {

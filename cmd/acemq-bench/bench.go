@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/perf"
+	"github.com/acemq/acemq/topology"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -338,7 +339,7 @@ type bench struct {
 	errOut   io.Writer
 
 	mu        sync.Mutex
-	deletions []*acemq.Topology
+	deletions []*topology.Topology
 }
 
 func (b *bench) status(s string) {
@@ -352,9 +353,9 @@ func (b *bench) status(s string) {
 func (b *bench) queue(ctx context.Context, name string) (string, error) {
 	q := "acemq-bench-" + b.sfx + "." + name
 	b.mu.Lock()
-	b.deletions = append(b.deletions, acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true)))
+	b.deletions = append(b.deletions, topology.New().Queue(q, topology.WithDeadLettering(true)))
 	b.mu.Unlock()
-	topo := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueType(b.f.queueType)))
+	topo := topology.New().Queue(q, topology.WithQueueType(topology.QueueType(b.f.queueType)))
 	if err := topo.Apply(ctx, b.conn); err != nil {
 		return "", fmt.Errorf("declaring %s: %w", q, err)
 	}

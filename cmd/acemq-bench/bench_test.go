@@ -14,6 +14,8 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/clustertest"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // benchReportOf parses bench --json output.
@@ -117,9 +119,9 @@ func TestBenchCompareRawOnRabbitMQ(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, q := range []string{"acemq", "raw", "raw-headers", "rpc", "rpc-raw", "rpc-raw-headers", "acemq.dlq", "rpc.parked"} {
-		if _, err := conn.Inspect(ctx, rep.QueuePrefix+q); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, rep.QueuePrefix+q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("bench left %s%s behind (%v)", rep.QueuePrefix, q, err)
-			_ = acemq.NewTopology().Queue(rep.QueuePrefix+q).Delete(ctx, conn)
+			_ = topology.New().Queue(rep.QueuePrefix+q).Delete(ctx, conn)
 		}
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/publish"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // brokerConn connects the test process to RabbitMQ, for setting up and
@@ -51,7 +53,7 @@ func testQueue(t *testing.T, conn *acemq.Conn, prefix string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleteAtEnd(t, conn, name)
-	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(name, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatalf("declaring %s: %v", name, err)
 	}
 	return name
@@ -62,13 +64,13 @@ func deleteAtEnd(t *testing.T, conn *acemq.Conn, names ...string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		topo := acemq.NewTopology()
+		topo := topology.New()
 		for _, n := range names {
 			// Only the name counts for deleting. Without
 			// WithDeadLettering(false) a quorum queue would bring its own
 			// dead-letter half, and naming q and q.dlq together would be
 			// refused as q.dlq declared twice.
-			topo.Queue(n, acemq.WithDeadLettering(false))
+			topo.Queue(n, topology.WithDeadLettering(false))
 		}
 		if err := topo.Delete(ctx, conn); err != nil {
 			t.Errorf("deleting %v: %v", names, err)
@@ -81,7 +83,7 @@ func queueDepth(t *testing.T, conn *acemq.Conn, q string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	info, err := conn.Inspect(ctx, q)
+	info, err := queues.Inspect(ctx, conn, q)
 	if err != nil {
 		t.Fatalf("inspecting %s: %v", q, err)
 	}
@@ -284,7 +286,7 @@ func waitConsumers(t *testing.T, conn *acemq.Conn, q string, n int, b *backgroun
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		cancel()
 		if err == nil && info.Consumers == n {
 			return
@@ -378,9 +380,9 @@ func TestDemoOnRabbitMQ(t *testing.T) {
 	for _, q := range []string{".orders.new", ".orders.new.dlq", ".orders.new.parked", ".orders.new.retry.1s", ".pricing", ".pricing.dlq", ".pricing.parked",
 		".documents", ".documents.dlq", ".documents.parked", ".payments", ".payments.dlq", ".fulfil.validate", ".fulfil.reserve.dlq", ".fulfil.dispatch.parked"} {
 		name := "acemq-demo-" + sfx + q
-		if _, err := conn.Inspect(ctx, name); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, name); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the demo left %s behind (%v)", name, err)
-			_ = acemq.NewTopology().Queue(name).Delete(ctx, conn)
+			_ = topology.New().Queue(name).Delete(ctx, conn)
 		}
 	}
 	// The portable API has no passive check of an exchange.
@@ -398,7 +400,7 @@ func TestReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	deleteAtEnd(t, conn, dlq)
-	if err := acemq.NewTopology().Queue(dlq, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(dlq, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	for i, typ := range []string{"order.placed", "order.cancelled", "order.placed", "order.placed"} {

@@ -22,6 +22,7 @@ import (
 	"github.com/acemq/acemq/internal/cli/clitest"
 	consolecmd "github.com/acemq/acemq/internal/cli/console"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // startConsole serves the console on a memory broker with f, and returns
@@ -175,7 +176,7 @@ func TestConsoleKeyring(t *testing.T) {
 	var id string
 	seed := func(conn *acemq.Conn) {
 		ctx := context.Background()
-		if err := acemq.NewTopology().Queue("invoices", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+		if err := topology.New().Queue("invoices", topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 			t.Fatal(err)
 		}
 		pub := acemq.NewPublisher[map[string]any](conn, "", acemq.WithCodec(encrypted.Must(acemq.JSON, ring)))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/acemq/acemq/queues"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestFaultPublishCountThroughRecovery(t *testing.T) {
 	eventually(t, "publishing to be under way", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		return err == nil && info.Messages > 1000
 	})
 	if _, err := testenv.Ctl("close_all_connections", "acemq cli fault test"); err != nil {
@@ -46,7 +47,7 @@ func TestFaultPublishCountThroughRecovery(t *testing.T) {
 	eventually(t, "every copy on the queue", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		return err == nil && info.Messages >= n
 	})
 }

@@ -16,6 +16,7 @@ import (
 	consolecmd "github.com/acemq/acemq/internal/cli/console"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // emptySamples are the family's bodies encrypted from an empty plaintext,
@@ -111,7 +112,7 @@ func TestConsoleKeyringEmptyPlaintext(t *testing.T) {
 	var ids []string
 	seed := func(conn *acemq.Conn) {
 		ctx := context.Background()
-		if err := acemq.NewTopology().Queue("receipts", acemq.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
+		if err := topology.New().Queue("receipts", topology.WithDeadLettering(true)).Apply(ctx, conn); err != nil {
 			t.Fatal(err)
 		}
 		for _, lib := range []string{"java", "python", "ruby"} {

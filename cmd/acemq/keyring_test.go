@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // interopKeys reads the two keys of the family's encryption samples and one
@@ -138,7 +139,7 @@ func TestKeyringOnPublishConsumeAndReplay(t *testing.T) {
 	deleteAtEnd(t, conn, dlq)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := acemq.NewTopology().Queue(dlq, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(dlq, topology.WithQueueType(topology.QueueClassic)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	publishRaw(t, conn, dlq, encrypted.ContentType, bodies["hello"])

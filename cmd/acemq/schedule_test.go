@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestPublishDelayAndServeScheduler: publish --delay and --at print the
@@ -49,7 +49,7 @@ func TestPublishTTLDeadLetters(t *testing.T) {
 	conn, url := brokerConn(t)
 	q := "acemq-cli-test.ttl." + cli.Suffix()
 	deleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
-	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true)).Apply(t.Context(), conn); err != nil {
+	if err := topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(true)).Apply(t.Context(), conn); err != nil {
 		t.Fatal(err)
 	}
 	id := strings.TrimSpace(runCLI(t, "", "publish", "--url", url, "--exchange", "", "--routing-key", q, "--ttl", "50ms", "--priority", "3", `{"n":1}`).wantCode(t, 0).stdout)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/topology"
 )
 
 func TestPartitionCommand(t *testing.T) {
@@ -37,7 +38,7 @@ func TestConsumeOffset(t *testing.T) {
 	name := fmt.Sprintf("acemq-cli-test.stream.%s", cli.Suffix())
 	deleteAtEnd(t, conn, name)
 	ctx := context.Background()
-	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueStream)).Apply(ctx, conn); err != nil {
+	if err := topology.New().Queue(name, topology.WithQueueType(topology.QueueStream)).Apply(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	pub := acemq.NewPublisher[map[string]int](conn, "")

@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // cli runs acemq in this process (so that a memory:// broker outlives one
@@ -124,7 +125,7 @@ func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), r
 	// declare: the library's plan, declared.
 	var d declared
 	wantJSON(t, &d, "queue", "declare", q, "--url", url, "--dead-lettering", "--retry", "fixed(3, 1m)", "--json")
-	plan, err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true), acemq.WithRetry(policy)).Plan()
+	plan, err := topology.New().Queue(q, topology.WithDeadLettering(true), acemq.WithRetry(policy)).Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestTopologyCommandsRabbitMQ(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = acemq.NewTopology().Exchange(x, acemq.ExchangeTopic).Delete(ctx, conn)
+		_ = topology.New().Exchange(x, topology.ExchangeTopic).Delete(ctx, conn)
 	})
 	pub := func(q string) {
 		if _, err := acemq.NewPublisher[string](conn, "").Send(context.Background(), q, "hello"); err != nil {

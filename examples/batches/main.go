@@ -32,6 +32,7 @@ import (
 
 	"github.com/acemq/acemq"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Reading is the payload, JSON on the wire.
@@ -43,7 +44,7 @@ type Reading struct {
 
 const queue = "meter.readings"
 
-var topology = acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true))
+var topo = topology.New().Queue(queue, topology.WithDeadLettering(true))
 
 func main() {
 	err := run(context.Background(), os.Args[1:], os.Stdout)
@@ -120,7 +121,7 @@ func demo(ctx context.Context, url string, n int, out io.Writer) (err error) {
 			}
 			return acks
 		},
-		acemq.WithTopology(topology),
+		acemq.WithTopology(topo),
 		acemq.WithRetry(acemq.FixedRetry(3, 50*time.Millisecond)))
 	if err != nil {
 		return err
@@ -167,7 +168,7 @@ func tidyUp(url string) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(topology.Delete(ctx, conn), conn.Close(ctx))
+	return errors.Join(topo.Delete(ctx, conn), conn.Close(ctx))
 }
 
 func envOr(name, fallback string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"go.uber.org/goleak"
 )
 
@@ -49,7 +50,7 @@ func TestRun(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	for _, q := range []string{queue, contract.DeadLetterQueue(queue), contract.ParkedQueue(queue)} {
-		if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the queue %s is still there after the run (Inspect: %v)", q, err)
 		}
 	}

@@ -30,7 +30,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Order is the payload, JSON on the wire.
@@ -87,8 +89,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 
 	// Orders for Europe and the US are taken; nothing is bound for "mars".
-	topo := acemq.NewTopology().
-		Exchange(exchange, acemq.ExchangeDirect).
+	topo := topology.New().
+		Exchange(exchange, topology.ExchangeDirect).
 		Queue(queue).
 		Bind(exchange, queue, "eu").
 		Bind(exchange, queue, "us")
@@ -176,9 +178,9 @@ func readOrders(r io.Reader, w io.Writer) iter.Seq2[int, Order] {
 }
 
 // waitDepth waits until q holds at least n messages.
-func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (acemq.QueueInfo, error) {
+func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (queues.Info, error) {
 	for {
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		if err != nil || info.Messages >= n {
 			return info, err
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/console"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Invoice is the payload, JSON on the wire.
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(addr stri
 	}
 	defer conn.Close(context.Background())
 
-	topo := acemq.NewTopology().Queue("invoices.in", acemq.WithDeadLettering(true))
+	topo := topology.New().Queue("invoices.in", topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"go.uber.org/goleak"
 )
 
@@ -33,7 +34,7 @@ func TestRun(t *testing.T) {
 			}
 			defer conn.Close(context.Background())
 			for { // the consumer dead-letters three invoices
-				if info, err := conn.Inspect(ctx, "invoices.in.dlq"); err == nil && info.Messages == 3 || ctx.Err() != nil {
+				if info, err := queues.Inspect(ctx, conn, "invoices.in.dlq"); err == nil && info.Messages == 3 || ctx.Err() != nil {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)

@@ -27,7 +27,9 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Order is the payload: JSON inside the encryption.
@@ -58,7 +60,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, conn.Close(context.Background())) }()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(queue, topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}
@@ -131,7 +133,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if err := send(before, "o-3"); err != nil {
 		return err
 	}
-	b, err := conn.Browse(ctx, contract.ParkedQueue(queue))
+	b, err := queues.Browse(ctx, conn, contract.ParkedQueue(queue))
 	if err != nil {
 		return err
 	}

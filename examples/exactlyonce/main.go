@@ -28,6 +28,7 @@ import (
 	"github.com/acemq/acemq/outbox"
 	_ "github.com/acemq/acemq/rabbitmq"
 	"github.com/acemq/acemq/sqlstore"
+	"github.com/acemq/acemq/topology"
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	queue := "exactlyonce-payments-" + a.sfx
-	topo := acemq.NewTopology().Queue(queue)
+	topo := topology.New().Queue(queue)
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

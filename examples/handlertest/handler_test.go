@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/topology"
 	"go.uber.org/goleak"
 )
 
@@ -97,9 +98,9 @@ func TestHandle(t *testing.T) {
 func TestHandleOnTheBroker(t *testing.T) {
 	ctx := t.Context()
 	conn := acemqtest.Connect(t, acemqtest.URL(t))
-	acemqtest.Declare(t, conn, acemq.NewTopology().
-		Exchange("shop", acemq.ExchangeTopic).
-		Queue("orders.new", acemq.WithDeadLettering(true)).
+	acemqtest.Declare(t, conn, topology.New().
+		Exchange("shop", topology.ExchangeTopic).
+		Queue("orders.new", topology.WithDeadLettering(true)).
 		Bind("shop", "orders.new", "order.placed").
 		Queue("orders.priced").
 		Bind("shop", "orders.priced", PricedKey))

@@ -31,7 +31,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // OrderPlaced is the payload of order.placed.
@@ -55,9 +57,9 @@ type OrderShipped struct {
 
 const queue = "shop.orders"
 
-var topology = acemq.NewTopology().
-	Exchange("shop", acemq.ExchangeTopic).
-	Queue(queue, acemq.WithDeadLettering(true)).
+var topo = topology.New().
+	Exchange("shop", topology.ExchangeTopic).
+	Queue(queue, topology.WithDeadLettering(true)).
 	Bind("shop", queue, "order.*")
 
 func main() {
@@ -107,7 +109,7 @@ func demo(ctx context.Context, url string, ignore bool, out io.Writer) (err erro
 		}),
 	}
 	opts := []acemq.ConsumeOption{
-		acemq.WithTopology(topology),
+		acemq.WithTopology(topo),
 		acemq.WithRetry(acemq.FixedRetry(3, 100*time.Millisecond)),
 	}
 	if ignore {
@@ -153,7 +155,7 @@ func demo(ctx context.Context, url string, ignore bool, out io.Writer) (err erro
 	if err := consumer.Close(ctx); err != nil {
 		return err
 	}
-	info, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
+	info, err := queues.Inspect(ctx, conn, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}
@@ -169,7 +171,7 @@ func tidyUp(url string) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(topology.Delete(ctx, conn), conn.Close(ctx))
+	return errors.Join(topo.Delete(ctx, conn), conn.Close(ctx))
 }
 
 func envOr(name, fallback string) string {

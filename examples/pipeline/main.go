@@ -37,7 +37,9 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/middleware"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Reservation is the payload, JSON on the wire.
@@ -98,7 +100,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(queue, topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}
@@ -166,7 +168,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		}
 	}
 	waitFor(ctx, func() bool { return consumer.Breaker() == acemq.BreakerClosed })
-	info, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
+	info, err := queues.Inspect(ctx, conn, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}
@@ -179,7 +181,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err := send("acme", Reservation{SKU: "sku-5", Qty: 5}); err != nil {
 		return err
 	}
-	info, err = conn.Inspect(ctx, queue)
+	info, err = queues.Inspect(ctx, conn, queue)
 	if err != nil {
 		return err
 	}

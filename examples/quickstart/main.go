@@ -29,6 +29,7 @@ import (
 
 	"github.com/acemq/acemq"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Order is the payload, JSON on the wire.
@@ -72,9 +73,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // README:begin
-var topology = acemq.NewTopology().
-	Exchange("orders", acemq.ExchangeTopic).
-	Queue("orders.new", acemq.WithDeadLettering(true)). // with its dead-letter half: orders.new.dlq, orders.new.parked
+var topo = topology.New().
+	Exchange("orders", topology.ExchangeTopic).
+	Queue("orders.new", topology.WithDeadLettering(true)). // with its dead-letter half: orders.new.dlq, orders.new.parked
 	Bind("orders", "orders.new", "order.*")
 
 func quickstart(ctx context.Context, url string, out io.Writer) (err error) {
@@ -91,7 +92,7 @@ func quickstart(ctx context.Context, url string, out io.Writer) (err error) {
 		func(ctx context.Context, m acemq.Message[Order]) acemq.Ack {
 			return acemq.FromError(ship(ctx, m.Payload)) // nil accepts, an error retries, acemq.Fatal(err) dead-letters
 		},
-		acemq.WithTopology(topology), // declared before the consumer starts
+		acemq.WithTopology(topo), // declared before the consumer starts
 		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, time.Minute)),
 		acemq.WithConcurrency(4))
 	if err != nil {
@@ -123,7 +124,7 @@ func tidyUp(url string) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(topology.Delete(ctx, conn), conn.Close(ctx))
+	return errors.Join(topo.Delete(ctx, conn), conn.Close(ctx))
 }
 
 func envOr(name, fallback string) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"go.uber.org/goleak"
 )
 
@@ -39,7 +40,7 @@ func TestRun(t *testing.T) {
 		}
 	}()
 	for _, q := range []string{"orders.new", "orders.new.dlq", "orders.new.parked"} {
-		if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the queue %s is still there after the run (Inspect: %v)", q, err)
 		}
 	}

@@ -33,8 +33,10 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 )
 
 // PriceRequest asks for the price of one SKU.
@@ -75,7 +77,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 	// The application declares the request queue; Serve declares only its
 	// dead-letter half.
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(queue, topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}
@@ -129,7 +131,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(stdout, "answered %d, refused %d\n", responder.Answered(), responder.Refused())
-	dlq, err := conn.Inspect(ctx, contract.DeadLetterQueue(queue))
+	dlq, err := queues.Inspect(ctx, conn, contract.DeadLetterQueue(queue))
 	if err != nil {
 		return err
 	}

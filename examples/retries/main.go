@@ -33,7 +33,9 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 // Payment is the payload, JSON on the wire.
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	// in the consumer.
 	policy := acemq.ExponentialRetry(4, d, 4*d).WaitInBrokerFrom(2 * d)
 	fmt.Fprintf(stdout, "policy %s, waits %v\n", policy, policy.Schedule())
-	topo := acemq.NewTopology().Queue(queue, acemq.WithDeadLettering(true), acemq.WithRetry(policy))
+	topo := topology.New().Queue(queue, topology.WithDeadLettering(true), acemq.WithRetry(policy))
 
 	conn, err := acemq.Connect(ctx, *url)
 	if err != nil {
@@ -132,7 +134,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 // Browser holds what it reads until it is closed, then puts it all back.
 func showDeadLetters(ctx context.Context, conn *acemq.Conn, stdout io.Writer) (err error) {
 	dlq := contract.DeadLetterQueue(queue)
-	b, err := conn.Browse(ctx, dlq)
+	b, err := queues.Browse(ctx, conn, dlq)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	"go.uber.org/goleak"
 )
 
@@ -65,7 +66,7 @@ func TestRun(t *testing.T) {
 		}
 	}()
 	for _, q := range []string{"payments", "payments.dlq", "payments.parked", contract.RungQueue("payments", 20*time.Millisecond), contract.RungQueue("payments", 40*time.Millisecond)} {
-		if _, err := conn.Inspect(ctx, q); !errors.Is(err, acemq.ErrNotFound) {
+		if _, err := queues.Inspect(ctx, conn, q); !errors.Is(err, acemq.ErrNotFound) {
 			t.Errorf("the queue %s is still there after the run (Inspect: %v)", q, err)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/acemq/acemq"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/schedule"
+	"github.com/acemq/acemq/topology"
 )
 
 // Reminder is the payload, JSON on the wire.
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		defer cancel()
 		err = errors.Join(err, conn.Close(cctx))
 	}()
-	topo := acemq.NewTopology().Queue(queue, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(true))
+	topo := topology.New().Queue(queue, topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}

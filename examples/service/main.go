@@ -33,6 +33,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/actuator"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/topology"
 )
 
 const (
@@ -46,12 +47,12 @@ type Order struct {
 	Pence int    `json:"pence"`
 }
 
-// topology is what the service needs on the broker: its exchange, its queue
+// declarations is what the service needs on the broker: its exchange, its queue
 // with the dead-letter half (orders.dlq, orders.parked) and the binding.
-func topology() *acemq.Topology {
-	return acemq.NewTopology().
-		Exchange("shop", acemq.ExchangeTopic).
-		Queue("orders", acemq.WithDeadLettering(true)).
+func declarations() *topology.Topology {
+	return topology.New().
+		Exchange("shop", topology.ExchangeTopic).
+		Queue("orders", topology.WithDeadLettering(true)).
 		Bind("shop", "orders", "order.*")
 }
 
@@ -159,7 +160,7 @@ func consume(ctx context.Context, conn *acemq.Conn, log *slog.Logger) (*acemq.Co
 		func(ctx context.Context, m acemq.Message[Order]) acemq.Ack {
 			return acemq.FromError(fulfil(ctx, m.Payload, m.Envelope.Attempt()))
 		},
-		acemq.WithTopology(topology()),
+		acemq.WithTopology(declarations()),
 		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, time.Minute)),
 		acemq.WithConcurrency(4),
 		acemq.WithDrainTimeout(5*time.Second))

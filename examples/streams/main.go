@@ -26,8 +26,10 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
 	"github.com/acemq/acemq/stream"
+	"github.com/acemq/acemq/topology"
 )
 
 // Event is the payload, JSON on the wire.
@@ -62,10 +64,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 
 	// A week of events, at most 1 GiB: x-max-age=7D, x-max-length-bytes.
-	topo := acemq.NewTopology().
-		Queue(events, acemq.WithQueueType(acemq.QueueStream), acemq.WithMaxAge(7*24*time.Hour), acemq.WithMaxLengthBytes(1<<30)).
-		Queue(contract.DeadLetterQueue(events), acemq.WithQueueType(acemq.QueueClassic)).
-		Queue(contract.ParkedQueue(events), acemq.WithQueueType(acemq.QueueClassic))
+	topo := topology.New().
+		Queue(events, topology.WithQueueType(topology.QueueStream), topology.WithMaxAge(7*24*time.Hour), topology.WithMaxLengthBytes(1<<30)).
+		Queue(contract.DeadLetterQueue(events), topology.WithQueueType(topology.QueueClassic)).
+		Queue(contract.ParkedQueue(events), topology.WithQueueType(topology.QueueClassic))
 	if err := topo.Apply(ctx, conn); err != nil {
 		return err
 	}
@@ -157,9 +159,9 @@ func readN(ctx context.Context, conn *acemq.Conn, n int, h acemq.Handler[Event],
 }
 
 // waitDepth waits until q holds at least n messages.
-func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (acemq.QueueInfo, error) {
+func waitDepth(ctx context.Context, conn *acemq.Conn, q string, n int) (queues.Info, error) {
 	for {
-		info, err := conn.Inspect(ctx, q)
+		info, err := queues.Inspect(ctx, conn, q)
 		if err != nil || info.Messages >= n {
 			return info, err
 		}

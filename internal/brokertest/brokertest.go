@@ -23,7 +23,9 @@ import (
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // registers amqp:// for Each
+	"github.com/acemq/acemq/topology"
 )
 
 // closeTimeout bounds connecting, closing a connection and draining a
@@ -72,7 +74,7 @@ func Queue(t testing.TB, c *acemq.Conn, prefix string) string {
 	t.Helper()
 	q := testenv.Unique(t, prefix)
 	DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
-	if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueClassic)).Apply(context.Background(), c); err != nil {
+	if err := topology.New().Queue(q, topology.WithQueueType(topology.QueueClassic)).Apply(context.Background(), c); err != nil {
 		t.Fatalf("declaring %s: %v", q, err)
 	}
 	return q
@@ -89,7 +91,7 @@ func DeleteAtEnd(t testing.TB, c *acemq.Conn, queues ...string) {
 		// topology naming q and q.dlq with quorum queues' default
 		// dead-lettering would declare q.dlq twice and be refused whole.
 		for _, q := range queues {
-			_ = acemq.NewTopology().Queue(q, acemq.WithDeadLettering(false)).Delete(ctx, c)
+			_ = topology.New().Queue(q, topology.WithDeadLettering(false)).Delete(ctx, c)
 		}
 	})
 }
@@ -124,7 +126,7 @@ func Get(t testing.TB, c *acemq.Conn, queue string) driver.Delivery {
 // Depth is the number of ready messages on queue.
 func Depth(t testing.TB, c *acemq.Conn, queue string) int {
 	t.Helper()
-	info, err := c.Inspect(context.Background(), queue)
+	info, err := queues.Inspect(context.Background(), c, queue)
 	if err != nil {
 		t.Fatalf("inspecting %s: %v", queue, err)
 	}

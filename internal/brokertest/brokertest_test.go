@@ -7,6 +7,8 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 )
 
 // TestQueueIsDeletedAtEnd: a queue from Queue and its dead-letter half are
@@ -20,13 +22,13 @@ func TestQueueIsDeletedAtEnd(t *testing.T) {
 		t.Run("declare", func(t *testing.T) {
 			q = Queue(t, c, "brokertest")
 			for _, n := range []string{contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
-				if err := acemq.NewTopology().Queue(n, acemq.WithQueueType(acemq.QueueClassic), acemq.WithDeadLettering(false)).Apply(context.Background(), c); err != nil {
+				if err := topology.New().Queue(n, topology.WithQueueType(topology.QueueClassic), topology.WithDeadLettering(false)).Apply(context.Background(), c); err != nil {
 					t.Fatalf("declaring %s: %v", n, err)
 				}
 			}
 		})
 		for _, n := range []string{q, contract.DeadLetterQueue(q), contract.ParkedQueue(q)} {
-			if _, err := c.Inspect(context.Background(), n); !errors.Is(err, acemq.ErrNotFound) {
+			if _, err := queues.Inspect(context.Background(), c, n); !errors.Is(err, acemq.ErrNotFound) {
 				t.Errorf("after the test that declared it, inspecting %s: %v, want ErrNotFound", n, err)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/rabbitmq"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -123,8 +124,8 @@ func (s *Session) Hint() string { return MemoryHint(s.URL) }
 // RequireQueue checks that queue exists; a missing queue fails the command
 // (exit 1) saying so, followed by advice (for example how to create it)
 // and, on memory://, why it is not there.
-func (s *Session) RequireQueue(ctx context.Context, queue, advice string) (acemq.QueueInfo, error) {
-	info, err := s.Conn.Inspect(ctx, queue)
+func (s *Session) RequireQueue(ctx context.Context, queue, advice string) (queues.Info, error) {
+	info, err := queues.Inspect(ctx, s.Conn, queue)
 	if errors.Is(err, acemq.ErrNotFound) {
 		return info, WithCode(ExitFailure, fmt.Errorf("queue %q does not exist%s%s", queue, advice, s.Hint()))
 	}

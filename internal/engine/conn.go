@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/declare"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -42,6 +43,8 @@ type Conn struct {
 	t   driver.Conn
 	tel Telemetry
 	log *slog.Logger
+
+	declared declare.Retries // the policies of the topologies applied on it
 }
 
 // NewConn returns the engine of a connection over t. log must not be nil.
@@ -142,6 +145,11 @@ func (c *Conn) Capabilities() driver.Capabilities {
 	}
 	return driver.Capabilities{}
 }
+
+// Declared holds the retry policies queues were declared with by the
+// topologies applied on the connection (topology.Topology.Apply), so that
+// a consumer of such a queue takes that policy.
+func (c *Conn) Declared() *declare.Retries { return &c.declared }
 
 // Logger is the connection's logger, never nil: packages built on the
 // connection log operator-level events through it, never one line per

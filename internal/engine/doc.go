@@ -1,8 +1,8 @@
 // Package engine holds what package acemq and the packages built on it
-// (rpc, route, outbox, schedule, stream, actuator, acemqtest) share and keep
-// out of acemq's public API: a connection's one publish path with its
-// telemetry, the consume engine (Loop), the state a consumer reports, and
-// the reason a set-aside copy carries.
+// (rpc, route, outbox, schedule, stream, actuator, acemqtest, queues)
+// share and keep out of acemq's public API: a connection's one publish
+// path with its telemetry, the consume engine (Loop), the state a consumer
+// reports, and the reason a set-aside copy carries.
 //
 // The consume engine works on the driver's deliveries. A Loop's workers
 // take them from the subscription and hand each, by value, to the

@@ -8,6 +8,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 )
 
 // BenchmarkAsk is one Requester.Ask at a time against rpc.Serve on
@@ -24,7 +25,7 @@ func BenchmarkAsk(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close(context.Background()) })
-	if err := acemq.NewTopology().Queue("perf.ask").Apply(ctx, c); err != nil {
+	if err := topology.New().Queue("perf.ask").Apply(ctx, c); err != nil {
 		b.Fatal(err)
 	}
 	resp, err := rpc.Serve(ctx, c, "perf.ask", func(_ context.Context, m acemq.Message[Order]) (Order, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/topology"
 )
 
 // full reports whether the full-size memory tests were asked for
@@ -45,7 +46,7 @@ func newQueue(t *testing.T, url string, kind queueKind) string {
 	}
 	c := connect(t, url)
 	name := unique("mem")
-	if err := acemq.NewTopology().Queue(name, acemq.WithQueueType(acemq.QueueClassic)).Apply(ctxFor(t, 10*time.Second), c); err != nil {
+	if err := topology.New().Queue(name, topology.WithQueueType(topology.QueueClassic)).Apply(ctxFor(t, 10*time.Second), c); err != nil {
 		t.Fatal(err)
 	}
 	return name

@@ -9,6 +9,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/clustertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // The cluster scenarios: the load run of load_test.go against the three
@@ -45,7 +46,7 @@ func clusterLoad(scenario string, fault func(ctx context.Context, r *loadRun)) l
 		producers:      8,
 		drain:          2 * time.Minute,
 		wantRecoveries: true,
-		queueOpts:      []acemq.DeclareOption{acemq.WithInitialGroupSize(3)},
+		queueOpts:      []topology.Option{topology.WithInitialGroupSize(3)},
 		fault:          fault,
 	}
 }

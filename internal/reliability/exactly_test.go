@@ -23,6 +23,7 @@ import (
 	"github.com/acemq/acemq/outbox/pgnotify"
 	"github.com/acemq/acemq/saga"
 	"github.com/acemq/acemq/sqlstore"
+	"github.com/acemq/acemq/topology"
 )
 
 // The exactly-once scenarios (docs/reliability.md 7–10): the outbox, the
@@ -76,7 +77,7 @@ func newExRig(t *testing.T, prefix string, d sqlstore.Dialect) *exRig {
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + r.effects) })
 	deleteQueuesAtCleanup(t, url, r.queue, contract.DeadLetterQueue(r.queue), contract.ParkedQueue(r.queue))
 	c := connect(t, url, r.run+" setup")
-	if err := acemq.NewTopology().Queue(r.queue).Apply(context.Background(), c); err != nil {
+	if err := topology.New().Queue(r.queue).Apply(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -24,6 +24,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -199,7 +200,7 @@ func hostile(t *testing.T, url string, huge int, rabbit bool) {
 			lmu.Unlock()
 		}
 	}))
-	if err := acemq.NewTopology().Queue(q).Queue(raw).Apply(ctx, c); err != nil {
+	if err := topology.New().Queue(q).Queue(raw).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 

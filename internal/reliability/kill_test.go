@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // The consumer process of TestConsumerKilled is this test binary run again
@@ -87,7 +88,7 @@ func TestConsumerKilled(t *testing.T) {
 	c := connect(t, url, "acemq-reliability-survivor")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := acemq.NewTopology().Queue(q).Apply(ctx, c); err != nil {
+	if err := topology.New().Queue(q).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	sent, err := acemq.NewPublisher[payload](c, "").Send(ctx, q, payload{Seq: 7})

@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/topology"
 	"go.uber.org/goleak"
 )
 
@@ -60,7 +61,7 @@ type loadConfig struct {
 	wantRecoveries bool
 	// queueOpts are added to the queue's declaration (the cluster
 	// scenarios' WithInitialGroupSize).
-	queueOpts []acemq.DeclareOption
+	queueOpts []topology.Option
 }
 
 type loadRun struct {
@@ -186,7 +187,7 @@ func runLoad(t *testing.T, url string, cfg loadConfig) *figures {
 	defer cancel()
 	// Declared on the consumer's connection, so that it is declared again
 	// whenever that connection recovers.
-	if err := acemq.NewTopology().Queue(r.queue, cfg.queueOpts...).Apply(ctx, r.cons); err != nil {
+	if err := topology.New().Queue(r.queue, cfg.queueOpts...).Apply(ctx, r.cons); err != nil {
 		t.Fatal(err)
 	}
 	r.cons.OnSettle(func(s acemq.Settlement) {

@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/topology"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -42,8 +43,8 @@ func TestPoisonFrameDeadLettered(t *testing.T) {
 		}
 	}))
 	const limit = 2
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true),
-		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
+	if err := topology.New().Queue(q, topology.WithDeadLettering(true),
+		topology.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 
@@ -125,8 +126,8 @@ func TestOversizedCopyDeadLettered(t *testing.T) {
 	defer cancel()
 	c := connect(t, url, "acemq-reliability-oversized")
 	const limit = 3
-	if err := acemq.NewTopology().Queue(q, acemq.WithDeadLettering(true),
-		acemq.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
+	if err := topology.New().Queue(q, topology.WithDeadLettering(true),
+		topology.WithArguments(driver.Table{"x-delivery-limit": int32(limit)})).Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	var requeued, unsendable atomic.Int64
@@ -193,7 +194,7 @@ func TestCrashLoopNeverLosesTheMessage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := connect(t, url, "acemq-reliability-crashloop-admin")
-	if err := acemq.NewTopology().Queue(q).Apply(ctx, admin); err != nil {
+	if err := topology.New().Queue(q).Apply(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acemq.NewPublisher[payload](admin, "").Send(ctx, q, payload{Seq: 1}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/topology"
 )
 
 // restartPolicy holds every wait (1 s) on a broker rung queue.
@@ -45,7 +46,7 @@ func retrySurvivesRestarts(t *testing.T, url string) {
 	defer cancel()
 
 	setup := connect(t, url, "acemq-reliability-retry-setup")
-	if err := acemq.NewTopology().Queue(q, acemq.WithRetry(restartPolicy)).Apply(ctx, setup); err != nil {
+	if err := topology.New().Queue(q, acemq.WithRetry(restartPolicy)).Apply(ctx, setup); err != nil {
 		t.Fatal(err)
 	}
 	pub := acemq.NewPublisher[string](setup, "")

@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/stream"
 	"github.com/acemq/acemq/stream/sqlcheckpoint"
+	"github.com/acemq/acemq/topology"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
 )
@@ -79,7 +80,7 @@ func TestReaderResumesFromItsCheckpoint(t *testing.T) {
 		q := testenv.Unique(t, "stream")
 		brokertest.DeleteAtEnd(t, c, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q))
 		ctx := context.Background()
-		if err := acemq.NewTopology().Queue(q, acemq.WithQueueType(acemq.QueueStream)).Apply(ctx, c); err != nil {
+		if err := topology.New().Queue(q, topology.WithQueueType(topology.QueueStream)).Apply(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		pub := acemq.NewPublisher[event](c, "")

@@ -2,9 +2,9 @@
 package bind
 
 import (
-	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/cli"
-	"github.com/acemq/acemq/internal/cli/topology"
+	clitopology "github.com/acemq/acemq/internal/cli/topology"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -12,7 +12,7 @@ import (
 // them.
 type Options struct {
 	cli.Invocation
-	topology.BindFlags
+	clitopology.BindFlags
 }
 
 // NewCmd is the bind command. When runF is not nil it runs instead of the
@@ -36,9 +36,9 @@ is one binding. 'acemq unbind' removes it.`,
 
 // Run declares the binding (or, with --dry-run, prints it).
 func (f *Options) Run() error {
-	var opts []acemq.DeclareOption
+	var opts []topology.Option
 	if f.Table != nil {
-		opts = append(opts, acemq.WithArguments(f.Table))
+		opts = append(opts, topology.WithArguments(f.Table))
 	}
-	return topology.Apply(f.Cmd, acemq.NewTopology().Bind(f.Exchange, f.Queue, f.Key, opts...), f.DryRun, f.JSON)
+	return clitopology.Apply(f.Cmd, topology.New().Bind(f.Exchange, f.Queue, f.Key, opts...), f.DryRun, f.JSON)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/claimcheck"
 	"github.com/acemq/acemq/codec/encrypted"
 	"github.com/acemq/acemq/internal/cli"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/stream"
 	"github.com/spf13/cobra"
 )
@@ -169,7 +170,7 @@ func (f *Options) browse() (err error) {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	b, err := s.Conn.Browse(ctx, f.queue)
+	b, err := queues.Browse(ctx, s.Conn, f.queue)
 	if errors.Is(err, acemq.ErrNotFound) {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("queue %q does not exist%s", f.queue, s.Hint()))
 	}
@@ -200,7 +201,7 @@ func (f *Options) browse() (err error) {
 // read prints the queue's messages until --count were read, the queue is
 // empty (without --count) or ctx ends, and takes each one printed unless
 // --requeue, or the keyring could not open it.
-func (f *Options) read(ctx context.Context, b *acemq.Browser, keys *encrypted.Codec) (read, unopened int, err error) {
+func (f *Options) read(ctx context.Context, b *queues.Browser, keys *encrypted.Codec) (read, unopened int, err error) {
 	out := f.Cmd.OutOrStdout()
 	wait := 10 * time.Millisecond
 	for f.count == 0 || read < f.count {
@@ -219,14 +220,14 @@ func (f *Options) read(ctx context.Context, b *acemq.Browser, keys *encrypted.Co
 		}
 		wait = 10 * time.Millisecond
 		read++
-		o := cli.OpenBody(keys, m)
-		if perr := PrintMessage(out, read, m, f.json, o); perr != nil {
+		o := cli.OpenBody(keys, m.Message)
+		if perr := PrintMessage(out, read, m.Message, f.json, o); perr != nil {
 			return read, unopened, cli.WithCode(cli.ExitFailure, perr) // m is held: Close puts it back
 		}
 		if o.Failed() {
 			// Held, never taken: Close puts it back on the queue.
 			unopened++
-			cli.ReportUnopened(f.Cmd.ErrOrStderr(), read, m, o, "it stays on "+f.queue)
+			cli.ReportUnopened(f.Cmd.ErrOrStderr(), read, m.Message, o, "it stays on "+f.queue)
 			continue
 		}
 		if !f.requeue {

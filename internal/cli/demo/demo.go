@@ -20,7 +20,9 @@ import (
 	consolecmd "github.com/acemq/acemq/internal/cli/console"
 	"github.com/acemq/acemq/internal/cli/reasons"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/queues"
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -130,7 +132,7 @@ type demo struct {
 	// steps are done, until its context ends; the replay step is left to
 	// the operator.
 	console func(ctx context.Context, d *demo) error
-	topos   []*acemq.Topology
+	topos   []*topology.Topology
 
 	mu       sync.Mutex
 	counters map[[2]string]int // queue, outcome
@@ -326,9 +328,9 @@ func (d *demo) setupOrders(ctx context.Context) (ordersNames, error) {
 		queue:    "acemq-demo-" + d.sfx + ".orders.new",
 		policy:   acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second),
 	}
-	topo := acemq.NewTopology().
-		Exchange(n.exchange, acemq.ExchangeTopic).
-		Queue(n.queue, acemq.WithDeadLettering(true), acemq.WithRetry(n.policy)).
+	topo := topology.New().
+		Exchange(n.exchange, topology.ExchangeTopic).
+		Queue(n.queue, topology.WithDeadLettering(true), acemq.WithRetry(n.policy)).
 		Bind(n.exchange, n.queue, "order.*")
 	if err := d.apply(ctx, topo); err != nil {
 		return n, err
@@ -351,13 +353,13 @@ func (d *demo) closeAtEnd(close func(context.Context) error) {
 // apply declares topo and registers its deletion at the end (the library's
 // shared acemq.dlx and acemq.retry stay: Topology.Delete never deletes
 // them).
-func (d *demo) apply(ctx context.Context, topo *acemq.Topology) error {
+func (d *demo) apply(ctx context.Context, topo *topology.Topology) error {
 	d.deleteAtEnd(topo)
 	return topo.Apply(ctx, d.conn)
 }
 
 // deleteAtEnd registers topo's deletion at the end.
-func (d *demo) deleteAtEnd(topo *acemq.Topology) {
+func (d *demo) deleteAtEnd(topo *topology.Topology) {
 	d.topos = append(d.topos, topo)
 	d.cleanups = append(d.cleanups, func(ctx context.Context) {
 		if err := topo.Delete(ctx, d.conn); err != nil {
@@ -370,8 +372,8 @@ func (d *demo) deleteAtEnd(topo *acemq.Topology) {
 // registers it, and the dead-letter half its consumer declares, for
 // deletion.
 func (d *demo) declareQueue(ctx context.Context, name string) error {
-	d.deleteAtEnd(acemq.NewTopology().Queue(contract.DeadLetterQueue(name)).Queue(contract.ParkedQueue(name)))
-	return d.apply(ctx, acemq.NewTopology().Queue(name))
+	d.deleteAtEnd(topology.New().Queue(contract.DeadLetterQueue(name)).Queue(contract.ParkedQueue(name)))
+	return d.apply(ctx, topology.New().Queue(name))
 }
 
 // ordersStep publishes orders and consumes them: most are accepted, one
@@ -485,7 +487,7 @@ func (d *demo) expectQueue(ctx context.Context, q string, n int) error {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := waitFor(wctx, q+" to hold "+fmt.Sprint(n), func() bool {
-		info, err := d.conn.Inspect(wctx, q)
+		info, err := queues.Inspect(wctx, d.conn, q)
 		if err != nil {
 			lastErr = err
 			return false

@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/replay"
 	"github.com/acemq/acemq/route"
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 )
 
 // quote is the pricing service's answer.
@@ -223,7 +224,7 @@ func (d *demo) routeStep(ctx context.Context) {
 		d.step("route", promise, err, "")
 		return
 	}
-	halves := acemq.NewTopology() // the dead-letter halves the steps' consumers declare
+	halves := topology.New() // the dead-letter halves the steps' consumers declare
 	for _, s := range steps {
 		halves.Queue(contract.DeadLetterQueue(p.Queue(s))).Queue(contract.ParkedQueue(p.Queue(s)))
 	}

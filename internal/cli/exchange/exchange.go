@@ -11,7 +11,8 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
-	"github.com/acemq/acemq/internal/cli/topology"
+	clitopology "github.com/acemq/acemq/internal/cli/topology"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -28,12 +29,12 @@ Topology (durable unless --transient), or deletes one.`,
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare or delete (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
-	cmd.AddCommand(topology.NewListCmd(list, nil), newDeclareCmd(nil), newDeleteCmd(nil))
+	cmd.AddCommand(clitopology.NewListCmd(list, nil), newDeclareCmd(nil), newDeleteCmd(nil))
 	return cmd
 }
 
 // list is the exchange list subcommand.
-var list = topology.Listing[topology.ExchangeJSON]{
+var list = clitopology.Listing[clitopology.ExchangeJSON]{
 	Short: "List the exchanges of the broker's virtual host",
 	Long: `exchange list prints the named exchanges of --url's virtual host (the
 nameless default exchange is left out): name, type and flags. The list comes
@@ -41,13 +42,13 @@ from RabbitMQ's management API, as for 'acemq queue list'; on memory:// it
 is the in-process broker's.`,
 	Example: `  acemq exchange list --url amqp://guest:guest@localhost:5672/
   acemq exchange list --json`,
-	List: (*topology.Lister).Exchanges,
-	Result: func(source string, xs []topology.ExchangeJSON) any {
-		return topology.ExchangeListJSON{Source: source, Exchanges: xs}
+	List: (*clitopology.Lister).Exchanges,
+	Result: func(source string, xs []clitopology.ExchangeJSON) any {
+		return clitopology.ExchangeListJSON{Source: source, Exchanges: xs}
 	},
 	Header: "NAME\tTYPE\tFLAGS",
-	Row: func(x topology.ExchangeJSON) string {
-		flags := topology.FlagColumn(topology.YesNo(!x.Durable, "transient"), topology.YesNo(x.AutoDelete, "auto-delete"), topology.YesNo(x.Internal, "internal"))
+	Row: func(x clitopology.ExchangeJSON) string {
+		flags := clitopology.FlagColumn(clitopology.YesNo(!x.Durable, "transient"), clitopology.YesNo(x.AutoDelete, "auto-delete"), clitopology.YesNo(x.Internal, "internal"))
 		return fmt.Sprintf("%s\t%s\t%s", x.Name, x.Type, flags)
 	},
 }
@@ -55,12 +56,12 @@ is the in-process broker's.`,
 // declareOptions are exchange declare's flags.
 type declareOptions struct {
 	cli.Invocation
-	topology.Flags
+	clitopology.Flags
 	kind                            string
 	internal, autoDelete, transient bool
 	args                            []string
 	dryRun                          bool
-	opts                            []acemq.DeclareOption // what the flags ask for, by Validate
+	opts                            []topology.Option // what the flags ask for, by Validate
 }
 
 func newDeclareCmd(runF func(*declareOptions) error) *cobra.Command {
@@ -74,10 +75,10 @@ are refused. What exists with the same settings is left alone; what exists
 with other settings fails, naming the difference.`,
 		Example: `  acemq exchange declare orders --type topic
   acemq exchange declare audit --type fanout --dry-run --json`,
-		Args: topology.OneName("exchange"),
+		Args: clitopology.OneName("exchange"),
 		RunE: cli.RunE(f, runF),
 	}
-	topology.Command(cmd, &f.Flags)
+	clitopology.Command(cmd, &f.Flags)
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "type", "", "exchange type: direct, topic, fanout, headers, or a plugin's x-… type (required)")
 	fl.BoolVar(&f.internal, "internal", false, "publishers cannot publish to it; only other exchanges route to it")
@@ -94,33 +95,33 @@ func (f *declareOptions) Validate() error {
 		return cli.WithCode(cli.ExitFailure, errors.New(`required flag(s) "type" not set: direct, topic, fanout, headers or a plugin's x-… type`))
 	}
 	if f.internal {
-		f.opts = append(f.opts, acemq.WithInternal())
+		f.opts = append(f.opts, topology.WithInternal())
 	}
 	if f.autoDelete {
-		f.opts = append(f.opts, acemq.WithAutoDelete())
+		f.opts = append(f.opts, topology.WithAutoDelete())
 	}
 	if f.transient {
-		f.opts = append(f.opts, acemq.WithDurable(false))
+		f.opts = append(f.opts, topology.WithDurable(false))
 	}
-	m, err := topology.ParseArgs(f.args)
+	m, err := clitopology.ParseArgs(f.args)
 	if err != nil {
 		return err
 	}
 	if m != nil {
-		f.opts = append(f.opts, acemq.WithArguments(m))
+		f.opts = append(f.opts, topology.WithArguments(m))
 	}
 	return nil
 }
 
 // Run declares the exchange (or, with --dry-run, prints it).
 func (f *declareOptions) Run() error {
-	return topology.Apply(f.Cmd, acemq.NewTopology().Exchange(f.Args[0], acemq.ExchangeKind(f.kind), f.opts...), f.dryRun, f.JSON)
+	return clitopology.Apply(f.Cmd, topology.New().Exchange(f.Args[0], topology.ExchangeKind(f.kind), f.opts...), f.dryRun, f.JSON)
 }
 
 // deleteOptions are exchange delete's flags.
 type deleteOptions struct {
 	cli.Invocation
-	topology.Flags
+	clitopology.Flags
 }
 
 func newDeleteCmd(runF func(*deleteOptions) error) *cobra.Command {
@@ -134,10 +135,10 @@ amq.* exchanges cannot be deleted, nor the library's shared acemq.dlx and
 acemq.retry, which every queue's dead-letter half and retry rungs use.`,
 		Example: `  acemq exchange delete orders.old
   acemq exchange delete audit --json`,
-		Args: topology.OneName("exchange"),
+		Args: clitopology.OneName("exchange"),
 		RunE: cli.RunE(f, runF),
 	}
-	return topology.Command(cmd, &f.Flags)
+	return clitopology.Command(cmd, &f.Flags)
 }
 
 // Validate refuses the broker's exchanges and the library's shared ones.
@@ -154,7 +155,7 @@ func (f *deleteOptions) Validate() error {
 // Run deletes the exchange, which must exist.
 func (f *deleteOptions) Run() error {
 	cmd, name := f.Cmd, f.Args[0]
-	s, ctx, cancel, err := topology.Open(cmd)
+	s, ctx, cancel, err := clitopology.Open(cmd)
 	if err != nil {
 		return err
 	}
@@ -175,9 +176,9 @@ func (f *deleteOptions) Run() error {
 	}
 	// Only the name counts for deleting; the kind is one a
 	// topology needs to be valid.
-	if err := acemq.NewTopology().Exchange(name, acemq.ExchangeDirect).Delete(ctx, s.Conn); err != nil {
+	if err := topology.New().Exchange(name, topology.ExchangeDirect).Delete(ctx, s.Conn); err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
-	out := topology.DeletedJSON{Deleted: []topology.DeletedItemJSON{{Kind: "exchange", Name: name}}}
-	return topology.WriteResult(cmd, f.JSON, out, func(w io.Writer) { fmt.Fprintf(w, "deleted exchange %s\n", name) })
+	out := clitopology.DeletedJSON{Deleted: []clitopology.DeletedItemJSON{{Kind: "exchange", Name: name}}}
+	return clitopology.WriteResult(cmd, f.JSON, out, func(w io.Writer) { fmt.Fprintf(w, "deleted exchange %s\n", name) })
 }

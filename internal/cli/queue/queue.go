@@ -14,8 +14,9 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
-	"github.com/acemq/acemq/internal/cli/topology"
-	acemqtopology "github.com/acemq/acemq/topology"
+	clitopology "github.com/acemq/acemq/internal/cli/topology"
+	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -34,12 +35,12 @@ holds messages or has consumers, unless --force), or purges one.`,
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%s needs a subcommand: list, declare, delete or purge (see '%s --help')", cmd.CommandPath(), cmd.CommandPath()))
 		},
 	}
-	cmd.AddCommand(topology.NewListCmd(list, nil), newDeclareCmd(nil), newDeleteCmd(nil), newPurgeCmd(nil))
+	cmd.AddCommand(clitopology.NewListCmd(list, nil), newDeclareCmd(nil), newDeleteCmd(nil), newPurgeCmd(nil))
 	return cmd
 }
 
 // list is the queue list subcommand.
-var list = topology.Listing[topology.QueueJSON]{
+var list = clitopology.Listing[clitopology.QueueJSON]{
 	Short: "List the queues of the broker's virtual host",
 	Long: `queue list prints the queues of --url's virtual host: name, type, messages
 ready, unacknowledged, consumers. RabbitMQ cannot list over AMQP: the list
@@ -48,17 +49,17 @@ credentials; --management to give another). Its counts are sampled every
 few seconds. On memory:// the list is the in-process broker's.`,
 	Example: `  acemq queue list --url amqp://guest:guest@localhost:5672/
   acemq queue list --json --management http://ops:secret@rabbit:15672/`,
-	List: (*topology.Lister).Queues,
-	Result: func(source string, qs []topology.QueueJSON) any {
-		return topology.QueueListJSON{Source: source, Queues: qs}
+	List: (*clitopology.Lister).Queues,
+	Result: func(source string, qs []clitopology.QueueJSON) any {
+		return clitopology.QueueListJSON{Source: source, Queues: qs}
 	},
 	Header: "NAME\tTYPE\tMESSAGES\tUNACKED\tCONSUMERS\tFLAGS",
-	Row: func(q topology.QueueJSON) string {
+	Row: func(q clitopology.QueueJSON) string {
 		unacked := "-"
 		if q.Unacked != nil {
 			unacked = strconv.Itoa(*q.Unacked)
 		}
-		flags := topology.FlagColumn(topology.YesNo(!q.Durable, "transient"), topology.YesNo(q.Exclusive, "exclusive"), topology.YesNo(q.AutoDelete, "auto-delete"))
+		flags := clitopology.FlagColumn(clitopology.YesNo(!q.Durable, "transient"), clitopology.YesNo(q.Exclusive, "exclusive"), clitopology.YesNo(q.AutoDelete, "auto-delete"))
 		return fmt.Sprintf("%s\t%s\t%d\t%s\t%d\t%s", q.Name, q.Type, q.Messages, unacked, q.Consumers, flags)
 	},
 }
@@ -66,7 +67,7 @@ few seconds. On memory:// the list is the in-process broker's.`,
 // declareOptions are queue declare's flags.
 type declareOptions struct {
 	cli.Invocation
-	topology.Flags
+	clitopology.Flags
 	typ          string
 	deadLetter   bool
 	retry        string
@@ -78,7 +79,7 @@ type declareOptions struct {
 	transient    bool
 	args         []string
 	dryRun       bool
-	opts         []acemq.DeclareOption // what the flags ask for, by Validate
+	opts         []topology.Option // what the flags ask for, by Validate
 }
 
 func newDeclareCmd(runF func(*declareOptions) error) *cobra.Command {
@@ -91,10 +92,10 @@ func newDeclareCmd(runF func(*declareOptions) error) *cobra.Command {
   acemq queue declare payments --dead-lettering --retry 'fixed(3, 5m)' --dry-run
   acemq queue declare jobs --type classic --max-priority 10 --arg x-message-ttl=60000
   acemq queue declare events --type stream --max-age 168h --json`,
-		Args: topology.OneName("queue"),
+		Args: clitopology.OneName("queue"),
 		RunE: cli.RunE(f, runF),
 	}
-	topology.Command(cmd, &f.Flags)
+	clitopology.Command(cmd, &f.Flags)
 	fl := cmd.Flags()
 	fl.StringVar(&f.typ, "type", "", "queue type: quorum, classic or stream (default: quorum; classic when --transient)")
 	fl.BoolVar(&f.deadLetter, "dead-lettering", false, "declare the dead-letter half too: Q.dlq, Q.parked and their bindings on acemq.dlx")
@@ -134,24 +135,24 @@ func (f *declareOptions) Validate() error {
 // Run declares the queue (or, with --dry-run, prints what it would
 // declare).
 func (f *declareOptions) Run() error {
-	return topology.Apply(f.Cmd, acemq.NewTopology().Queue(f.Args[0], f.opts...), f.dryRun, f.JSON)
+	return clitopology.Apply(f.Cmd, topology.New().Queue(f.Args[0], f.opts...), f.dryRun, f.JSON)
 }
 
 // options are the declare options the flags ask for; the Topology judges
 // them.
-func (f *declareOptions) options(cmd *cobra.Command) ([]acemq.DeclareOption, error) {
-	var opts []acemq.DeclareOption
+func (f *declareOptions) options(cmd *cobra.Command) ([]topology.Option, error) {
+	var opts []topology.Option
 	fl := cmd.Flags()
 	if f.typ != "" {
-		switch t := acemq.QueueType(f.typ); t {
-		case acemq.QueueQuorum, acemq.QueueClassic, acemq.QueueStream:
-			opts = append(opts, acemq.WithQueueType(t))
+		switch t := topology.QueueType(f.typ); t {
+		case topology.QueueQuorum, topology.QueueClassic, topology.QueueStream:
+			opts = append(opts, topology.WithQueueType(t))
 		default:
 			return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("--type %q: want quorum, classic or stream", f.typ))
 		}
 	}
 	if f.deadLetter {
-		opts = append(opts, acemq.WithDeadLettering(true))
+		opts = append(opts, topology.WithDeadLettering(true))
 	}
 	if f.retry != "" {
 		p, err := parseRetryPolicy(f.retry)
@@ -164,29 +165,29 @@ func (f *declareOptions) options(cmd *cobra.Command) ([]acemq.DeclareOption, err
 		if f.maxPriority < 1 || f.maxPriority > 255 {
 			return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("--max-priority %d: want 1 to 255", f.maxPriority))
 		}
-		opts = append(opts, acemq.WithMaxPriority(uint8(f.maxPriority)))
+		opts = append(opts, topology.WithMaxPriority(uint8(f.maxPriority)))
 	}
 	if fl.Changed("group-size") {
-		opts = append(opts, acemq.WithInitialGroupSize(f.groupSize))
+		opts = append(opts, topology.WithInitialGroupSize(f.groupSize))
 	}
 	if f.singleActive {
-		opts = append(opts, acemq.WithSingleActiveConsumer())
+		opts = append(opts, topology.WithSingleActiveConsumer())
 	}
 	if fl.Changed("max-age") {
-		opts = append(opts, acemq.WithMaxAge(f.maxAge))
+		opts = append(opts, topology.WithMaxAge(f.maxAge))
 	}
 	if fl.Changed("max-length-bytes") {
-		opts = append(opts, acemq.WithMaxLengthBytes(f.maxBytes))
+		opts = append(opts, topology.WithMaxLengthBytes(f.maxBytes))
 	}
 	if f.transient {
-		opts = append(opts, acemq.WithDurable(false))
+		opts = append(opts, topology.WithDurable(false))
 	}
-	args, err := topology.ParseArgs(f.args)
+	args, err := clitopology.ParseArgs(f.args)
 	if err != nil {
 		return nil, err
 	}
 	if args != nil {
-		opts = append(opts, acemq.WithArguments(args))
+		opts = append(opts, topology.WithArguments(args))
 	}
 	return opts, nil
 }
@@ -194,7 +195,7 @@ func (f *declareOptions) options(cmd *cobra.Command) ([]acemq.DeclareOption, err
 // deleteOptions are queue delete's flags.
 type deleteOptions struct {
 	cli.Invocation
-	topology.Flags
+	clitopology.Flags
 	force       bool
 	deadLetters bool
 	retry       string
@@ -211,10 +212,10 @@ func newDeleteCmd(runF func(*deleteOptions) error) *cobra.Command {
 		Example: `  acemq queue delete orders.tmp
   acemq queue delete orders.new --with-dead-letters --retry 'fixed(3, 5m)' --force
   acemq queue delete scratch --force --json`,
-		Args: topology.OneName("queue"),
+		Args: clitopology.OneName("queue"),
 		RunE: cli.RunE(f, runF),
 	}
-	topology.Command(cmd, &f.Flags)
+	clitopology.Command(cmd, &f.Flags)
 	fl := cmd.Flags()
 	fl.BoolVar(&f.force, "force", false, "delete even a queue that holds messages or has consumers")
 	fl.BoolVar(&f.deadLetters, "with-dead-letters", false, "delete Q.dlq, Q.parked and Q's retry rungs too")
@@ -247,7 +248,7 @@ func (f *deleteOptions) Validate() error {
 	if !f.deadLetters {
 		return nil
 	}
-	opts := []acemq.DeclareOption{acemq.WithDeadLettering(true)}
+	opts := []topology.Option{topology.WithDeadLettering(true)}
 	if f.retry != "" {
 		p, err := parseRetryPolicy(f.retry)
 		if err != nil {
@@ -256,12 +257,12 @@ func (f *deleteOptions) Validate() error {
 		opts = append(opts, acemq.WithRetry(p))
 	}
 	// The halves are named by the rules that declare them.
-	plan, err := acemq.NewTopology().Queue(q, opts...).Plan()
+	plan, err := topology.New().Queue(q, opts...).Plan()
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
 	for _, d := range plan {
-		if d.Kind == acemqtopology.QueueDeclaration && d.Queue.Name != q {
+		if d.Kind == topology.QueueDeclaration && d.Queue.Name != q {
 			f.names = append(f.names, d.Queue.Name)
 		}
 	}
@@ -272,7 +273,7 @@ func (f *deleteOptions) Validate() error {
 // --force) when one holds messages or has consumers.
 func (f *deleteOptions) Run() error {
 	cmd, q := f.Cmd, f.Args[0]
-	s, ctx, cancel, err := topology.Open(cmd)
+	s, ctx, cancel, err := clitopology.Open(cmd)
 	if err != nil {
 		return err
 	}
@@ -290,18 +291,18 @@ func (f *deleteOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	topo := acemq.NewTopology()
+	topo := topology.New()
 	for _, d := range found {
 		// Only the name counts for deleting; the type is the one a
 		// topology needs to be valid.
-		topo.Queue(d.Name, acemq.WithQueueType(acemq.QueueClassic))
+		topo.Queue(d.Name, topology.WithQueueType(topology.QueueClassic))
 	}
 	if err := topo.Delete(ctx, s.Conn); err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
-	return topology.WriteResult(cmd, f.JSON, topology.DeletedJSON{Deleted: found}, func(w io.Writer) {
+	return clitopology.WriteResult(cmd, f.JSON, clitopology.DeletedJSON{Deleted: found}, func(w io.Writer) {
 		for _, d := range found {
-			fmt.Fprintf(w, "deleted queue %s (%d message%s)\n", d.Name, d.Messages, topology.Plural(d.Messages))
+			fmt.Fprintf(w, "deleted queue %s (%d message%s)\n", d.Name, d.Messages, clitopology.Plural(d.Messages))
 		}
 	})
 }
@@ -309,11 +310,11 @@ func (f *deleteOptions) Run() error {
 // check inspects the queues named: the first must exist, the others are
 // skipped when they do not; one that holds messages or has consumers fails
 // the command unless --force.
-func (f *deleteOptions) check(ctx context.Context, s *cli.Session, names []string) ([]topology.DeletedItemJSON, error) {
-	var found []topology.DeletedItemJSON
+func (f *deleteOptions) check(ctx context.Context, s *cli.Session, names []string) ([]clitopology.DeletedItemJSON, error) {
+	var found []clitopology.DeletedItemJSON
 	var busy []string
 	for i, n := range names {
-		info, err := s.Conn.Inspect(ctx, n)
+		info, err := queues.Inspect(ctx, s.Conn, n)
 		if errors.Is(err, acemq.ErrNotFound) {
 			if i == 0 {
 				return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("queue %q does not exist%s", n, s.Hint()))
@@ -323,14 +324,14 @@ func (f *deleteOptions) check(ctx context.Context, s *cli.Session, names []strin
 		if err != nil {
 			return nil, cli.WithCode(cli.ExitFailure, err)
 		}
-		found = append(found, topology.DeletedItemJSON{Kind: "queue", Name: n, Messages: info.Messages})
+		found = append(found, clitopology.DeletedItemJSON{Kind: "queue", Name: n, Messages: info.Messages})
 		if info.Messages > 0 || info.Consumers > 0 {
 			var what []string
 			if info.Messages > 0 {
-				what = append(what, fmt.Sprintf("holds %d message%s", info.Messages, topology.Plural(info.Messages)))
+				what = append(what, fmt.Sprintf("holds %d message%s", info.Messages, clitopology.Plural(info.Messages)))
 			}
 			if info.Consumers > 0 {
-				what = append(what, fmt.Sprintf("has %d consumer%s", info.Consumers, topology.Plural(info.Consumers)))
+				what = append(what, fmt.Sprintf("has %d consumer%s", info.Consumers, clitopology.Plural(info.Consumers)))
 			}
 			busy = append(busy, n+" "+strings.Join(what, " and "))
 		}
@@ -343,7 +344,7 @@ func (f *deleteOptions) check(ctx context.Context, s *cli.Session, names []strin
 
 // findRungs lists the queues named q.retry.DELAY.
 func findRungs(ctx context.Context, s *cli.Session, q, mgmt string) ([]string, error) {
-	l, err := topology.NewLister(s, mgmt)
+	l, err := clitopology.NewLister(s, mgmt)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +374,7 @@ type purgedJSON struct {
 // purgeOptions are queue purge's flags.
 type purgeOptions struct {
 	cli.Invocation
-	topology.Flags
+	clitopology.Flags
 }
 
 func newPurgeCmd(runF func(*purgeOptions) error) *cobra.Command {
@@ -389,10 +390,10 @@ purged message is gone: it is not dead-lettered. To look first, use
 'acemq consume --requeue'; to keep dead letters, 'acemq replay'.`,
 		Example: `  acemq queue purge orders.new.dlq
   acemq queue purge scratch --json`,
-		Args: topology.OneName("queue"),
+		Args: clitopology.OneName("queue"),
 		RunE: cli.RunE(f, runF),
 	}
-	return topology.Command(cmd, &f.Flags)
+	return clitopology.Command(cmd, &f.Flags)
 }
 
 // Validate has nothing to check.
@@ -401,7 +402,7 @@ func (f *purgeOptions) Validate() error { return nil }
 // Run purges the queue.
 func (f *purgeOptions) Run() error {
 	cmd, q := f.Cmd, f.Args[0]
-	s, ctx, cancel, err := topology.Open(cmd)
+	s, ctx, cancel, err := clitopology.Open(cmd)
 	if err != nil {
 		return err
 	}
@@ -422,7 +423,7 @@ func (f *purgeOptions) Run() error {
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("purging %s: %w", q, err))
 	}
-	return topology.WriteResult(cmd, f.JSON, purgedJSON{Queue: q, Purged: n}, func(w io.Writer) {
-		fmt.Fprintf(w, "purged %d message%s from %s\n", n, topology.Plural(n), q)
+	return clitopology.WriteResult(cmd, f.JSON, purgedJSON{Queue: q, Purged: n}, func(w io.Writer) {
+		fmt.Fprintf(w, "purged %d message%s from %s\n", n, clitopology.Plural(n), q)
 	})
 }

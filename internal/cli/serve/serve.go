@@ -21,6 +21,7 @@ import (
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/cli/reasons"
 	"github.com/acemq/acemq/rpc"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -188,7 +189,7 @@ func (f *Options) answer() error {
 func (f *Options) ensureQueue(ctx context.Context, s *cli.Session) error {
 	if f.declare {
 		// A durable queue: a quorum queue, as the topology's are by default.
-		if err := acemq.NewTopology().Queue(f.queue).Apply(ctx, s.Conn); err != nil {
+		if err := topology.New().Queue(f.queue).Apply(ctx, s.Conn); err != nil {
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("declaring %s: %w", f.queue, err))
 		}
 		return nil

@@ -1,6 +1,6 @@
 // Package topology holds what the topology commands (queue, exchange, bind,
 // unbind) share: the --json flag, connecting, printing a result, declaring
-// through acemq.Topology, and listing through the management API.
+// through topology.Topology, and listing through the management API.
 package topology
 
 import (
@@ -19,12 +19,13 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/management"
+	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
 )
 
 // The topology commands: queue list|declare|delete|purge, exchange
 // list|declare|delete, bind and unbind. Declarations go through
-// acemq.Topology, with the library's rules (queue types, the dead-letter
+// topology.Topology, with the library's rules (queue types, the dead-letter
 // half, retry rungs); deletions through Topology.Delete; listing through
 // RabbitMQ's management API, or the memory broker's own listing.
 
@@ -119,7 +120,7 @@ type declaredJSON struct {
 
 // Apply validates topo, then declares it (unless dryRun) and
 // prints its plan.
-func Apply(cmd *cobra.Command, topo *acemq.Topology, dryRun, asJSON bool) error {
+func Apply(cmd *cobra.Command, topo *topology.Topology, dryRun, asJSON bool) error {
 	plan, err := topo.Plan()
 	if err != nil {
 		return cli.WithCode(cli.ExitFailure, err)
@@ -328,7 +329,7 @@ func (l *Lister) Queues(ctx context.Context) ([]QueueJSON, error) {
 		for _, q := range qs {
 			typ, _ := q.Args["x-queue-type"].(string)
 			if typ == "" {
-				typ = string(acemq.QueueClassic)
+				typ = string(topology.QueueClassic)
 			}
 			out = append(out, QueueJSON{Name: q.Name, Type: typ, Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Messages: q.Messages, Consumers: q.Consumers})
 		}
