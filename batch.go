@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq/driver"
+	"github.com/acemq/acemq/internal/engine"
 )
 
 // maxBatchHold is the most messages a batch consumer holds at once (its
@@ -86,7 +87,7 @@ func ConsumeBatch[T any](ctx context.Context, c *Conn, queue string, size int, w
 		return nil, fmt.Errorf("acemq: ConsumeBatch: WithPrefetch(%d) is below the batch size %d, so a batch could never fill; the default is the size times the concurrency, %d", k.cfg.prefetch, size, size*batches)
 	}
 	k.cfg.concurrency = size * batches // a worker holds each message of a batch
-	b := &batcher[T]{k: k, size: size, window: window, h: h, slots: make(chan struct{}, batches)}
+	b := &batcher[T]{k: k, clock: c.Clock(), size: size, window: window, h: h, slots: make(chan struct{}, batches)}
 	k.flush = b.flush
 	codec := k.cfg.codec
 	k.handle = func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error) {
@@ -105,7 +106,8 @@ func ConsumeBatch[T any](ctx context.Context, c *Conn, queue string, size int, w
 // the batch to fill, its window to pass or the consumer to stop, then for
 // a slot (one per batch handled at once), and runs the handler.
 type batcher[T any] struct {
-	k      *consumerCore
+	k      batchHost
+	clock  driver.Clock // the connection's: the window runs on it
 	size   int
 	window time.Duration
 	h      func(ctx context.Context, ms []Message[T]) []Ack
@@ -113,6 +115,15 @@ type batcher[T any] struct {
 
 	mu   sync.Mutex
 	open *batch[T] // the batch taking messages, if any
+}
+
+// batchHost is the consumer a batcher gathers for: its state (the
+// messages waiting for a window count as waiting), when it stops, and the
+// handlers' context.
+type batchHost interface {
+	State() *engine.Consumer
+	Stopping() <-chan struct{}
+	Context() context.Context
 }
 
 type batch[T any] struct {
@@ -146,7 +157,7 @@ func (b *batcher[T]) add(m Message[T], tag uint64) Ack {
 		close(bt.due)
 	} else {
 		bt.waiting++
-		b.k.state.AddWaiting(1)
+		b.k.State().AddWaiting(1)
 	}
 	b.mu.Unlock()
 	if lead {
@@ -173,12 +184,12 @@ func (b *batcher[T]) lead(bt *batch[T]) {
 	// The window runs on the connection's clock: real time, or a test's
 	// clock on memory:// (acemqtest.NewClock).
 	window := make(chan struct{})
-	t := b.k.conn.Clock().AfterFunc(b.window, func() { close(window) })
+	t := b.clock.AfterFunc(b.window, func() { close(window) })
 	select {
 	case <-bt.due:
 	case <-window:
-	case <-b.k.stopping: // Close: hand over what there is at once
-	case <-b.k.hctx.Done():
+	case <-b.k.Stopping(): // Close: hand over what there is at once
+	case <-b.k.Context().Done():
 	}
 	t.Stop()
 	b.slots <- struct{}{}
@@ -186,7 +197,7 @@ func (b *batcher[T]) lead(bt *batch[T]) {
 	if b.open == bt {
 		b.open = nil
 	}
-	b.k.state.AddWaiting(-bt.waiting)
+	b.k.State().AddWaiting(-bt.waiting)
 	bt.waiting = 0
 	ms, tags := bt.ms, bt.tags
 	b.mu.Unlock()
@@ -224,7 +235,7 @@ func (b *batcher[T]) run(ms []Message[T]) (acks []Ack) {
 			acks = every(len(ms), Reject(Fatal(&PanicError{Value: r, Stack: debug.Stack()})))
 		}
 	}()
-	acks = b.h(b.k.hctx, ms)
+	acks = b.h(b.k.Context(), ms)
 	if len(acks) != len(ms) {
 		return every(len(ms), Reject(Fatal(fmt.Errorf("acemq: the batch handler returned %d decisions for %d messages", len(acks), len(ms)))))
 	}

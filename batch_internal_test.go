@@ -9,8 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
 )
+
+// testHost is the consumer a batcher under test gathers for (batchHost).
+type testHost struct {
+	state    *engine.Consumer
+	stopping chan struct{}
+	ctx      context.Context
+}
+
+func (h *testHost) State() *engine.Consumer   { return h.state }
+func (h *testHost) Stopping() <-chan struct{} { return h.stopping }
+func (h *testHost) Context() context.Context  { return h.ctx }
 
 // TestBatcherGivesEachMessageItsOwnAck: workers hand a batcher messages
 // concurrently, in an order other than their delivery tags'; the handler
@@ -19,10 +31,10 @@ import (
 func TestBatcherGivesEachMessageItsOwnAck(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 7, 16} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
-			k := &consumerCore{conn: &Conn{}, state: engine.NewConsumer("q", nil), stopping: make(chan struct{}), hctx: context.Background()}
+			k := &testHost{state: engine.NewConsumer("q", nil), stopping: make(chan struct{}), ctx: context.Background()}
 			var mu sync.Mutex
 			var unordered []string
-			b := &batcher[int]{k: k, size: size, window: time.Millisecond, slots: make(chan struct{}, 2),
+			b := &batcher[int]{k: k, clock: driver.RealClock, size: size, window: time.Millisecond, slots: make(chan struct{}, 2),
 				h: func(_ context.Context, ms []Message[int]) []Ack {
 					acks := make([]Ack, len(ms))
 					for i, m := range ms {
@@ -63,14 +75,14 @@ func TestBatcherGivesEachMessageItsOwnAck(t *testing.T) {
 // answers with a slice of another length rejects every message of the
 // batch as unprocessable.
 func TestBatcherTurnsAWrongAnswerIntoFatalRejects(t *testing.T) {
-	k := &consumerCore{conn: &Conn{}, state: engine.NewConsumer("q", nil), stopping: make(chan struct{}), hctx: context.Background()}
+	k := &testHost{state: engine.NewConsumer("q", nil), stopping: make(chan struct{}), ctx: context.Background()}
 	for name, h := range map[string]func(context.Context, []Message[int]) []Ack{
 		"panic": func(context.Context, []Message[int]) []Ack { panic("boom") },
 		"short": func(_ context.Context, ms []Message[int]) []Ack { return make([]Ack, len(ms)-1) },
 		"long":  func(_ context.Context, ms []Message[int]) []Ack { return make([]Ack, len(ms)+1) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := &batcher[int]{k: k, size: 2, window: time.Hour, slots: make(chan struct{}, 1), h: h}
+			b := &batcher[int]{k: k, clock: driver.RealClock, size: 2, window: time.Hour, slots: make(chan struct{}, 1), h: h}
 			acks := make([]Ack, 2)
 			var wg sync.WaitGroup
 			for i := range 2 {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/acemq/acemq/driver"
@@ -130,17 +127,21 @@ func Consume[T any](ctx context.Context, c *Conn, queue string, h Handler[T], op
 	return k.started(ctx)
 }
 
-// started starts k, whose handle is set, and returns its Consumer.
+// started starts k, whose handle is set, on the consume engine, and
+// returns its Consumer. A ctx made by engine.WithStream makes it a stream
+// reader.
 func (k *consumerCore) started(ctx context.Context) (*Consumer, error) {
-	if k.stream = engine.StreamOf(ctx); k.stream != nil {
+	stream := engine.StreamOf(ctx)
+	if stream != nil {
 		// The handlers' context derives from ctx: a consumer one of them
 		// starts is not a stream reader.
 		ctx = engine.WithStream(ctx, nil)
 	}
+	k.loop = engine.NewLoop(k.conn.eng, k.engineConfig(stream), k.hooks())
 	if err := k.start(ctx); err != nil {
 		return nil, err
 	}
-	return &Consumer{engine.NewConsumerHandle(k.state), k}, nil
+	return &Consumer{engine.NewConsumerHandle(k.loop.State()), k}, nil
 }
 
 // consumeDefaults is the configuration options are applied over.
@@ -177,14 +178,44 @@ func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg con
 		cfg.tag = "acemq-" + queue
 	}
 	cfg.retry = cfg.retry.orDefault()
-	var rungs []string
-	for _, d := range cfg.retry.brokerRungs() {
-		rungs = append(rungs, wire.RungQueue(queue, d))
-	}
-	k := &consumerCore{conn: c, queue: queue, cfg: cfg, state: engine.NewConsumer(queue, rungs)}
+	k := &consumerCore{conn: c, queue: queue, cfg: cfg}
 	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
-	k.brk = newBreaker(k, cfg.breaker)
 	return k, nil
+}
+
+// engineConfig is the consume engine's configuration of k.
+func (k *consumerCore) engineConfig(stream *engine.Stream) engine.Config {
+	cfg := engine.Config{Queue: k.queue, Tag: k.cfg.tag, Concurrency: k.cfg.concurrency, Prefetch: k.cfg.prefetch,
+		Args: k.cfg.args, DrainTimeout: k.cfg.drainTimeout, Retry: k.cfg.retry.plan(), Stream: stream, Clock: k.conn.Clock()}
+	for _, d := range cfg.Retry.BrokerRungs() {
+		cfg.Rungs = append(cfg.Rungs, wire.RungQueue(k.queue, d))
+	}
+	if b := k.cfg.breaker; b != nil {
+		cfg.Breaker = &engine.Breaker{ConsecutiveFailures: b.ConsecutiveFailures, FailureRate: b.FailureRate, Window: b.Window, CoolDown: b.CoolDown, IsFailure: b.IsFailure}
+	}
+	return cfg
+}
+
+// hooks are what the consume engine runs k with (dispatcher and emitter
+// are in settle.go).
+func (k *consumerCore) hooks() engine.Hooks[delivered] {
+	h := engine.Hooks[delivered]{
+		Dispatch:      k.dispatcher(),
+		Emit:          k.emitter(),
+		Copy:          copyOf,
+		Attempt:       attemptOf,
+		BreakerOpened: func() { k.conn.obs.breakerOpen(k.queue) },
+		Flush:         k.flush,
+		SafeErr:       safeErr,
+		Unregister:    k.unregister,
+		DrainError: func(stranded int, took time.Duration) error {
+			return &DrainError{Queue: k.queue, Stranded: stranded, Timeout: took}
+		},
+	}
+	if k.cfg.orderKey != nil {
+		h.OrderKey = k.orderKeyOf
+	}
+	return h
 }
 
 // Queue is the queue the consumer reads.
@@ -194,13 +225,13 @@ func (c *Consumer) Queue() string { return c.core.queue }
 func (c *Consumer) Tag() string { return c.core.cfg.tag }
 
 // Running reports whether the consumer is subscribed and not closing.
-func (c *Consumer) Running() bool { return c.core.running.Load() }
+func (c *Consumer) Running() bool { return c.core.loop.Running() }
 
 // InFlight is the number of handlers running now.
-func (c *Consumer) InFlight() int { return int(c.core.inflight.Load()) }
+func (c *Consumer) InFlight() int { return c.core.loop.InFlight() }
 
 // Done is closed when Close has finished.
-func (c *Consumer) Done() <-chan struct{} { return c.core.done }
+func (c *Consumer) Done() <-chan struct{} { return c.core.loop.Done() }
 
 // Close stops the consumer with a bounded drain. No new delivery is
 // started: deliveries the broker has handed over but no handler has begun
@@ -213,6 +244,9 @@ func (c *Consumer) Done() <-chan struct{} { return c.core.done }
 // redelivered, attempt unchanged, when the subscription closes) and returns
 // a *DrainError saying how many there were. Close is idempotent.
 func (c *Consumer) Close(ctx context.Context) error { return c.core.close(ctx) }
+
+// close is Close; Conn.Close calls it for each of its consumers.
+func (k *consumerCore) close(ctx context.Context) error { return k.loop.Close(ctx) }
 
 // DrainError reports a drain that ran out of time.
 type DrainError struct {
@@ -230,10 +264,10 @@ func (e *DrainError) Error() string {
 	return fmt.Sprintf("acemq: the consumer of %q did not drain within %s: %d deliveries were stranded and will be redelivered by the broker", e.Queue, e.Timeout, e.Stranded)
 }
 
-// errStranded is the Err of the settlement recorded for a delivery whose
-// handler was still running when the drain ran out.
-var errStranded = errors.New("the consumer closed before the delivery was settled; the broker redelivers it")
-
+// consumerCore is what package acemq keeps of a consumer: its
+// configuration, the handle its dispatch runs (decode and handler) with
+// the consume interceptors, and the consume engine that runs it
+// (internal/engine).
 type consumerCore struct {
 	conn  *Conn
 	queue string
@@ -242,32 +276,11 @@ type consumerCore struct {
 	// value escapes, and the delivery would be moved to the heap for every
 	// message.
 	handle func(ctx context.Context, d driver.Delivery, env Envelope) (Ack, error)
-	// The pipeline: the connection's consume interceptors, then the
-	// consumer's (pipeline.go); the circuit breaker, nil without one
-	// (breaker.go); the subscriptions and pause state (flow.go).
+	// The connection's consume interceptors, then the consumer's
+	// (pipeline.go).
 	intercept []ConsumeInterceptor
-	brk       *breaker
-	flow      flowState
-	// stream, when not nil, makes the consumer a stream reader (package
-	// stream): it settles as a stream allows (settle.go).
-	stream *engine.Stream
-
-	stopping  chan struct{}
-	done      chan struct{}
-	hctx      context.Context
-	hcancel   context.CancelFunc
-	workers   sync.WaitGroup
-	waits     sync.WaitGroup   // in-consumer waits (timers)
-	inflight  atomic.Int64     // handlers running
-	state     *engine.Consumer // the deliveries taken up and not yet settled
-	running   atomic.Bool
-	abandoned atomic.Bool // the drain ran out: settle nothing more
-	ended     atomic.Bool // the subscription ended without Close (Conn.Health)
-	closeMu   sync.Mutex
-	closeErr  error
-	closed    bool
-	keyed     keyOrder // WithOrderKey's running keys (order.go)
-	flush     func()   // ConsumeBatch's: hand over the batch being gathered (batch.go)
+	flush     func() // ConsumeBatch's: hand over the batch being gathered (batch.go)
+	loop      *engine.Loop[delivered]
 }
 
 func (k *consumerCore) start(ctx context.Context) error {
@@ -288,137 +301,30 @@ func (k *consumerCore) start(ctx context.Context) error {
 			return err
 		}
 	}
-	sub, err := k.conn.t.Consume(ctx, k.spec())
-	if err != nil {
+	if err := k.loop.Subscribe(ctx); err != nil {
 		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, err)
 	}
-	k.begin(sub)
-	k.stopping = make(chan struct{})
-	k.done = make(chan struct{})
-	k.hctx, k.hcancel = context.WithCancel(context.WithoutCancel(ctx))
-
 	// Register and start under the connection's lock, so that a Conn.Close
 	// racing with the start either refuses it or finds it fully started.
 	k.conn.mu.Lock()
 	defer k.conn.mu.Unlock()
 	if k.conn.closed {
-		k.hcancel()
-		_ = sub.Close()
+		k.loop.Abort()
 		return fmt.Errorf("acemq: subscribing to %q: %w", k.queue, ErrClosed)
 	}
 	k.conn.consumers[k] = struct{}{}
-	k.running.Store(true)
-	for i := 0; i < k.cfg.concurrency; i++ {
-		k.workers.Add(1)
-		go k.work()
-	}
+	k.loop.Run()
 	return nil
 }
+
+// State, Stopping and Context are the engine's, for ConsumeBatch's
+// batcher (batchHost).
+func (k *consumerCore) State() *engine.Consumer   { return k.loop.State() }
+func (k *consumerCore) Stopping() <-chan struct{} { return k.loop.Stopping() }
+func (k *consumerCore) Context() context.Context  { return k.loop.Context() }
 
 func (k *consumerCore) unregister() {
 	k.conn.mu.Lock()
 	delete(k.conn.consumers, k)
 	k.conn.mu.Unlock()
-}
-
-func (k *consumerCore) isStopping() bool {
-	select {
-	case <-k.stopping:
-		return true
-	default:
-		return false
-	}
-}
-
-// work takes deliveries straight from the subscription (with no goroutine
-// in between when the driver is a driver.Receiver: each hand-over costs a
-// wake-up) and processes them; once the consumer is stopping or pausing,
-// deliveries not yet started go back to the queue. A paused consumer's
-// workers wait for the next subscription (flow.go).
-func (k *consumerCore) work() {
-	defer k.workers.Done()
-	for {
-		g := k.take()
-		if g == nil {
-			break
-		}
-		receive := k.receiver(g)
-		for {
-			d, ok := receive()
-			if !ok {
-				break
-			}
-			// A delivery taken up as the consumer began to stop or
-			// pause has not started: put it back rather than run it,
-			// with a nack (not processed), which RabbitMQ 4.3 and later
-			// do not count toward a quorum queue's delivery limit.
-			if g.draining.Load() || k.isStopping() || !k.brk.admit() {
-				if k.stream == nil {
-					_ = d.Nack(true)
-				} // a stream refuses it: the reader reads it again from its position
-				continue
-			}
-			if k.stream != nil {
-				if off, ok := d.StreamOffset(); ok && k.stream.Seen(off) {
-					_ = d.Ack()
-					continue
-				}
-			}
-			g.pending.Add(1)
-			if k.cfg.orderKey != nil {
-				k.processInOrder(&d, g) // order.go
-				continue
-			}
-			k.process(&d, g)
-		}
-		g.readers.Done()
-		if !g.draining.Load() {
-			// The subscription ended without Close or Pause. Every
-			// worker gets here; it is recorded and logged once.
-			if k.ended.CompareAndSwap(false, true) {
-				if k.stream != nil {
-					k.stream.Ended()
-				}
-				k.conn.log.Error("acemq: the consumer stopped: its subscription ended without Close (its queue was deleted, or the broker cancelled it)", slog.String("queue", k.queue))
-			}
-			break
-		}
-	}
-	k.running.Store(false)
-}
-
-func (k *consumerCore) close(ctx context.Context) error {
-	k.closeMu.Lock()
-	defer k.closeMu.Unlock()
-	if k.closed {
-		return k.closeErr
-	}
-	k.closed = true
-	k.running.Store(false)
-	start := time.Now()
-	dctx, cancel := context.WithTimeout(ctx, k.cfg.drainTimeout)
-	defer cancel()
-	k.stopFlow(dctx)
-
-	finished := make(chan struct{})
-	go func() {
-		k.workers.Wait()
-		k.waits.Wait()
-		close(finished)
-	}()
-	select {
-	case <-finished:
-	case <-dctx.Done():
-		k.abandoned.Store(true)
-		k.closeErr = &DrainError{Queue: k.queue, Stranded: int(k.state.Unsettled()), Timeout: time.Since(start).Round(time.Millisecond)}
-		k.conn.log.Warn("acemq: a consumer's drain ran out; its unsettled deliveries go back to the queue", slog.String("queue", k.queue), slog.Int("stranded", int(k.state.Unsettled())))
-	}
-	// Closing the subscriptions puts whatever is still unsettled back on
-	// the queue (the broker redelivers it) and lets stranded handlers'
-	// settlements fail fast.
-	k.closeAll()
-	k.hcancel()
-	k.unregister()
-	close(k.done)
-	return k.closeErr
 }

@@ -76,16 +76,16 @@ func (c *Conn) Health(ctx context.Context) HealthReport {
 	breakers := map[string]string{}
 	var tripped []string
 	for k := range c.consumers {
-		if k.ended.Load() {
+		if k.loop.Ended() {
 			stopped = append(stopped, k.queue)
 		} else {
 			running++
 		}
-		if k.paused() {
+		if k.loop.Paused() {
 			paused = append(paused, k.queue)
 		}
-		if k.brk != nil {
-			st := k.brk.State()
+		if k.loop.HasBreaker() {
+			st := BreakerState(k.loop.BreakerState())
 			breakers[k.queue] = string(st)
 			if st != BreakerClosed {
 				tripped = append(tripped, k.queue)

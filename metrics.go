@@ -182,12 +182,12 @@ func (o *observer) watch(c *Conn, noConfirms bool) {
 		counts := make(map[string]int64, len(c.consumers))
 		var breakers map[string]int64
 		for k := range c.consumers {
-			counts[k.queue] += k.inflight.Load()
-			if k.brk != nil {
+			counts[k.queue] += int64(k.loop.InFlight())
+			if k.loop.HasBreaker() {
 				if breakers == nil {
 					breakers = map[string]int64{}
 				}
-				breakers[k.queue] = max(breakers[k.queue], breakerGauge(k.brk.State()))
+				breakers[k.queue] = max(breakers[k.queue], breakerGauge(BreakerState(k.loop.BreakerState())))
 			}
 		}
 		c.mu.Unlock()

@@ -50,9 +50,6 @@ func TestEmptyPipelineDoesNotAllocate(t *testing.T) {
 			if ack, _, refused, panicked := k.core.run(ctx, &d, env); ack.decision != DecisionAccept || refused != nil || panicked != nil {
 				t.Fatalf("run: %v %v %v", ack, refused, panicked)
 			}
-			if k.core.brk.admit() == false || k.core.brk.holdBack(Accept(), nil, nil, nil) {
-				t.Fatal("a consumer without a breaker held a delivery back")
-			}
 		})
 		t.Logf("consume (%s): %.0f allocations through the pipeline, %.0f for decode and handler alone", name, piped, direct)
 		if piped != direct {

@@ -3,11 +3,10 @@ package acemq
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"strconv"
 	"time"
 
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -147,94 +146,37 @@ func (p RetryPolicy) WaitInBrokerFrom(t time.Duration) RetryPolicy {
 	return p
 }
 
-// Schedule is the unjittered wait before each retry: entry i is the wait
-// before attempt i+2, min(initial × multiplier^i, max).
-func (p RetryPolicy) Schedule() []time.Duration {
+// plan is the policy as the consume engine runs it (the zero policy is
+// NoRetry's).
+func (p RetryPolicy) plan() engine.Policy {
 	p = p.orDefault()
-	out := make([]time.Duration, 0, max(p.maxAttempts-1, 0))
-	for i := 0; i < p.maxAttempts-1; i++ {
-		out = append(out, p.delay(i))
-	}
-	return out
+	return engine.Policy{MaxAttempts: p.maxAttempts, Initial: p.initial, Multiplier: p.multiplier, MaxDelay: p.maxDelay,
+		MaxAge: p.maxAge, Jitter: p.jitter, Threshold: p.threshold}
 }
 
-func (p RetryPolicy) delay(i int) time.Duration {
-	d := float64(p.initial) * math.Pow(p.multiplier, float64(i))
-	if d >= float64(p.maxDelay) || math.IsInf(d, 0) {
-		return p.maxDelay
-	}
-	return time.Duration(d)
-}
+// Schedule is the unjittered wait before each retry: entry i is the wait
+// before attempt i+2, min(initial × multiplier^i, max).
+func (p RetryPolicy) Schedule() []time.Duration { return p.plan().Schedule() }
 
 // delayAfter is the unjittered wait after a failed attempt (1-based) before
 // the next one.
-func (p RetryPolicy) delayAfter(attempt int) time.Duration {
-	p = p.orDefault()
-	return p.delay(max(attempt-1, 0))
-}
+func (p RetryPolicy) delayAfter(attempt int) time.Duration { return p.plan().DelayAfter(attempt) }
 
-// waitsInBroker reports whether a wait of d is held on a broker rung: the
-// threshold is above zero, d is above zero and d is at least the threshold.
-func (p RetryPolicy) waitsInBroker(d time.Duration) bool {
-	p = p.orDefault()
-	return p.threshold > 0 && d > 0 && d >= p.threshold
-}
+// waitsInBroker reports whether a wait of d is held on a broker rung.
+func (p RetryPolicy) waitsInBroker(d time.Duration) bool { return p.plan().WaitsInBroker(d) }
 
-// brokerRungs are the distinct scheduled waits held on rungs, ascending and
-// deduplicated by rung name (delays are named to the millisecond). A
-// threshold of 0 has none.
-func (p RetryPolicy) brokerRungs() []time.Duration {
-	var out []time.Duration
-	for _, d := range p.Schedule() {
-		if p.waitsInBroker(d) {
-			out = append(out, d.Truncate(time.Millisecond))
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// chosenDelay is where a handler-chosen retry delay d (RetryAfter) waits:
-// d itself when it is held in the consumer or no rung is declared; at or
-// above the threshold, the nearest declared rung at or above d, or the
-// longest rung when d exceeds them all (docs/wire.md §5.1), since only
-// declared rungs exist on the broker.
-func (p RetryPolicy) chosenDelay(d time.Duration) (wait time.Duration, inBroker bool) {
-	if !p.waitsInBroker(d) {
-		return d, false
-	}
-	rungs := p.brokerRungs()
-	if len(rungs) == 0 {
-		return d, false
-	}
-	for _, r := range rungs {
-		if r >= d {
-			return r, true
-		}
-	}
-	return rungs[len(rungs)-1], true
-}
+// brokerRungs are the distinct scheduled waits held on rungs, ascending.
+func (p RetryPolicy) brokerRungs() []time.Duration { return p.plan().BrokerRungs() }
 
 // shouldRetry reports whether a message that failed on attempt (1-based),
-// with the given age, is tried again: attempt < the maximum and the age is
-// unknown or below a non-zero limit. The limit is inclusive.
+// with the given age, is tried again.
 func (p RetryPolicy) shouldRetry(attempt int, age time.Duration, ageKnown bool) bool {
-	p = p.orDefault()
-	if attempt >= p.maxAttempts {
-		return false
-	}
-	return p.maxAge == 0 || !ageKnown || age < p.maxAge
+	return p.plan().ShouldRetry(attempt, age, ageKnown)
 }
 
 // jittered returns the wait actually spent in the consumer for a scheduled
-// wait d: uniform in [d×(1−f), d×(1+f)], never below 1 ms.
-func (p RetryPolicy) jittered(d time.Duration) time.Duration {
-	f := p.orDefault().jitter
-	if f > 0 {
-		d = time.Duration(float64(d) * (1 - f + 2*f*rand.Float64()))
-	}
-	return max(d, time.Millisecond)
-}
+// wait d.
+func (p RetryPolicy) jittered(d time.Duration) time.Duration { return p.plan().Jittered(d) }
 
 // String renders the policy in the family's notation, for example
 // "exponential(6, 10s, 1m).giveUpAfter(2m)"; modifiers that differ from the
@@ -262,4 +204,10 @@ func (p RetryPolicy) String() string {
 		s += ".waitInBrokerFrom(" + wire.FormatDelay(p.threshold) + ")"
 	}
 	return s
+}
+
+// chosenDelay is where a handler-chosen retry delay d (RetryAfter) waits
+// (engine.Policy.ChosenDelay).
+func (p RetryPolicy) chosenDelay(d time.Duration) (wait time.Duration, inBroker bool) {
+	return p.plan().ChosenDelay(d)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
-	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -100,141 +99,85 @@ type Settlement struct {
 	// Redelivered is the broker's flag on the delivery.
 	Redelivered bool
 
-	end  func(Settlement)  // ends the delivery's span
-	span trace.SpanContext // the process span: the parent of the engine's republishes (tracing only)
-	gen  *generation       // the subscription it came on (flow.go)
+	end func(Settlement) // ends the delivery's span
 }
 
-// The family's x-acemq-error prefixes (docs/wire.md §6.2).
-const (
-	reasonExhausted   = "exhausted %d attempts: "
-	reasonTooOld      = "exceeded the maximum message age of %s: "
-	reasonFatal       = "the handler reported an unprocessable message: "
-	reasonRejected    = "the handler rejected it: "
-	reasonParked      = "the handler parked it: "
-	reasonUndecodable = "could not be decoded: "
-	// reasonStreamRefused has no shared wording.
-	reasonStreamRefused = "a stream cannot retry or put back a message, so it was parked: "
-)
+// reasonUndecodable prefixes the x-acemq-error of a parked undecodable
+// body (docs/wire.md §6.2); the consume engine writes the other reasons.
+const reasonUndecodable = "could not be decoded: "
 
-// process runs one delivery of g through interceptors, decode, handler and
-// settlement.
-func (k *consumerCore) process(d *driver.Delivery, g *generation) {
-	k.state.AddUnsettled(1)
-	k.inflight.Add(1)
-	defer k.inflight.Add(-1)
-	env := deliveryEnvelope(d)
-	ctx, end := k.conn.obs.processStart(k.hctx, k.queue, d, env)
-	start := time.Now()
-	ack, decodeErr, refused, panicked := k.run(ctx, d, env)
-	s := Settlement{Queue: k.queue, Envelope: env, Duration: time.Since(start), Redelivered: d.Redelivered, end: end, gen: g}
-	if end != nil {
-		s.span = trace.SpanContextFromContext(ctx)
-	}
-	if k.abandoned.Load() {
-		// The drain ran out while the handler ran: its delivery goes back
-		// when the subscription closes; republishing now could duplicate it.
-		k.strand(s)
-		return
-	}
-	if k.brk.holdBack(ack, decodeErr, refused, panicked) {
-		// The circuit breaker is open (or this failure opened it): the
-		// downstream is failing, not the message (breaker.go).
-		k.brk.putBack(d, ack, decodeErr, &s)
-		k.finish(s)
-		return
-	}
-	switch {
-	case panicked != nil:
-		s.Decision = DecisionReject
-		s.Err = panicked
-		k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonFatal+wire.Describe(panicked), OutcomeRejected)
-	case refused != nil:
-		s.Decision = DecisionReject
-		s.Err = refused
-		k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), refusedReason(refused), OutcomeRejected)
-	case decodeErr != nil:
-		s.Err = decodeErr
-		var de *DecodeError
-		if errors.As(decodeErr, &de) && de.Retryable && k.stream == nil {
-			s.Decision = DecisionRetry
-			if k.retry(d, env, &s) {
-				return
-			}
-			break
+// delivered is what the consume engine carries of a delivery for package
+// acemq between its dispatch and its settlement: the envelope read from
+// its headers, and the end of its process span (nil without tracing).
+type delivered struct {
+	env Envelope
+	end func(Settlement)
+}
+
+// dispatcher is the consume engine's dispatch of k: it reads the
+// delivery's envelope, starts its process span, runs the interceptors,
+// decode and the handler (run), and turns what they gave into the
+// engine's verdict. (A closure, not the method value of a method: a method
+// value's wrapper would copy the delivery and the verdict once more for
+// every message.)
+func (k *consumerCore) dispatcher() func(ctx context.Context, d driver.Delivery) engine.Verdict[delivered] {
+	return func(ctx context.Context, d driver.Delivery) engine.Verdict[delivered] {
+		env := deliveryEnvelope(&d)
+		ctx, end := k.conn.obs.processStart(ctx, k.queue, &d, env)
+		start := time.Now()
+		ack, decodeErr, refused, panicked := k.run(ctx, &d, env)
+		v := engine.Verdict[delivered]{Env: delivered{env, end}, Duration: time.Since(start)}
+		if end != nil {
+			v.Span = trace.SpanContextFromContext(ctx)
 		}
-		s.Decision = DecisionPark
-		k.setAside(d, env, &s, wire.ParkedQueue(k.queue), undecodableReason(decodeErr), OutcomeParked)
-	default:
-		s.Decision = ack.decision
-		s.Err = ack.err
-		if k.stream != nil && k.settleFromStream(d, env, &s, ack) {
-			break
-		}
-		switch ack.decision {
-		case DecisionAccept:
-			if err := d.Ack(); err != nil {
-				s.Outcome = OutcomeRequeued
-				s.SettleErr = err
-			} else if ack.duplicate {
-				s.Outcome = OutcomeDuplicate
-			} else {
-				s.Outcome = OutcomeAcked
-			}
-		case DecisionRetry:
-			if k.retryWith(d, env, &s, ack) {
-				return
-			}
-		case DecisionReject:
-			if IsFatal(ack.err) {
-				k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonFatal+wire.Describe(ack.err), OutcomeRejected)
-			} else {
-				k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonRejected+wire.Describe(ack.err), OutcomeRejected)
-			}
-		case DecisionPark:
-			k.setAside(d, env, &s, wire.ParkedQueue(k.queue), reasonParked+wire.Describe(ack.err), OutcomeParked)
-		case DecisionInProgress:
-			s.Delay = ack.delay
-			s.Where = WhereConsumer
-			// The closure captures copies made here, so that only a
-			// delivery put back for later moves them to the heap, not
-			// every delivery.
-			env, held := env, *d
-			k.later(ack.delay, s, func(s *Settlement) {
-				k.republish(&held, env, k.queue, s, OutcomeInProgress)
-			})
-			return
+		switch {
+		case panicked != nil:
+			v.Fail, v.Err = engine.Panicked, panicked
+		case refused != nil:
+			v.Fail, v.Err, v.Reason = engine.Refused, refused, refusedReason(refused)
+		case decodeErr != nil:
+			v.Fail, v.Err, v.Reason = engine.Undecodable, decodeErr, undecodableReason(decodeErr)
+			var de *DecodeError
+			v.Retryable = errors.As(decodeErr, &de) && de.Retryable
 		default:
-			k.setAside(d, env, &s, wire.DeadLetterQueue(k.queue), reasonRejected+fmt.Sprintf("unknown decision %d", ack.decision), OutcomeRejected)
+			v.Decision, v.Err, v.Delay = engine.Decision(ack.decision), ack.err, ack.delay
+			v.Chosen, v.Duplicate = ack.chosen, ack.duplicate
 		}
+		return v
 	}
-	if k.stream != nil && s.Outcome != OutcomeRequeued {
-		if off, ok := d.StreamOffset(); ok {
-			k.stream.Settled(off)
-		}
-	}
-	k.finish(s)
 }
 
-// finish records a settled delivery.
-func (k *consumerCore) finish(s Settlement) {
-	k.state.AddUnsettled(-1)
-	if s.gen != nil {
-		s.gen.settled()
+// emitter is the consume engine's emit of k: a settlement becomes the
+// public Settlement, recorded on its span, in the metrics and log, and
+// handed to the OnSettle listeners. (A closure, as dispatcher is.)
+func (k *consumerCore) emitter() func(engine.Settlement[delivered]) {
+	return func(s engine.Settlement[delivered]) {
+		k.conn.emitSettlement(Settlement{
+			Queue: s.Queue, Envelope: s.Env.env, Decision: Decision(s.Decision), Outcome: Outcome(s.Outcome), Where: Where(s.Where),
+			Target: s.Target, Delay: s.Delay, Reason: s.Reason, Err: s.Err, SettleErr: s.SettleErr, Duration: s.Duration,
+			RungMissing: s.RungMissing, SetAsideFailed: s.SetAsideFailed, Redelivered: s.Redelivered, end: s.Env.end,
+		})
 	}
-	k.conn.emitSettlement(s)
 }
 
-// strand records a delivery left unsettled because the drain ran out.
-func (k *consumerCore) strand(s Settlement) {
-	s.Outcome = OutcomeRequeued
-	s.Err = errors.Join(s.Err, errStranded)
-	k.finish(s)
+// copyOf is the consume engine's Copy: the headers, message id and span
+// identity of a republished copy of a delivery of e's envelope.
+func copyOf(e delivered, routingKey string, c engine.Change, reason string) (driver.Table, string, engine.Identity) {
+	env := e.env
+	switch c {
+	case engine.Next:
+		env = env.next()
+	case engine.Reasoned:
+		env = env.withReason(reason)
+	}
+	return env.AppendHeaders(nil, routingKey), env.id, identity(env)
 }
 
-// cutReason returns reason cut to contract.MaxErrorHeaderBytes on a UTF-8 boundary,
-// marked with its full length.
-func cutReason(reason string) string { return engine.CutReason(reason, wire.MaxErrorHeaderBytes) }
+// attemptOf is the consume engine's Attempt: e's attempt and age.
+func attemptOf(e delivered) (int, time.Duration, bool) {
+	age, known := e.env.Age()
+	return e.env.attempt, age, known
+}
 
 // PanicError is the error recorded for a handler that panicked; the
 // message is dead-lettered as a fatal failure.
@@ -264,224 +207,6 @@ func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope
 	}
 	ack, decodeErr = k.handle(ctx, *d, env)
 	return ack, decodeErr, nil, nil
-}
-
-// retry applies the retry policy to a failed delivery. It reports whether
-// the settlement was deferred to a wait in the consumer (which then emits it).
-func (k *consumerCore) retry(d *driver.Delivery, env Envelope, s *Settlement) (deferred bool) {
-	return k.retryWith(d, env, s, Ack{})
-}
-
-// retryWith is retry with the handler's decision, whose chosen delay
-// (RetryAfter) replaces the policy's.
-func (k *consumerCore) retryWith(d *driver.Delivery, env Envelope, s *Settlement, ack Ack) (deferred bool) {
-	p := k.cfg.retry
-	age, known := env.Age()
-	if !p.shouldRetry(env.attempt, age, known) {
-		var reason string
-		if env.attempt >= p.maxAttempts {
-			reason = fmt.Sprintf(reasonExhausted, p.maxAttempts)
-		} else {
-			reason = fmt.Sprintf(reasonTooOld, p.maxAge)
-		}
-		k.setAside(d, env, s, wire.DeadLetterQueue(k.queue), reason+wire.Describe(s.Err), OutcomeDeadLettered)
-		return false
-	}
-	s.Reason = wire.Describe(s.Err)
-	delay := p.delayAfter(env.attempt)
-	inBroker := p.waitsInBroker(delay)
-	if ack.chosen {
-		delay, inBroker = p.chosenDelay(ack.delay)
-	}
-	s.Delay = delay
-	next := env.next()
-	if inBroker {
-		rung := wire.RungQueue(k.queue, delay)
-		s.Where = WhereBroker
-		err := k.publishCopy(d, next, rung, s)
-		var ue *driver.ReturnError
-		switch {
-		case err == nil:
-			k.settleAck(d, s, rung, OutcomeRetried)
-			return false
-		case errors.As(err, &ue):
-			// The rung is missing: count it and wait in the consumer.
-			s.RungMissing = rung
-		default:
-			k.requeue(d, s, err)
-			return false
-		}
-	}
-	s.Where = WhereConsumer
-	wait := p.jittered(delay)
-	if ack.chosen {
-		wait = max(delay, time.Millisecond) // the handler's own delay is not jittered
-	}
-	s.Delay = wait
-	held := *d // the closure's own copy: d stays where its worker has it
-	k.later(wait, *s, func(s *Settlement) { k.republish(&held, next, k.queue, s, OutcomeRetried) })
-	return true
-}
-
-// later waits without holding a worker (the delivery stays unacknowledged,
-// holding its prefetch slot), on the connection's clock, then runs settle
-// and records the settlement. A consumer that closes meanwhile cuts the
-// wait short, so every delivery is settled before the drain ends.
-func (k *consumerCore) later(wait time.Duration, s Settlement, settle func(*Settlement)) {
-	k.waits.Add(1)
-	// timed counts the waits still to come on the clock, for acemqtest's
-	// WaitIdle under a test clock; one of no time is not waiting for it.
-	timed := int64(0)
-	if wait > 0 {
-		timed = 1
-	}
-	k.state.AddWaiting(timed)
-	due := make(chan struct{})
-	t := k.conn.Clock().AfterFunc(wait, func() {
-		k.state.AddWaiting(-timed)
-		close(due)
-	})
-	go func() {
-		defer k.waits.Done()
-		select {
-		case <-due:
-		case <-k.stopping:
-			if t.Stop() {
-				k.state.AddWaiting(-timed)
-			}
-		}
-		if k.abandoned.Load() {
-			k.strand(s)
-			return
-		}
-		settle(&s)
-		k.finish(s)
-	}()
-}
-
-// republish sends a copy of the delivery (same body, content type and id;
-// env's headers) to target through the default exchange and acks the
-// original once the copy is confirmed and routed.
-func (k *consumerCore) republish(d *driver.Delivery, env Envelope, target string, s *Settlement, outcome Outcome) {
-	if !d.CanSettle() {
-		// The channel went away during the wait: the broker redelivers the
-		// original (same attempt), so a copy now would run the message twice.
-		s.Outcome = OutcomeRequeued
-		s.Where = WhereRequeued
-		s.SettleErr = driver.ErrChannelClosed
-		return
-	}
-	if err := k.publishCopy(d, env, target, s); err != nil {
-		k.requeue(d, s, err)
-		return
-	}
-	k.settleAck(d, s, target, outcome)
-}
-
-func (k *consumerCore) setAside(d *driver.Delivery, env Envelope, s *Settlement, target, reason string, outcome Outcome) {
-	s.Reason = reason
-	env = env.withReason(cutReason(reason))
-	err := k.publishCopy(d, env, target, s)
-	if k.stream != nil {
-		k.setAsideFromStream(d, env, s, target, outcome, err)
-		return
-	}
-	var ue *driver.ReturnError
-	switch {
-	case err == nil:
-		k.settleAck(d, s, target, outcome)
-	case errors.As(err, &ue):
-		// The target is missing: count it and put the message back, never
-		// drop it (docs/wire.md §6.1).
-		s.SetAsideFailed = target
-		k.requeue(d, s, err)
-	default:
-		k.requeue(d, s, err)
-	}
-}
-
-// settleFromStream settles the decisions a stream settles its own way and
-// reports whether ack's was one of them: Accept, whose ack only frees the
-// prefetch slot (on a channel that is gone it fails, which changes
-// nothing), and Retry and InProgress, refused since a stream cannot
-// redeliver: the message is parked with a reason saying so.
-func (k *consumerCore) settleFromStream(d *driver.Delivery, env Envelope, s *Settlement, ack Ack) bool {
-	switch ack.decision {
-	case DecisionAccept:
-		_ = d.Ack()
-		s.Outcome = OutcomeAcked
-	case DecisionRetry, DecisionInProgress:
-		if s.Err == nil {
-			s.Err = errors.New(ack.decision.String() + " requested")
-		}
-		k.setAside(d, env, s, wire.ParkedQueue(k.queue), reasonStreamRefused+wire.Describe(s.Err), OutcomeParked)
-	default:
-		return false
-	}
-	return true
-}
-
-// setAsideFromStream finishes a set-aside from a stream whose first copy
-// returned err. A copy that failed is tried again, waiting longer each
-// time, until it is made or the consumer closes: on a stream the original
-// cannot be put back, and moving on would lose it from the set-aside queue.
-// When the consumer closes first, the delivery is left unsettled and the
-// reader's position stays before it.
-func (k *consumerCore) setAsideFromStream(d *driver.Delivery, env Envelope, s *Settlement, target string, outcome Outcome, err error) {
-	wait := 100 * time.Millisecond
-	for err != nil {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-k.stopping:
-			t.Stop()
-			s.Outcome = OutcomeRequeued
-			s.SettleErr = fmt.Errorf("acemq: the reader of %q closed before it could copy offset %v to %s: %w", k.queue, d.Headers[driver.StreamOffsetHeader], target, err)
-			return
-		}
-		wait = min(2*wait, 5*time.Second)
-		err = k.publishCopy(d, env, target, s)
-	}
-	k.settleAck(d, s, target, outcome)
-	// The ack only frees the prefetch slot (see process).
-	s.SettleErr = nil
-}
-
-func (k *consumerCore) settleAck(d *driver.Delivery, s *Settlement, target string, outcome Outcome) {
-	s.Target = target
-	s.Outcome = outcome
-	if err := d.Ack(); err != nil {
-		// The channel went away after the copy was confirmed: the broker
-		// redelivers the original, so the message may be seen twice.
-		s.SettleErr = err
-	}
-}
-
-// requeue puts the delivery back on its queue unchanged after a republish
-// failed with err. It is a reject with requeue, not a nack: the delivery
-// was processed and its settlement failed, so a quorum queue counts it
-// toward its delivery limit on every broker version, and a copy that can
-// never be published (one too big for a frame, say) ends in the queue's
-// dead-letter target instead of coming back for ever (docs/reliability.md).
-func (k *consumerCore) requeue(d *driver.Delivery, s *Settlement, err error) {
-	s.Outcome = OutcomeRequeued
-	s.SettleErr = err
-	if s.Where != "" {
-		s.Where = WhereRequeued
-	}
-	if nerr := d.Reject(true); nerr != nil {
-		s.SettleErr = errors.Join(err, nerr)
-	}
-}
-
-// publishCopy republishes the original delivery's bytes with env's headers
-// to queue through the default exchange: persistent, mandatory, confirmed,
-// within the detached settlement deadline.
-func (k *consumerCore) publishCopy(d *driver.Delivery, env Envelope, queue string, s *Settlement) error {
-	ctx, cancel := context.WithTimeout(context.Background(), tuning.SettlementDeadline)
-	defer cancel()
-	m := engine.Copy(d, queue, env.AppendHeaders(nil, d.RoutingKey), env.id)
-	return k.conn.publish(k.conn.obs.within(ctx, s.span), m, env)
 }
 
 // declareDeadLetterHalf declares what starting a consumer of q declares

@@ -42,7 +42,6 @@ func TestTelemetryCostsNoAllocations(t *testing.T) {
 				if end != nil || hctx != ctx {
 					t.Fatal("processStart started a span")
 				}
-				_ = o.within(ctx, s.span)
 				o.settled(s)
 				o.connEvent(driver.Event{Kind: driver.EventLost})
 			})
@@ -150,7 +149,7 @@ func FuzzTraceHeaders(f *testing.F) {
 			t.Fatal("the process span has no valid context")
 		}
 		m := driver.Message{RoutingKey: "q"}
-		_, done := o.publishStart(o.within(context.Background(), trace.SpanContextFromContext(ctx)), &m, identity(env))
+		_, done := o.publishStart(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(ctx)), &m, identity(env)) // as the consume engine parents a republish
 		done(nil, 0)
 		end(Settlement{Queue: "q", Outcome: OutcomeAcked})
 		got, _ := m.Headers["traceparent"].(string)

@@ -244,16 +244,6 @@ func (o *observer) processStart(ctx context.Context, queue string, d *driver.Del
 	return ctx, func(s Settlement) { endProcessSpan(span, s) }
 }
 
-// within returns ctx carrying process, the span context of the delivery's
-// process span (Settlement.span), for a republish the engine makes for it
-// from a detached context.
-func (o *observer) within(ctx context.Context, process trace.SpanContext) context.Context {
-	if !o.tracing() || !process.IsValid() {
-		return ctx
-	}
-	return trace.ContextWithSpanContext(ctx, process)
-}
-
 // endProcessSpan writes the settlement onto a process span and ends it.
 func endProcessSpan(span trace.Span, s Settlement) {
 	outcome := string(s.Outcome)

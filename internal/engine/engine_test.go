@@ -72,3 +72,23 @@ func TestCutReason(t *testing.T) {
 		t.Errorf("CutReason(200 bytes, 101) = %q (%d bytes)", got, len(got))
 	}
 }
+
+// TestNoBreakerCostsNothing: a consumer without a circuit breaker admits
+// every delivery and holds none back, without allocating (the check
+// package acemq's TestEmptyPipelineDoesNotAllocate made before the breaker
+// moved here).
+func TestNoBreakerCostsNothing(t *testing.T) {
+	var b *breaker
+	v := failure{decision: Retry}
+	allocs := testing.AllocsPerRun(200, func() {
+		if !b.admit() || b.holdBack(v) {
+			t.Fatal("a consumer without a breaker held a delivery back")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("no breaker costs %.0f allocations a delivery", allocs)
+	}
+	if s := b.State(); s != BreakerClosed {
+		t.Errorf("no breaker is %q, want closed", s)
+	}
+}
