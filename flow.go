@@ -278,9 +278,9 @@ func (k *consumerCore) paused() bool {
 // spec is the consumer's subscription.
 func (k *consumerCore) spec() driver.ConsumeSpec {
 	if k.stream != nil {
-		return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.stream.Args(), Resume: k.stream.Args}
+		return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.stream.Args(), Resume: k.stream.Args, UnconvertedHeaders: true}
 	}
-	return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.cfg.args}
+	return driver.ConsumeSpec{Queue: k.queue, Tag: k.cfg.tag, Prefetch: k.cfg.prefetch, Args: k.cfg.args, UnconvertedHeaders: true}
 }
 
 // stopFlow marks the consumer stopping and cancels its current

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/google/uuid"
 )
@@ -28,6 +29,21 @@ import (
 // header as received. The headers map is not retained: the envelope copies
 // what it keeps, nested tables and arrays included.
 func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope {
+	return readEnvelope(headers, routingKey, messageID, nil)
+}
+
+// deliveryEnvelope is ReadEnvelope of delivery d, converting the headers a
+// driver handed up unconverted (driver.Delivery.HeaderValue) as it reads
+// them.
+func deliveryEnvelope(d *driver.Delivery) Envelope {
+	return readEnvelope(d.Headers, d.RoutingKey, d.MessageID, d.HeaderValue)
+}
+
+// readEnvelope is ReadEnvelope; value, when not nil, converts each header
+// value the envelope keeps (an application header or an unknown reserved
+// one) before it is copied. The known headers need none: a nested table,
+// array or decimal is unreadable in them either way.
+func readEnvelope(headers map[string]any, routingKey, messageID string, value func(any) any) Envelope {
 	var e Envelope
 	var firstSeenOK bool
 	// One pass over the map (iterating a map costs more than the switch
@@ -79,6 +95,9 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 			e.routeID, _ = wire.String(v)
 		default:
 			if !wire.IsReserved(k) {
+				if value != nil {
+					v = value(v)
+				}
 				app = append(app, header{k, v})
 				continue
 			}
@@ -86,6 +105,9 @@ func ReadEnvelope(headers map[string]any, routingKey, messageID string) Envelope
 			// letter case: kept aside as received.
 			if e.reserved == nil {
 				e.reserved = make(map[string]any, 2)
+			}
+			if value != nil {
+				v = value(v)
 			}
 			e.reserved[k] = cloneValue(v)
 		}

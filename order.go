@@ -115,6 +115,6 @@ func (k *consumerCore) orderKeyOf(d *driver.Delivery) (key string) {
 			key = ""
 		}
 	}()
-	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+	env := deliveryEnvelope(d)
 	return k.cfg.orderKey(newMessage(d.Body, d, env, k.queue))
 }

@@ -123,7 +123,7 @@ func (k *consumerCore) process(d *driver.Delivery, g *generation) {
 	k.state.AddUnsettled(1)
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
-	env := ReadEnvelope(d.Headers, d.RoutingKey, d.MessageID)
+	env := deliveryEnvelope(d)
 	ctx, end := k.conn.obs.processStart(k.hctx, k.queue, d, env)
 	start := time.Now()
 	ack, decodeErr, refused, panicked := k.run(ctx, d, env)

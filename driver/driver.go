@@ -17,7 +17,9 @@
 // uint16, uint32, float32, float64, time.Time, [Decimal], nil, []any (an
 // array) and Table (a nested table). Drivers convert to and from their wire
 // representation and must hand nested tables up as Table, never as a
-// driver-specific named type.
+// driver-specific named type, except on the deliveries of a subscription
+// that asked for unconverted headers ([ConsumeSpec].UnconvertedHeaders):
+// those carry [Delivery].HeaderValue to convert each value.
 package driver
 
 import (

@@ -68,6 +68,14 @@ type Delivery struct {
 
 	// Acknowledger settles the delivery. It is set by the driver.
 	Acknowledger Acknowledger
+
+	// HeaderValue, when not nil, says that Headers is as the driver decoded
+	// it, not converted: nested tables, arrays and decimals may still be in
+	// the driver's own types, and HeaderValue returns a value's form in
+	// this package's terms (a Table, a []any, a Decimal; other values as
+	// they are). A driver sets it only on the deliveries of a subscription
+	// whose ConsumeSpec asked for UnconvertedHeaders.
+	HeaderValue func(any) any
 }
 
 // Ack acknowledges the delivery.
@@ -162,6 +170,13 @@ type ConsumeSpec struct {
 	// stream reader uses it to carry on from the offset it has reached
 	// instead of the one it started at. It must not block.
 	Resume func() Table
+	// UnconvertedHeaders lets the driver hand up each delivery's headers as
+	// it decoded them, with Delivery.HeaderValue to convert a value, and so
+	// spare a walk over every delivery's headers to find the values to
+	// convert: the acemq consume engine reads every header once anyway and
+	// converts what it keeps in that walk. A driver whose headers need no
+	// conversion ignores it.
+	UnconvertedHeaders bool
 }
 
 // StreamOffsetHeader is the header on a delivery from a stream that holds

@@ -192,7 +192,7 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 			}
 		}
 		if ok {
-			return toDelivery(&d, att.ack), true
+			return toDelivery(&d, att.ack, sub.spec.UnconvertedHeaders), true
 		}
 		att.ack.flush() // after Cancel the channel is still open
 		att.over.Do(func() { sub.next(att) })

@@ -123,8 +123,12 @@ func settleError(tag uint64, err error) error {
 	return fmt.Errorf("rabbitmq: delivery %d cannot be settled, the broker will redeliver it (%v): %w", tag, err, driver.ErrChannelClosed)
 }
 
-func toDelivery(d *amqp.Delivery, a *acker) driver.Delivery {
-	return driver.Delivery{
+// toDelivery is the driver's form of d, settled through a. With
+// unconverted true (ConsumeSpec.UnconvertedHeaders) the headers are
+// amqp091's table as it is, and the delivery's HeaderValue converts a value
+// of it (fromAMQPValue): no walk over the table here.
+func toDelivery(d *amqp.Delivery, a *acker, unconverted bool) driver.Delivery {
+	dd := driver.Delivery{
 		Exchange:      d.Exchange,
 		RoutingKey:    d.RoutingKey,
 		ContentType:   d.ContentType,
@@ -133,13 +137,18 @@ func toDelivery(d *amqp.Delivery, a *acker) driver.Delivery {
 		ReplyTo:       d.ReplyTo,
 		Persistent:    d.DeliveryMode == amqp.Persistent,
 		Redelivered:   d.Redelivered,
-		Headers:       fromAMQPTable(d.Headers),
 		Body:          d.Body,
 		Priority:      d.Priority,
 		ConsumerTag:   d.ConsumerTag,
 		DeliveryTag:   d.DeliveryTag,
 		Acknowledger:  a,
 	}
+	if unconverted {
+		dd.Headers, dd.HeaderValue = driver.Table(d.Headers), fromAMQPValue
+	} else {
+		dd.Headers = fromAMQPTable(d.Headers)
+	}
+	return dd
 }
 
 // Get fetches one message with basic.get on the session's Get channel. The
@@ -186,7 +195,7 @@ func (c *conn) Get(ctx context.Context, queue string) (driver.Delivery, bool, er
 		if !ok {
 			return driver.Delivery{}, false, nil
 		}
-		dd := toDelivery(&d, ack)
+		dd := toDelivery(&d, ack, false)
 		dd.ConsumerTag = ""
 		return dd, true, nil
 	}

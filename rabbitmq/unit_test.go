@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,34 @@ func TestFromAMQPTable(t *testing.T) {
 	}
 	if fromAMQPTable(nil) != nil {
 		t.Fatal("nil table")
+	}
+}
+
+// TestToDeliveryUnconverted: a delivery handed up unconverted carries
+// amqp091's table itself, and its HeaderValue gives every value as the
+// converted delivery has it.
+func TestToDeliveryUnconverted(t *testing.T) {
+	headers := amqp.Table{
+		"x-death": []any{amqp.Table{"count": int64(1), "d": amqp.Decimal{Scale: 2, Value: 1}}},
+		"n":       amqp.Table{"m": amqp.Table{"k": "v"}},
+		"d":       amqp.Decimal{Scale: 1, Value: 5},
+		"s":       "plain",
+	}
+	converted := toDelivery(&amqp.Delivery{Headers: headers}, nil, false)
+	if converted.HeaderValue != nil {
+		t.Fatal("a converted delivery has a HeaderValue")
+	}
+	d := toDelivery(&amqp.Delivery{Headers: headers}, nil, true)
+	if d.HeaderValue == nil || len(d.Headers) != len(headers) {
+		t.Fatalf("unconverted: HeaderValue %v, %d headers", d.HeaderValue != nil, len(d.Headers))
+	}
+	if _, ok := d.Headers["n"].(amqp.Table); !ok {
+		t.Fatalf("unconverted n = %#v, want amqp091's table as it is", d.Headers["n"])
+	}
+	for k, v := range d.Headers {
+		if got, want := d.HeaderValue(v), converted.Headers[k]; !reflect.DeepEqual(got, want) {
+			t.Errorf("HeaderValue(%s) = %#v, want %#v", k, got, want)
+		}
 	}
 }
 

@@ -96,7 +96,7 @@ var buffers = sync.Pool{New: func() any {
 const maxPooledBuffer = 64 << 10
 
 // Decode reads body into the value v points to, refusing a body over a
-// bound before encoding/json reads it.
+// bound before it is parsed.
 func (c Codec) Decode(body []byte, ct string, v any) error {
 	if c.MaxBody > 0 && len(body) > c.MaxBody {
 		return c.Errors.Decode(ct, c.Errors.Limit(false, len(body), c.MaxBody))
@@ -104,7 +104,7 @@ func (c Codec) Decode(body []byte, ct string, v any) error {
 	if c.MaxDepth > 0 && nesting.JSON(body, c.MaxDepth) {
 		return c.Errors.Decode(ct, c.Errors.Limit(true, len(body), c.MaxDepth))
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := unmarshal(body, v); err != nil {
 		return c.Errors.Decode(ct, err)
 	}
 	return nil
