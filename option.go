@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acemq/acemq/credentials"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/declare"
 	"github.com/acemq/acemq/internal/engine"
@@ -71,7 +72,7 @@ type connConfig struct {
 	// What validate checks: the values given, before defaults apply.
 	maxOutstanding                               *int
 	confirmTimeout, dialTimeout, endpointTimeout *time.Duration
-	credentials                                  *CredentialsProvider
+	credentials                                  *credentials.Provider
 
 	// The pipeline (pipeline.go, logging.go).
 	publishIcpt []PublishInterceptor
@@ -97,7 +98,7 @@ func (c *connConfig) validate() error {
 		}
 	}
 	if c.credentials != nil && *c.credentials == nil {
-		fail("WithCredentials was given a nil provider: pass CredentialsFromEnv, CredentialsFromFile or a function")
+		fail("WithCredentials was given a nil provider: pass credentials.FromEnv, credentials.FromFile or a function")
 	}
 	if n := c.maxOutstanding; n != nil && *n < 1 {
 		fail("WithMaxOutstanding(%d): at least one publish must be allowed to await its confirm; the default is 1000", *n)
@@ -144,8 +145,9 @@ func WithTLS(cfg *tls.Config) ConnOption { return connOption(func(c *connConfig)
 
 // WithCredentials sets a credentials provider, consulted on every
 // connection and reconnection; it overrides the user and password in the
-// URL. See CredentialsFromEnv and CredentialsFromFile.
-func WithCredentials(p CredentialsProvider) ConnOption {
+// URL. Package credentials has providers reading the environment
+// (credentials.FromEnv) and a file (credentials.FromFile).
+func WithCredentials(p credentials.Provider) ConnOption {
 	return connOption(func(c *connConfig) {
 		c.credentials = &p
 		c.drv.Credentials = func(ctx context.Context) (driver.Credentials, error) { return p(ctx) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/credentials"
 	"github.com/acemq/acemq/driver"
 	_ "github.com/acemq/acemq/rabbitmq" // registers amqp:// and amqps://
 )
@@ -21,7 +22,7 @@ func Example() {
 		acemq.WithName("orders-service"),
 		acemq.WithFallbackURLs("amqps://orders:secret@rabbit-2.example:5671/shop"),
 		acemq.WithTLS(&tls.Config{MinVersion: tls.VersionTLS12}),
-		acemq.WithCredentials(acemq.CredentialsFromFile("/run/secrets/rabbitmq")),
+		acemq.WithCredentials(credentials.FromFile("/run/secrets/rabbitmq")),
 		acemq.WithOnConnEvent(func(e driver.Event) { log.Printf("connection %s (attempt %d): %v", e.Kind, e.Attempt, e.Err) }))
 	if err != nil {
 		log.Fatal(err)
