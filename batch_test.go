@@ -12,6 +12,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 )
 
 // ConsumeBatch's promises, each run on memory:// and on RabbitMQ.
@@ -114,7 +115,7 @@ func testBatchPerMessage(t *testing.T, b backend) {
 				}
 			}
 			return acks
-		}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))))
+		}, acemq.WithRetry(retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second))))
 	rung := r.q + ".retry.1s"
 	envs := map[string]acemq.Envelope{}
 	for _, id := range []string{"ok", "retry", "reject"} {

@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 )
 
 var errDownstream = errors.New("the stock service is down")
@@ -45,7 +46,7 @@ func testBreakerOpensAndCloses(t *testing.T, concurrency int) {
 			mu.Unlock()
 			return acemq.Accept()
 		},
-			acemq.WithRetry(acemq.FixedRetry(5, time.Millisecond)),
+			acemq.WithRetry(retry.Fixed(5, time.Millisecond)),
 			acemq.WithBreaker(acemq.Breaker{ConsecutiveFailures: 3, CoolDown: 20 * time.Millisecond}),
 			acemq.WithConcurrency(concurrency),
 		)
@@ -196,7 +197,7 @@ func TestBreakerAndPauseTogether(t *testing.T) {
 			}
 			return acemq.Accept()
 		},
-			acemq.WithRetry(acemq.FixedRetry(5, time.Millisecond)),
+			acemq.WithRetry(retry.Fixed(5, time.Millisecond)),
 			acemq.WithBreaker(acemq.Breaker{ConsecutiveFailures: 1, CoolDown: time.Hour}),
 		)
 		r.send("x")

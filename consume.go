@@ -167,8 +167,8 @@ func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg con
 		return nil, err
 	}
 	if cfg.retrySet {
-		if cfg.retry.err != nil {
-			return nil, fmt.Errorf("acemq: the consumer of %q: %w", queue, cfg.retry.err)
+		if err := cfg.retry.Err(); err != nil {
+			return nil, fmt.Errorf("acemq: the consumer of %q: %w", queue, err)
 		}
 	}
 	if err := consumerPolicy(c, &cfg, queue); err != nil {
@@ -177,7 +177,6 @@ func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg con
 	if cfg.tag == "" {
 		cfg.tag = "acemq-" + queue
 	}
-	cfg.retry = cfg.retry.orDefault()
 	k := &consumerCore{conn: c, queue: queue, cfg: cfg}
 	k.intercept = append(append([]ConsumeInterceptor(nil), c.consumeIcpt...), cfg.intercept...)
 	return k, nil
@@ -186,7 +185,7 @@ func newConsumer(fn string, c *Conn, queue string, opts []ConsumeOption, cfg con
 // engineConfig is the consume engine's configuration of k.
 func (k *consumerCore) engineConfig(stream *engine.Stream) engine.Config {
 	cfg := engine.Config{Queue: k.queue, Tag: k.cfg.tag, Concurrency: k.cfg.concurrency, Prefetch: k.cfg.prefetch,
-		Args: k.cfg.args, DrainTimeout: k.cfg.drainTimeout, Retry: k.cfg.retry.plan(), Stream: stream, Clock: k.conn.Clock()}
+		Args: k.cfg.args, DrainTimeout: k.cfg.drainTimeout, Retry: engine.PolicyOf(k.cfg.retry), Stream: stream, Clock: k.conn.Clock()}
 	for _, d := range cfg.Retry.BrokerRungs() {
 		cfg.Rungs = append(cfg.Rungs, wire.RungQueue(k.queue, d))
 	}

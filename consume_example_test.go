@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -35,7 +36,7 @@ func ExampleConsume_retry() {
 			}
 			return acemq.Accept()
 		},
-		acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)),
+		acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond)),
 		acemq.WithTopology(topology.New().
 			Exchange("orders", topology.ExchangeTopic).
 			Queue("orders.new", topology.WithDeadLettering(true)).
@@ -57,30 +58,10 @@ func ExampleConsume_retry() {
 	// 2 acked  0s
 }
 
-func ExampleExponentialRetry() {
-	p := acemq.ExponentialRetry(6, 10*time.Second, 5*time.Minute).GiveUpAfter(time.Hour)
-	fmt.Println(p)
-	fmt.Println(p.Schedule())
-	fmt.Println(p.BrokerRungs()) // waits of 30 s or more are held on rung queues
-	fmt.Println(p.ShouldRetry(5, 59*time.Minute, true), p.ShouldRetry(6, 0, true), p.ShouldRetry(2, time.Hour, true))
-
-	// Lower the threshold and every wait of a second or more goes to the
-	// broker; a threshold of 0 keeps every wait in the consumer.
-	fmt.Println(acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(time.Second).BrokerRungs())
-	fmt.Println(p.WaitInBrokerFrom(0).BrokerRungs())
-	// Output:
-	// exponential(6, 10s, 5m).giveUpAfter(1h)
-	// [10s 20s 40s 1m20s 2m40s]
-	// [40s 1m20s 2m40s]
-	// true false false
-	// [1s]
-	// []
-}
-
 // A queue declared with the dead-letter and retry halves a consumer with
 // the same policy declares for itself.
 func ExampleWithRetry() {
-	policy := acemq.ExponentialRetry(6, 10*time.Second, 5*time.Minute)
+	policy := retry.Exponential(6, 10*time.Second, 5*time.Minute)
 	plan, err := topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)).Plan()
 	if err != nil {
 		log.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -21,7 +22,7 @@ func TestConsumeMissingQueueDeclaresNothing(t *testing.T) {
 		conn := brokertest.Connect(t, url)
 		ctx := context.Background()
 		q := testenv.Unique(t, "acemq-missing")
-		policy := acemq.FixedRetry(3, time.Minute) // one rung, q.retry.1m
+		policy := retry.Fixed(3, time.Minute) // one rung, q.retry.1m
 		rung := contract.RungQueue(q, time.Minute)
 		// Deleted at the end in case the consumer wrongly declares them.
 		brokertest.DeleteAtEnd(t, conn, q, contract.DeadLetterQueue(q), contract.ParkedQueue(q), rung)

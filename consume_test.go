@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/tuning"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -140,7 +141,7 @@ func testRetryThroughBrokerRung(t *testing.T, b backend) {
 			return acemq.Retry(errTransient)
 		}
 		return acemq.Accept()
-	}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
+	}, acemq.WithRetry(retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)))
 	rung := r.q + ".retry.1s"
 	if _, err := brokertest.Driver(r.conn).InspectQueue(context.Background(), rung); err != nil {
 		t.Fatalf("the consumer did not declare its rung: %v", err)
@@ -177,7 +178,7 @@ func testRetryWaitsInConsumer(t *testing.T, b backend) {
 			return acemq.Retry(errTransient)
 		}
 		return acemq.Accept()
-	}, acemq.WithRetry(acemq.FixedRetry(3, 20*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(3, 20*time.Millisecond)))
 	env := r.publish("o-3", acemq.Envelope{})
 	ss := r.byAttempt(3)
 	for i, s := range ss[:2] {
@@ -203,7 +204,7 @@ func testExhausted(t *testing.T, b backend) {
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack {
 		calls.Add(1)
 		return acemq.Retry(errTransient)
-	}, acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(2, 10*time.Millisecond)))
 	env := r.publish("o-4", acemq.Envelope{})
 	ss := r.byAttempt(2)
 	checkSettlement(t, ss[0], acemq.DecisionRetry, acemq.OutcomeRetried, r.q)
@@ -233,7 +234,7 @@ func testDefaultPolicy(t *testing.T, b backend) {
 func testAgeLimit(t *testing.T, b backend) {
 	r := newRig(t, b)
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Retry(errTransient) },
-		acemq.WithRetry(acemq.ExponentialRetry(5, 10*time.Millisecond, time.Second).GiveUpAfter(time.Minute)))
+		acemq.WithRetry(retry.Exponential(5, 10*time.Millisecond, time.Second).GiveUpAfter(time.Minute)))
 	old := acemq.MustEnvelope(acemq.Fields{FirstSeen: time.Now().Add(-2 * time.Minute)})
 	r.publish("o-6", old)
 	s := r.next()
@@ -254,7 +255,7 @@ func testPark(t *testing.T, b backend) {
 	r := newRig(t, b)
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack {
 		return acemq.Park(errors.New("needs a human"))
-	}, acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(5, 10*time.Millisecond)))
 	env := r.publish("o-8", acemq.Envelope{})
 	s := r.next()
 	reason := "the handler parked it: Error: needs a human"
@@ -275,7 +276,7 @@ func testRejectAndFatal(t *testing.T, b backend) {
 		}
 		// A fatal error is never retried, whatever the policy.
 		return acemq.FromError(acemq.Fatal(fmt.Errorf("order %s: %w", m.Payload.ID, &validationError{"qty"})))
-	}, acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(5, 10*time.Millisecond)))
 
 	env := r.publish("o-9", acemq.Envelope{})
 	s := r.next()
@@ -299,7 +300,7 @@ func testUndecodable(t *testing.T, b backend) {
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack {
 		calls.Add(1)
 		return acemq.Accept()
-	}, acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(5, 10*time.Millisecond)))
 	env := acemq.MustEnvelope(acemq.Fields{})
 	body := `{"id": "o-11"` // truncated
 	if err := brokertest.Publish(context.Background(), r.conn, brokertest.Outbound{RoutingKey: r.q, Envelope: env, ContentType: "application/json", Body: []byte(body)}); err != nil {
@@ -341,7 +342,7 @@ func testRetryableDecodeError(t *testing.T, b backend) {
 	codec := &flakyCodec{}
 	codec.failures.Store(1)
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() },
-		acemq.WithCodec(codec), acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
+		acemq.WithCodec(codec), acemq.WithRetry(retry.Fixed(2, 10*time.Millisecond)))
 	r.publish("o-12", acemq.Envelope{})
 	ss := r.byAttempt(2)
 	s := ss[0]
@@ -369,7 +370,7 @@ func testPanic(t *testing.T, b backend) {
 			panic(fmt.Sprintf("the stock of %s went negative", m.Payload.ID))
 		}
 		return acemq.Accept()
-	}, acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(5, 10*time.Millisecond)))
 	env := r.publish("o-14", acemq.Envelope{})
 	s := r.next()
 	checkSettlement(t, s, acemq.DecisionReject, acemq.OutcomeRejected, r.q+".dlq")
@@ -395,7 +396,7 @@ func testInProgress(t *testing.T, b backend) {
 			return acemq.InProgress(50 * time.Millisecond)
 		}
 		return acemq.Accept()
-	}, acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(2, 10*time.Millisecond)))
 	env := r.publish("o-16", acemq.Envelope{})
 	ss := r.byAttempt(2)
 	if ss[0].Outcome != acemq.OutcomeInProgress {
@@ -426,7 +427,7 @@ func testMissingRung(t *testing.T, b backend) {
 			return acemq.Retry(errTransient)
 		}
 		return acemq.Accept()
-	}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
+	}, acemq.WithRetry(retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)))
 	rung := r.q + ".retry.1s"
 	if _, err := brokertest.Driver(r.conn).DeleteQueue(context.Background(), rung); err != nil {
 		t.Fatal(err)
@@ -585,7 +586,7 @@ func testDrainTimesOut(t *testing.T, b backend) {
 		close(ctxDone)
 		<-release
 		return acemq.Retry(ctx.Err())
-	}, acemq.WithDrainTimeout(300*time.Millisecond), acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+	}, acemq.WithDrainTimeout(300*time.Millisecond), acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond)))
 	r.publish("o-30", acemq.Envelope{})
 	testenv.Eventually(t, "the handler to start", func() bool { return c.InFlight() == 1 })
 	err := c.Close(context.Background())
@@ -635,7 +636,7 @@ func testConcurrency(t *testing.T, b backend) {
 			return acemq.Retry(errTransient)
 		}
 		return acemq.Accept()
-	}, acemq.WithConcurrency(n), acemq.WithPrefetch(8), acemq.WithRetry(acemq.FixedRetry(2, 5*time.Millisecond)))
+	}, acemq.WithConcurrency(n), acemq.WithPrefetch(8), acemq.WithRetry(retry.Fixed(2, 5*time.Millisecond)))
 	for i := range total {
 		r.publish(fmt.Sprintf("o-%d", 100+i*7), acemq.Envelope{})
 	}
@@ -755,7 +756,7 @@ func testStaleAttempt(t *testing.T, b backend) {
 	consume(r, func(context.Context, acemq.Message[order]) acemq.Ack {
 		calls.Add(1)
 		return acemq.Retry(errTransient)
-	}, acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond)))
 	env := acemq.MustEnvelope(acemq.Fields{Attempt: 3})
 	r.publish("o-50", env)
 	s := r.next()
@@ -806,8 +807,8 @@ func TestConsumerDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if c.Tag() != "acemq-jobs" || c.Queue() != "jobs" || !c.Running() || c.Policy().MaxAttempts() != 1 {
-		t.Errorf("tag %q queue %q running %v attempts %d", c.Tag(), c.Queue(), c.Running(), c.Policy().MaxAttempts())
+	if c.Tag() != "acemq-jobs" || c.Queue() != "jobs" || !c.Running() || acemq.Plan(c.Policy()).MaxAttempts != 1 {
+		t.Errorf("tag %q queue %q running %v attempts %d", c.Tag(), c.Queue(), c.Running(), acemq.Plan(c.Policy()).MaxAttempts)
 	}
 	if acemq.DefaultPrefetch != 20 || acemq.DefaultDrainTimeout != 20*time.Second {
 		t.Errorf("defaults prefetch %d drain %v", acemq.DefaultPrefetch, acemq.DefaultDrainTimeout)

@@ -21,6 +21,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -236,7 +237,7 @@ func parseHowDuration(t *testing.T, s string) int64 {
 // .waitInBrokerFrom(d), and optionally " at the default threshold" — into
 // the library's policy (built through its public factories) and the test's
 // own model.
-func parsePolicy(t *testing.T, how string) (acemq.RetryPolicy, policyModel) {
+func parsePolicy(t *testing.T, how string) (retry.Policy, policyModel) {
 	t.Helper()
 	rest := strings.TrimSuffix(strings.TrimSpace(how), " at the default threshold")
 	m := howFactory.FindStringSubmatch(rest)
@@ -256,26 +257,26 @@ func parsePolicy(t *testing.T, how string) (acemq.RetryPolicy, policyModel) {
 		}
 		return v
 	}
-	var p acemq.RetryPolicy
+	var p retry.Policy
 	var model policyModel
 	switch m[1] {
 	case "none":
 		if len(args) != 0 {
 			t.Fatalf("policy %q: none() takes no arguments", how)
 		}
-		p = acemq.NoRetry()
+		p = retry.None()
 		model = policyModel{attempts: 1, multiplier: 1, threshold: modelDefaultThresholdMS}
 	case "fixed":
 		if len(args) != 2 {
 			t.Fatalf("policy %q: fixed takes two arguments", how)
 		}
-		p = acemq.FixedRetry(n(), time.Duration(ms(1))*time.Millisecond)
+		p = retry.Fixed(n(), time.Duration(ms(1))*time.Millisecond)
 		model = policyModel{attempts: n(), initialMS: ms(1), maxMS: ms(1), multiplier: 1, threshold: modelDefaultThresholdMS}
 	case "exponential":
 		if len(args) != 3 {
 			t.Fatalf("policy %q: exponential takes three arguments", how)
 		}
-		p = acemq.ExponentialRetry(n(), time.Duration(ms(1))*time.Millisecond, time.Duration(ms(2))*time.Millisecond)
+		p = retry.Exponential(n(), time.Duration(ms(1))*time.Millisecond, time.Duration(ms(2))*time.Millisecond)
 		model = policyModel{attempts: n(), initialMS: ms(1), maxMS: ms(2), multiplier: 2, jitter: 0.2, threshold: modelDefaultThresholdMS}
 	}
 	for rest != "" {
@@ -326,10 +327,10 @@ func TestContractTopLevel(t *testing.T) {
 	for _, got := range []int64{
 		f.DefaultBrokerWaitThresholdMillis,
 		f.BrokerWaitThreshold.DefaultMillis,
-		acemq.NoRetry().BrokerWaitThreshold().Milliseconds(),
-		acemq.RetryPolicy{}.BrokerWaitThreshold().Milliseconds(),
-		acemq.FixedRetry(3, time.Second).BrokerWaitThreshold().Milliseconds(),
-		acemq.ExponentialRetry(3, time.Second, time.Minute).BrokerWaitThreshold().Milliseconds(),
+		acemq.Plan(retry.None()).Threshold.Milliseconds(),
+		acemq.Plan(retry.Policy{}).Threshold.Milliseconds(),
+		acemq.Plan(retry.Fixed(3, time.Second)).Threshold.Milliseconds(),
+		acemq.Plan(retry.Exponential(3, time.Second, time.Minute)).Threshold.Milliseconds(),
 	} {
 		if got != modelDefaultThresholdMS {
 			t.Errorf("a default threshold is %d ms, want %d", got, modelDefaultThresholdMS)
@@ -353,21 +354,21 @@ func TestContractRetrySchedules(t *testing.T) {
 					t.Errorf("%s: library %v, want %v", what, lib, model)
 				}
 			}
-			check("maxAttempts", sc.MaxAttempts, m.attempts, p.MaxAttempts())
-			check("maxMessageAgeMillis", sc.MaxMessageAgeMillis, m.maxAgeMS, p.MaxMessageAge().Milliseconds())
-			check("hasMaxMessageAge", sc.HasMaxMessageAge, m.maxAgeMS > 0, p.MaxMessageAge() > 0)
-			check("jitterFactor", sc.JitterFactor, m.jitter, p.JitterFactor())
-			check("brokerWaitThresholdMillis", sc.BrokerWaitThresholdMillis, m.threshold, p.BrokerWaitThreshold().Milliseconds())
+			check("maxAttempts", sc.MaxAttempts, m.attempts, acemq.Plan(p).MaxAttempts)
+			check("maxMessageAgeMillis", sc.MaxMessageAgeMillis, m.maxAgeMS, acemq.Plan(p).MaxAge.Milliseconds())
+			check("hasMaxMessageAge", sc.HasMaxMessageAge, m.maxAgeMS > 0, acemq.Plan(p).MaxAge > 0)
+			check("jitterFactor", sc.JitterFactor, m.jitter, acemq.Plan(p).Jitter)
+			check("brokerWaitThresholdMillis", sc.BrokerWaitThresholdMillis, m.threshold, acemq.Plan(p).Threshold.Milliseconds())
 			check("scheduleMillis", sc.ScheduleMillis, m.schedule(), millis(p.Schedule()))
-			check("brokerRungDelaysMillis", sc.BrokerRungDelaysMillis, m.rungs(), millis(p.BrokerRungs()))
+			check("brokerRungDelaysMillis", sc.BrokerRungDelaysMillis, m.rungs(), millis(acemq.Plan(p).BrokerRungs()))
 
 			// The wait after attempt a is schedule[a-1], and it is held on a
 			// rung exactly when the model says so.
 			for i, d := range m.schedule() {
-				if got := p.DelayAfter(i + 1).Milliseconds(); got != d {
+				if got := acemq.Plan(p).DelayAfter(i + 1).Milliseconds(); got != d {
 					t.Errorf("DelayAfter(%d) = %d ms, want %d", i+1, got, d)
 				}
-				if got, want := p.WaitsInBroker(msDuration(d)), modelWaitsInBroker(m.threshold, d); got != want {
+				if got, want := acemq.Plan(p).WaitsInBroker(msDuration(d)), modelWaitsInBroker(m.threshold, d); got != want {
 					t.Errorf("WaitsInBroker(%d ms) = %v, want %v", d, got, want)
 				}
 			}
@@ -397,7 +398,7 @@ func TestContractRetrySchedules(t *testing.T) {
 				if row.Retries != model {
 					t.Errorf("decision attempt %d age %d ms: fixture %v, independent derivation %v", row.Attempt, row.MessageAgeMillis, row.Retries, model)
 				}
-				if got := p.ShouldRetry(row.Attempt, msDuration(row.MessageAgeMillis), true); got != model {
+				if got := acemq.Plan(p).ShouldRetry(row.Attempt, msDuration(row.MessageAgeMillis), true); got != model {
 					t.Errorf("ShouldRetry(attempt %d, age %d ms) = %v, want %v", row.Attempt, row.MessageAgeMillis, got, model)
 				}
 			}
@@ -414,9 +415,9 @@ func TestContractMaxMessageAge(t *testing.T) {
 	if mma.DefaultMillis != 0 || !mma.ZeroMeansNoLimit || !mma.UnknownAgeRetries {
 		t.Errorf("fixture header changed: %+v", mma)
 	}
-	for _, p := range []acemq.RetryPolicy{acemq.NoRetry(), acemq.FixedRetry(3, time.Second), acemq.ExponentialRetry(3, time.Second, time.Minute), {}} {
-		if p.MaxMessageAge() != msDuration(mma.DefaultMillis) {
-			t.Errorf("%v: a factory set an age limit %v", p, p.MaxMessageAge())
+	for _, p := range []retry.Policy{retry.None(), retry.Fixed(3, time.Second), retry.Exponential(3, time.Second, time.Minute), {}} {
+		if acemq.Plan(p).MaxAge != msDuration(mma.DefaultMillis) {
+			t.Errorf("%v: a factory set an age limit %v", p, acemq.Plan(p).MaxAge)
 		}
 	}
 	if len(mma.Cases) == 0 {
@@ -426,16 +427,16 @@ func TestContractMaxMessageAge(t *testing.T) {
 		name := fmt.Sprintf("limit=%d/age=%d", c.MaxMessageAgeMillis, c.MessageAgeMillis)
 		t.Run(name, func(t *testing.T) {
 			m := policyModel{attempts: 5, maxAgeMS: c.MaxMessageAgeMillis}
-			p := acemq.ExponentialRetry(5, time.Second, 24*time.Hour).GiveUpAfter(msDuration(c.MaxMessageAgeMillis))
+			p := retry.Exponential(5, time.Second, 24*time.Hour).GiveUpAfter(msDuration(c.MaxMessageAgeMillis))
 			want := m.retries(1, c.MessageAgeMillis, true)
 			if c.Retries != want {
 				t.Errorf("fixture %v, independent derivation %v", c.Retries, want)
 			}
-			if got := p.ShouldRetry(1, msDuration(c.MessageAgeMillis), true); got != want {
+			if got := acemq.Plan(p).ShouldRetry(1, msDuration(c.MessageAgeMillis), true); got != want {
 				t.Errorf("ShouldRetry = %v, want %v", got, want)
 			}
 			// An unknown age is young enough, whatever the limit.
-			if !p.ShouldRetry(1, msDuration(c.MessageAgeMillis), false) {
+			if !acemq.Plan(p).ShouldRetry(1, msDuration(c.MessageAgeMillis), false) {
 				t.Error("an unknown age stopped the retries")
 			}
 		})
@@ -461,20 +462,20 @@ func TestContractJitter(t *testing.T) {
 		t.Fatalf("the jitter policy %q is not among the schedules", j.Policy)
 	}
 	p, m := parsePolicy(t, how)
-	if p.JitterFactor() != j.Factor || m.jitter != j.Factor {
-		t.Fatalf("jitter factor: library %v, model %v, fixture %v", p.JitterFactor(), m.jitter, j.Factor)
+	if acemq.Plan(p).Jitter != j.Factor || m.jitter != j.Factor {
+		t.Fatalf("jitter factor: library %v, model %v, fixture %v", acemq.Plan(p).Jitter, m.jitter, j.Factor)
 	}
 	floor := msDuration(j.FlooredAtMillis)
 	for _, ms := range m.schedule() {
 		d := msDuration(ms)
-		if p.WaitsInBroker(d) {
+		if acemq.Plan(p).WaitsInBroker(d) {
 			t.Fatalf("the jitter policy holds %v on a rung; the consumer-wait check needs consumer waits", d)
 		}
 		lo := time.Duration(float64(d) * j.MinMultiplier)
 		hi := time.Duration(float64(d) * j.MaxMultiplier)
 		var below, above bool
 		for range 4000 {
-			w := p.Jittered(d)
+			w := acemq.Plan(p).Jittered(d)
 			if w < lo || w > hi || w < floor {
 				t.Fatalf("a consumer wait for %v was %v, outside [%v, %v] or below the floor %v", d, w, lo, hi, floor)
 			}
@@ -486,17 +487,17 @@ func TestContractJitter(t *testing.T) {
 		}
 	}
 	// Floored at 1 ms, whatever the policy.
-	for _, pol := range []acemq.RetryPolicy{p, acemq.FixedRetry(3, 0), acemq.FixedRetry(3, 100*time.Microsecond).Jitter(1)} {
+	for _, pol := range []retry.Policy{p, retry.Fixed(3, 0), retry.Fixed(3, 100*time.Microsecond).Jitter(1)} {
 		for _, d := range []time.Duration{0, time.Microsecond, 900 * time.Microsecond} {
 			for range 200 {
-				if w := pol.Jittered(d); w < floor {
+				if w := acemq.Plan(pol).Jittered(d); w < floor {
 					t.Fatalf("%v: a consumer wait for %v was %v, below the floor %v", pol, d, w, floor)
 				}
 			}
 		}
 	}
 	// Fixed waits are not jittered.
-	if w := acemq.FixedRetry(3, 20*time.Millisecond).Jittered(20 * time.Millisecond); w != 20*time.Millisecond {
+	if w := acemq.Plan(retry.Fixed(3, 20*time.Millisecond)).Jittered(20 * time.Millisecond); w != 20*time.Millisecond {
 		t.Errorf("a fixed wait was jittered to %v", w)
 	}
 	// A broker wait equals the scheduled delay exactly: the rung is named
@@ -531,8 +532,8 @@ func TestContractBrokerWaitThreshold(t *testing.T) {
 			if c.WaitsInBroker != want {
 				t.Errorf("fixture %v, independent derivation %v", c.WaitsInBroker, want)
 			}
-			p := acemq.FixedRetry(2, msDuration(c.DelayMillis)).WaitInBrokerFrom(msDuration(c.ThresholdMillis))
-			if got := p.WaitsInBroker(msDuration(c.DelayMillis)); got != want {
+			p := retry.Fixed(2, msDuration(c.DelayMillis)).WaitInBrokerFrom(msDuration(c.ThresholdMillis))
+			if got := acemq.Plan(p).WaitsInBroker(msDuration(c.DelayMillis)); got != want {
 				t.Errorf("WaitsInBroker = %v, want %v", got, want)
 			}
 			// The consumer declares a rung exactly when the wait is held
@@ -603,7 +604,7 @@ func TestContractRungArguments(t *testing.T) {
 			}
 			// A policy whose one wait is this delay, held on a rung.
 			d := msDuration(r.DelayMillis)
-			p := acemq.FixedRetry(2, d).WaitInBrokerFrom(d)
+			p := retry.Fixed(2, d).WaitInBrokerFrom(d)
 			var found bool
 			for _, decl := range acemq.ConsumerDeclarations(q, p) {
 				if decl.Kind != topology.QueueDeclaration || decl.Queue.Name != r.Queue {
@@ -667,7 +668,7 @@ func TestContractQueueTypeDefaults(t *testing.T) {
 
 func consumerQueue(t *testing.T, name string) topology.Declaration {
 	t.Helper()
-	for _, d := range acemq.ConsumerDeclarations("a", acemq.FixedRetry(2, 30*time.Second)) {
+	for _, d := range acemq.ConsumerDeclarations("a", retry.Fixed(2, 30*time.Second)) {
 		if d.Kind == topology.QueueDeclaration && d.Queue.Name == name {
 			return d
 		}

@@ -3,16 +3,18 @@ package acemq
 import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/declare"
+	"github.com/acemq/acemq/internal/engine"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
 // consumerDeclarations is what starting a consumer of q with policy p
 // declares (docs/wire.md §5.4), in order: the halves package topology
 // declares with a queue, without the queue.
-func consumerDeclarations(q string, p RetryPolicy) []topology.Declaration {
+func consumerDeclarations(q string, p retry.Policy) []topology.Declaration {
 	var out steps
 	declare.DeadLetterHalf(&out, q)
-	declare.RetryHalf(&out, q, p.brokerRungs())
+	declare.RetryHalf(&out, q, engine.PolicyOf(p).BrokerRungs())
 	return out
 }
 

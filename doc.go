@@ -52,7 +52,7 @@ put back on its queue.
 		func(ctx context.Context, m acemq.Message[Order]) acemq.Ack {
 			return acemq.FromError(ship(ctx, m.Payload))
 		},
-		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, time.Minute)),
+		acemq.WithRetry(retry.Exponential(5, time.Second, time.Minute)),
 		acemq.WithConcurrency(4))
 
 Two variants run on the same engine. [ConsumeTypes] is one consumer for a

@@ -7,8 +7,10 @@ package acemq
 import (
 	"time"
 
+	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -61,26 +63,12 @@ var (
 
 // ConsumerDeclarations lists what starting a consumer of queue with policy
 // p declares, in order, without declaring it.
-func ConsumerDeclarations(queue string, p RetryPolicy) []topology.Declaration {
-	return consumerDeclarations(queue, p.orDefault())
+func ConsumerDeclarations(queue string, p retry.Policy) []topology.Declaration {
+	return consumerDeclarations(queue, p)
 }
 
-func (p RetryPolicy) MaxAttempts() int                     { return p.orDefault().maxAttempts }
-func (p RetryPolicy) InitialDelay() time.Duration          { return p.orDefault().initial }
-func (p RetryPolicy) Multiplier() float64                  { return p.orDefault().multiplier }
-func (p RetryPolicy) MaxDelay() time.Duration              { return p.orDefault().maxDelay }
-func (p RetryPolicy) MaxMessageAge() time.Duration         { return p.orDefault().maxAge }
-func (p RetryPolicy) JitterFactor() float64                { return p.orDefault().jitter }
-func (p RetryPolicy) BrokerWaitThreshold() time.Duration   { return p.orDefault().threshold }
-func (p RetryPolicy) DelayAfter(attempt int) time.Duration { return p.delayAfter(attempt) }
-func (p RetryPolicy) WaitsInBroker(d time.Duration) bool   { return p.waitsInBroker(d) }
-func (p RetryPolicy) BrokerRungs() []time.Duration         { return p.brokerRungs() }
-func (p RetryPolicy) Jittered(d time.Duration) time.Duration {
-	return p.jittered(d)
-}
-func (p RetryPolicy) ShouldRetry(attempt int, age time.Duration, ageKnown bool) bool {
-	return p.shouldRetry(attempt, age, ageKnown)
-}
+// Plan is the plan the consume engine runs for p.
+func Plan(p retry.Policy) engine.Policy { return engine.PolicyOf(p) }
 
 // WireType is the x-acemq-type the envelope's headers carry for routingKey.
 func (e Envelope) WireType(routingKey string) string { return e.wireType(routingKey) }
@@ -90,7 +78,7 @@ func (e Envelope) WireType(routingKey string) string { return e.wireType(routing
 // internal/brokertest, as every package's tests do.
 
 // Policy is the consumer's retry policy.
-func (c *Consumer) Policy() RetryPolicy { return c.core.cfg.retry }
+func (c *Consumer) Policy() retry.Policy { return c.core.cfg.retry }
 
 // Exchange is the exchange the publisher sends to.
 func (p *Publisher[T]) Exchange() string { return p.exchange }

@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq/internal/declare"
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/field"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -255,7 +256,7 @@ func WithCodec(c Codec) CodecOption { return codecOption{engine.Carry(c), c} }
 
 type retryOption struct {
 	declare.Option // what topology.Topology.Queue declares for the policy
-	p              RetryPolicy
+	p              retry.Policy
 }
 
 func (o retryOption) applyConsume(c *consumeConfig) { c.retry, c.retrySet = o.p, true }
@@ -265,15 +266,14 @@ func (o retryOption) applyConsume(c *consumeConfig) { c.retry, c.retrySet = o.p,
 // return binding with the queue, as a consumer with that policy would. A
 // consumer given no WithRetry takes the policy its queue was declared with
 // by a topology applied on the same connection or given with WithTopology,
-// and NoRetry (one attempt) when there is none; a consumer given another
+// and retry.None (one attempt) when there is none; a consumer given another
 // policy than its queue's is refused with an error wrapping
 // ErrRetryPolicyMismatch that names both (docs/retries.md). A policy built
-// with nonsensical values (ExponentialRetry(0, …),
+// with nonsensical values (retry.Exponential(0, …),
 // GiveUpAfter(-time.Second)) is refused there, with an error saying what
 // to change.
-func WithRetry(p RetryPolicy) RetryOption {
-	d := p.orDefault()
-	return retryOption{declare.WithRetry(declare.Retry{Policy: d, Rungs: d.brokerRungs(), Err: p.err}), p}
+func WithRetry(p retry.Policy) RetryOption {
+	return retryOption{declare.WithRetry(declare.Retry{Policy: p, Rungs: engine.PolicyOf(p).BrokerRungs(), Err: p.Err()}), p}
 }
 
 // NewPublisher's options.
@@ -381,7 +381,7 @@ type consumeConfig struct {
 	concurrency  int
 	prefetch     int
 	tag          string
-	retry        RetryPolicy
+	retry        retry.Policy
 	retrySet     bool
 	noDeclare    bool
 	drainTimeout time.Duration

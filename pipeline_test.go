@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 )
 
 // pipeRig is a connection, a queue and a publisher to it, for the pipeline
@@ -152,7 +153,7 @@ func TestPublishInterceptorsSkipTheLibrarysRepublishes(t *testing.T) {
 			return nil
 		}))
 		r.consume(func(context.Context, acemq.Message[string]) acemq.Ack { return acemq.Retry(errors.New("again")) },
-			acemq.WithRetry(acemq.FixedRetry(3, time.Millisecond)))
+			acemq.WithRetry(retry.Fixed(3, time.Millisecond)))
 		r.send("x")
 		// Two retries and a dead letter: three republishes the library
 		// made, none of them intercepted.

@@ -3,6 +3,9 @@ package acemq
 import (
 	"testing"
 	"time"
+
+	"github.com/acemq/acemq/internal/engine"
+	"github.com/acemq/acemq/retry"
 )
 
 // TestChosenDelay: where a handler-chosen delay waits (docs/wire.md §5.1,
@@ -10,10 +13,10 @@ import (
 // the nearest declared rung at or above it, or the longest; in the
 // consumer, as given, when the policy declares no rung.
 func TestChosenDelay(t *testing.T) {
-	rungs := ExponentialRetry(6, 10*time.Second, time.Minute) // rungs 40s, 1m
-	none := FixedRetry(3, time.Second)                        // threshold 30s, no rungs
+	rungs := retry.Exponential(6, 10*time.Second, time.Minute) // rungs 40s, 1m
+	none := retry.Fixed(3, time.Second)                        // threshold 30s, no rungs
 	for _, c := range []struct {
-		p        RetryPolicy
+		p        retry.Policy
 		d, want  time.Duration
 		inBroker bool
 	}{
@@ -26,7 +29,7 @@ func TestChosenDelay(t *testing.T) {
 		{none, time.Hour, time.Hour, false},
 		{rungs.WaitInBrokerFrom(0), time.Hour, time.Hour, false},
 	} {
-		got, in := c.p.chosenDelay(c.d)
+		got, in := engine.PolicyOf(c.p).ChosenDelay(c.d)
 		if got != c.want || in != c.inBroker {
 			t.Errorf("%s: RetryAfter(%s) waits %s (broker %v), want %s (broker %v)", c.p, c.d, got, in, c.want, c.inBroker)
 		}

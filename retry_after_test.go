@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/retry"
 )
 
 // The handler's own retry delay (RetryAfter) on both brokers: held in the
@@ -31,7 +32,7 @@ func testRetryAfterInConsumer(t *testing.T, b backend) {
 			return acemq.RetryAfter(50*time.Millisecond, errTransient)
 		}
 		return acemq.Accept()
-	}, acemq.WithRetry(acemq.ExponentialRetry(3, 10*time.Second, time.Minute)))
+	}, acemq.WithRetry(retry.Exponential(3, 10*time.Second, time.Minute)))
 	env := r.publish("o-1", acemq.Envelope{})
 	s := r.byAttempt(2)
 	checkSettlement(t, s[0], acemq.DecisionRetry, acemq.OutcomeRetried, r.q)
@@ -51,7 +52,7 @@ func testRetryAfterOnRung(t *testing.T, b backend) {
 	delays := map[int]time.Duration{1: 1500 * time.Millisecond, 2: 10 * time.Second, 3: time.Second}
 	consume(r, func(_ context.Context, m acemq.Message[order]) acemq.Ack {
 		return acemq.RetryAfter(delays[m.Envelope.Attempt()], errTransient)
-	}, acemq.WithRetry(acemq.ExponentialRetry(3, time.Second, 2*time.Second).WaitInBrokerFrom(time.Second)))
+	}, acemq.WithRetry(retry.Exponential(3, time.Second, 2*time.Second).WaitInBrokerFrom(time.Second)))
 	r.publish("o-2", acemq.Envelope{})
 	rung := contract.RungQueue(r.q, 2*time.Second)
 	s := r.byAttempt(3)

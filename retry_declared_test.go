@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -23,8 +24,8 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 		conn := brokertest.Connect(t, url)
 		ctx := context.Background()
 		h := func(context.Context, acemq.Message[order]) acemq.Ack { return acemq.Accept() }
-		declared := acemq.ExponentialRetry(3, 40*time.Second, time.Minute)
-		other := acemq.FixedRetry(2, 10*time.Millisecond)
+		declared := retry.Exponential(3, 40*time.Second, time.Minute)
+		other := retry.Fixed(2, 10*time.Millisecond)
 
 		q := testenv.Unique(t, "acemq-policy")
 		topo := topology.New().Queue(q, topology.WithDeadLettering(true), acemq.WithRetry(declared))
@@ -78,8 +79,8 @@ func TestConsumeRetryPolicyAgreesWithTopology(t *testing.T) {
 // A topology that gives one queue two different policies is refused.
 func TestTopologyQueueWithTwoPolicies(t *testing.T) {
 	err := topology.New().
-		Queue("jobs", acemq.WithRetry(acemq.FixedRetry(3, time.Second))).
-		Queue("jobs", acemq.WithRetry(acemq.FixedRetry(4, time.Second))).
+		Queue("jobs", acemq.WithRetry(retry.Fixed(3, time.Second))).
+		Queue("jobs", acemq.WithRetry(retry.Fixed(4, time.Second))).
 		Validate()
 	if err == nil || !strings.Contains(err.Error(), "fixed(3, 1s)") || !strings.Contains(err.Error(), "fixed(4, 1s)") {
 		t.Errorf("two policies for one queue: %v", err)

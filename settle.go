@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/retry"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -213,7 +214,7 @@ func (k *consumerCore) run(ctx context.Context, d *driver.Delivery, env Envelope
 // (docs/wire.md §5.4): acemq.dlx, {q}.dlq, {q}.parked and their bindings, and
 // when the policy has broker waits, acemq.retry, the rungs and the return
 // binding. Never q itself.
-func declareDeadLetterHalf(ctx context.Context, t driver.Conn, q string, p RetryPolicy) error {
+func declareDeadLetterHalf(ctx context.Context, t driver.Conn, q string, p retry.Policy) error {
 	for _, step := range consumerDeclarations(q, p) {
 		if err := step.Declare(ctx, t); err != nil {
 			return fmt.Errorf("acemq: the consumer of %q could not declare its dead-letter half: %w", q, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/retry"
 )
 
 // goneScheme is a test transport: the memory broker behind a driver.Conn
@@ -77,7 +78,7 @@ func TestRetryWaitSkipsTheCopyWhenTheChannelIsGone(t *testing.T) {
 		calls <- m.Envelope.Attempt()
 		channelGone.Store(true) // the connection dies while the retry waits
 		return acemq.Retry(errors.New("the stock service timed out"))
-	}, acemq.WithRetry(acemq.FixedRetry(2, 100*time.Millisecond).WaitInBrokerFrom(0)))
+	}, acemq.WithRetry(retry.Fixed(2, 100*time.Millisecond).WaitInBrokerFrom(0)))
 	if err != nil {
 		t.Fatal(err)
 	}

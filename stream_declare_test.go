@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -36,7 +37,7 @@ func TestStreamDeclaration(t *testing.T) {
 		"negative size":              topology.New().Queue("q", topology.WithQueueType(topology.QueueStream), topology.WithMaxLengthBytes(-1)),
 		"single active on a stream":  topology.New().Queue("q", topology.WithQueueType(topology.QueueStream), topology.WithSingleActiveConsumer()),
 		"dead-lettering on a stream": topology.New().Queue("q", topology.WithQueueType(topology.QueueStream), topology.WithDeadLettering(true)),
-		"retry on a stream":          topology.New().Queue("q", topology.WithQueueType(topology.QueueStream), acemq.WithRetry(acemq.NoRetry())),
+		"retry on a stream":          topology.New().Queue("q", topology.WithQueueType(topology.QueueStream), acemq.WithRetry(retry.None())),
 		"exclusive stream":           topology.New().Queue("q", topology.WithQueueType(topology.QueueStream), topology.WithExclusive()),
 		"max age twice":              topology.New().Queue("q", topology.WithQueueType(topology.QueueStream), topology.WithMaxAge(time.Hour), topology.WithArguments(map[string]any{"x-max-age": "2h"})),
 		"max age on an exchange":     topology.New().Exchange("e", topology.ExchangeDirect, topology.WithMaxAge(time.Hour)),

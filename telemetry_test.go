@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/retry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -442,7 +443,7 @@ func TestTelemetryRetriedInConsumer(t *testing.T) {
 				return acemq.Retry(errors.New("the ledger was busy"))
 			}
 			return acemq.Accept()
-		}, acemq.WithRetry(acemq.FixedRetry(2, 20*time.Millisecond)))
+		}, acemq.WithRetry(retry.Fixed(2, 20*time.Millisecond)))
 		_, app := r.publish("again")
 		ss := r.wait(2)
 		if s := byOutcome(t, ss, acemq.OutcomeRetried); s.Where != acemq.WhereConsumer {
@@ -491,7 +492,7 @@ func TestTelemetryRetriedOnBroker(t *testing.T) {
 				return acemq.Retry(errors.New("later"))
 			}
 			return acemq.Accept()
-		}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
+		}, acemq.WithRetry(retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)))
 		_, app := r.publish("rung")
 		ss := r.wait(2)
 		rung := contract.RungQueue(r.q, time.Second)
@@ -658,7 +659,7 @@ func TestTelemetryMissingTargets(t *testing.T) {
 					return acemq.Retry(errors.New("later"))
 				}
 				return acemq.Accept()
-			}, acemq.WithDeclarations(false), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second)))
+			}, acemq.WithDeclarations(false), acemq.WithRetry(retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second)))
 			ss := r.wait(2)
 			rung := contract.RungQueue(r.q, time.Second)
 			if s := byOutcome(t, ss, acemq.OutcomeRetried); s.RungMissing != rung || s.Where != acemq.WhereConsumer {

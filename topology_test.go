@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -428,7 +429,7 @@ func TestTopologyApplyDriftDelete(t *testing.T) {
 			ex, q := "acemq-test-topo-"+sfx, "acemq-test-topo-"+sfx+".q"
 			topo := topology.New().
 				Exchange(ex, topology.ExchangeTopic).
-				Queue(q, topology.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))).
+				Queue(q, topology.WithDeadLettering(true), acemq.WithRetry(retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second))).
 				Bind(ex, q, "order.*")
 			t.Cleanup(func() {
 				for _, n := range []string{q, q + ".dlq", q + ".parked", q + ".retry.1s"} {

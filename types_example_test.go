@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -106,7 +107,7 @@ func ExampleConsumeBatch() {
 				}
 			}
 			return acks
-		}, acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
+		}, acemq.WithRetry(retry.Fixed(2, 10*time.Millisecond)))
 	if err != nil {
 		log.Fatal(err)
 	}

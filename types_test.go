@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 )
 
 // ConsumeTypes' promises, each run on memory:// and on RabbitMQ.
@@ -92,7 +93,7 @@ func testTypesUnknownDefault(t *testing.T, b backend) {
 	// A retry policy with attempts left: the default still dead-letters at
 	// once, since retrying cannot give the type a handler.
 	r.track(acemq.ConsumeTypes(context.Background(), r.conn, r.q, orderTypes(p, c),
-		acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond))))
+		acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond))))
 	env := r.send("order.shipped", `{"id":"o-2"}`)
 	s := r.next()
 	checkSettlement(t, s, acemq.DecisionReject, acemq.OutcomeRejected, r.q+".dlq")
@@ -167,7 +168,7 @@ func testTypesRetry(t *testing.T, b backend) {
 			}
 			return acemq.Accept()
 		}),
-	}, acemq.WithRetry(acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second))))
+	}, acemq.WithRetry(retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second))))
 	rung := r.q + ".retry.1s"
 	env := r.send("order.placed", `{"id":"o-6","total":1}`)
 	s := r.next()

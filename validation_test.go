@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -17,19 +18,19 @@ import (
 func TestNonsensicalPoliciesAreRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		policy acemq.RetryPolicy
+		policy retry.Policy
 		says   string
 	}{
-		{"no attempts", acemq.ExponentialRetry(0, 0, 0), "ExponentialRetry(0, 0s, 0s): the number of attempts includes the first, so it must be at least 1"},
-		{"negative attempts", acemq.FixedRetry(-1, time.Second), "FixedRetry(-1, 1s): the number of attempts"},
-		{"negative delay", acemq.FixedRetry(3, -time.Second), "the delay must not be negative"},
-		{"negative first delay", acemq.ExponentialRetry(3, -time.Second, time.Minute), "the first delay must not be negative"},
-		{"cap below the first delay", acemq.ExponentialRetry(3, time.Minute, time.Second), "the cap on a delay (1s) is below the first delay (1m0s)"},
-		{"negative age", acemq.FixedRetry(3, time.Second).GiveUpAfter(-1), "GiveUpAfter(-1ns): the age limit must not be negative"},
-		{"jitter above 1", acemq.FixedRetry(3, time.Second).Jitter(1.5), "Jitter(1.5): the jitter factor must be between 0 (none) and 1"},
-		{"negative jitter", acemq.FixedRetry(3, time.Second).Jitter(-0.1), "Jitter(-0.1)"},
-		{"negative threshold", acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(-time.Second), "WaitInBrokerFrom(-1s)"},
-		{"first mistake kept", acemq.ExponentialRetry(0, 0, 0).GiveUpAfter(-1), "ExponentialRetry(0, 0s, 0s)"},
+		{"no attempts", retry.Exponential(0, 0, 0), "retry: Exponential(0, 0s, 0s): the number of attempts includes the first, so it must be at least 1"},
+		{"negative attempts", retry.Fixed(-1, time.Second), "retry: Fixed(-1, 1s): the number of attempts"},
+		{"negative delay", retry.Fixed(3, -time.Second), "the delay must not be negative"},
+		{"negative first delay", retry.Exponential(3, -time.Second, time.Minute), "the first delay must not be negative"},
+		{"cap below the first delay", retry.Exponential(3, time.Minute, time.Second), "the cap on a delay (1s) is below the first delay (1m0s)"},
+		{"negative age", retry.Fixed(3, time.Second).GiveUpAfter(-1), "GiveUpAfter(-1ns): the age limit must not be negative"},
+		{"jitter above 1", retry.Fixed(3, time.Second).Jitter(1.5), "Jitter(1.5): the jitter factor must be between 0 (none) and 1"},
+		{"negative jitter", retry.Fixed(3, time.Second).Jitter(-0.1), "Jitter(-0.1)"},
+		{"negative threshold", retry.Fixed(3, time.Second).WaitInBrokerFrom(-time.Second), "WaitInBrokerFrom(-1s)"},
+		{"first mistake kept", retry.Exponential(0, 0, 0).GiveUpAfter(-1), "Exponential(0, 0s, 0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.policy.Err(); err == nil || !strings.Contains(err.Error(), tc.says) {
@@ -46,7 +47,7 @@ func TestNonsensicalPoliciesAreRefused(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range []acemq.RetryPolicy{{}, acemq.NoRetry(), acemq.FixedRetry(1, 0), acemq.ExponentialRetry(5, 0, 0), acemq.FixedRetry(2, time.Second).Jitter(1).GiveUpAfter(0).WaitInBrokerFrom(0)} {
+	for _, p := range []retry.Policy{{}, retry.None(), retry.Fixed(1, 0), retry.Exponential(5, 0, 0), retry.Fixed(2, time.Second).Jitter(1).GiveUpAfter(0).WaitInBrokerFrom(0)} {
 		if err := p.Err(); err != nil {
 			t.Errorf("%s: Err() = %v, want nil", p, err)
 		}

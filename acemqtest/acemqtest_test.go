@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -52,9 +53,9 @@ func TestURLIsTheTestsOwnBroker(t *testing.T) {
 // TestWaitIdle: WaitIdle returns only once retries waiting in the consumer
 // and on a broker rung have been settled.
 func TestWaitIdle(t *testing.T) {
-	for name, policy := range map[string]acemq.RetryPolicy{
-		"in the consumer":  acemq.FixedRetry(3, 50*time.Millisecond),
-		"on a broker rung": acemq.FixedRetry(3, 100*time.Millisecond).WaitInBrokerFrom(100 * time.Millisecond),
+	for name, policy := range map[string]retry.Policy{
+		"in the consumer":  retry.Fixed(3, 50*time.Millisecond),
+		"on a broker rung": retry.Fixed(3, 100*time.Millisecond).WaitInBrokerFrom(100 * time.Millisecond),
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

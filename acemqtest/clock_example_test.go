@@ -9,6 +9,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -22,7 +23,7 @@ func ExampleNewClock() {
 	url := acemqtest.URL(t)
 	clock := acemqtest.NewClock(t, url) // before the first Connect to url
 	conn := acemqtest.Connect(t, url)
-	policy := acemq.ExponentialRetry(4, time.Hour, 4*time.Hour)
+	policy := retry.Exponential(4, time.Hour, 4*time.Hour)
 	acemqtest.Declare(t, conn, topology.New().
 		Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)

@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/schedule"
 	"github.com/acemq/acemq/topology"
 )
@@ -71,7 +72,7 @@ func (c *calls) want(t *testing.T, when string, want ...time.Duration) {
 func TestClockThreeRungRetry(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
-	policy := acemq.ExponentialRetry(4, time.Hour, 4*time.Hour)
+	policy := retry.Exponential(4, time.Hour, 4*time.Hour)
 	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	ran := newCalls(clock)
@@ -110,7 +111,7 @@ func TestClockThreeRungRetry(t *testing.T) {
 func TestClockWaitsInTheConsumer(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
-	policy := acemq.FixedRetry(2, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
+	policy := retry.Fixed(2, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
 	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	ran := newCalls(clock)
@@ -274,7 +275,7 @@ func TestClockManyWaits(t *testing.T) {
 	ctx := context.Background()
 	clock, conn := clocked(t)
 	start := clock.Now()
-	policy := acemq.FixedRetry(3, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
+	policy := retry.Fixed(3, 10*time.Minute).WaitInBrokerFrom(24 * time.Hour)
 	acemqtest.Declare(t, conn, topology.New().Queue("orders.new", topology.WithDeadLettering(true), acemq.WithRetry(policy)))
 	settled := acemqtest.Record(t, conn)
 	var calls atomic.Int32

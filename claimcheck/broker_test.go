@@ -14,6 +14,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
+	"github.com/acemq/acemq/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -128,7 +129,7 @@ func TestMissingKeyIsParked(t *testing.T) {
 		cons, err := acemq.Consume(context.Background(), c, q, func(context.Context, acemq.Message[[]byte]) acemq.Ack {
 			called.Add(1)
 			return acemq.Accept()
-		}, acemq.WithCodec(cc), acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+		}, acemq.WithCodec(cc), acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +181,7 @@ func TestStoreFailureIsRetried(t *testing.T) {
 		cons, err := acemq.Consume(context.Background(), c, q, func(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
 			got <- m
 			return acemq.Accept()
-		}, acemq.WithCodec(cc), acemq.WithRetry(acemq.FixedRetry(3, 20*time.Millisecond)))
+		}, acemq.WithCodec(cc), acemq.WithRetry(retry.Fixed(3, 20*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +206,7 @@ func TestStoreFailureExhaustsToTheDeadLetterQueue(t *testing.T) {
 		}
 		cons, err := acemq.Consume(context.Background(), c, q, func(context.Context, acemq.Message[[]byte]) acemq.Ack {
 			return acemq.Accept()
-		}, acemq.WithCodec(cc), acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
+		}, acemq.WithCodec(cc), acemq.WithRetry(retry.Fixed(2, 10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}

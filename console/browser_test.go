@@ -20,6 +20,7 @@ import (
 	"github.com/acemq/acemq/console"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -125,7 +126,7 @@ func neighbours(t *testing.T, conn *acemq.Conn) *topology.Topology {
 	t.Helper()
 	ctx := context.Background()
 	topo := topology.New().
-		Queue("payments.in", topology.WithDeadLettering(true), acemq.WithRetry(acemq.FixedRetry(3, 5*time.Second).WaitInBrokerFrom(time.Second))).
+		Queue("payments.in", topology.WithDeadLettering(true), acemq.WithRetry(retry.Fixed(3, 5*time.Second).WaitInBrokerFrom(time.Second))).
 		Queue("shipping.out", topology.WithDeadLettering(true))
 	if err := topo.Apply(ctx, conn); err != nil {
 		t.Fatal(err)

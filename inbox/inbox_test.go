@@ -16,6 +16,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/sqltest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/sqlstore"
 )
 
@@ -100,7 +101,7 @@ func TestWrapReleasesOnFailure(t *testing.T) {
 				return acemq.Retry(errors.New("database busy"))
 			}
 			return acemq.Accept()
-		}), acemq.WithRetry(acemq.FixedRetry(3, time.Millisecond)))
+		}), acemq.WithRetry(retry.Fixed(3, time.Millisecond)))
 		r.send(acemq.MustEnvelope(acemq.Fields{}), 1)
 		ss := r.wait(2)
 		// The retry's settlement may be recorded after the second

@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/middleware"
+	"github.com/acemq/acemq/retry"
 	"golang.org/x/time/rate"
 )
 
@@ -86,7 +87,7 @@ func TestTimeout(t *testing.T) {
 						return ack
 					}
 					return acemq.Accept()
-				}, acemq.WithMiddleware(middleware.Timeout[string](d)), acemq.WithRetry(acemq.FixedRetry(2, time.Millisecond)))
+				}, acemq.WithMiddleware(middleware.Timeout[string](d)), acemq.WithRetry(retry.Fixed(2, time.Millisecond)))
 				r.send("x")
 				ss := r.rec.Wait(t, 2)
 				// A wait in the consumer records its settlement after the

@@ -18,6 +18,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/replay"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/route"
 )
 
@@ -444,7 +445,7 @@ func TestReplayResumesAPipelineRun(t *testing.T) {
 		}
 		var consumers []*acemq.Consumer
 		for _, s := range p.Steps() {
-			cons, err := route.Step(ctx, p, s, handlers[s], acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
+			cons, err := route.Step(ctx, p, s, handlers[s], acemq.WithRetry(retry.Fixed(2, 10*time.Millisecond)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/acemq/acemq/internal/telemetry"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/route"
 )
 
@@ -491,7 +492,7 @@ func TestStepRetryPolicyPassesThrough(t *testing.T) {
 				return route.Output[Order]{}, fmt.Errorf("the inventory service timed out")
 			}
 			return route.Forward(m.Payload), nil
-		}, acemq.WithRetry(acemq.FixedRetry(2, 10*time.Millisecond)))
+		}, acemq.WithRetry(retry.Fixed(2, 10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -618,7 +619,7 @@ func TestReservedHeaderOnAnOutputIsFatal(t *testing.T) {
 		ca, err := route.Step(ctx, p, "a", func(_ context.Context, m acemq.Message[Order]) (route.Output[Order], error) {
 			tries.Add(1)
 			return route.Forward(m.Payload).Header("x-acemq-mine", "no"), nil
-		}, acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+		}, acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/route"
 	"github.com/acemq/acemq/topology"
 )
@@ -43,7 +44,7 @@ func ExamplePipeline() {
 				finished <- acemq.Message[Shipment]{Payload: s, Envelope: m.Envelope}
 			}
 			return route.Forward(s), nil
-		}, acemq.WithRetry(acemq.ExponentialRetry(3, 100*time.Millisecond, time.Second)))
+		}, acemq.WithRetry(retry.Exponential(3, 100*time.Millisecond, time.Second)))
 		if err != nil {
 			panic(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/route"
 )
 
@@ -30,7 +31,7 @@ func TestFaultConnectionDropMidRunLosesNoRun(t *testing.T) {
 			testenv.Rabbitmqctl(t, "close_all_connections", "route fault test")
 		}
 		return route.Forward(m.Payload), nil
-	}, acemq.WithRetry(acemq.FixedRetry(5, 100*time.Millisecond)))
+	}, acemq.WithRetry(retry.Fixed(5, 100*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}

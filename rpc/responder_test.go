@@ -18,6 +18,7 @@ import (
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/rpc"
 )
 
@@ -319,7 +320,7 @@ func TestReplyPublishFails(t *testing.T) {
 				return quote{}, errors.New("nope")
 			}
 			return quote{Pence: 1}, nil
-		}, acemq.WithRetry(acemq.FixedRetry(2, time.Millisecond)))
+		}, acemq.WithRetry(retry.Fixed(2, time.Millisecond)))
 
 		if err := brokertest.Publish(bg, conn, brokertest.Outbound{RoutingKey: q, Body: []byte(`{"sku":"ok"}`), ReplyTo: "refused-x"}); err != nil {
 			t.Fatal(err)

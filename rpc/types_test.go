@@ -11,6 +11,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/rpc"
 )
 
@@ -51,7 +52,7 @@ func TestServeTypes(t *testing.T) {
 		conn := e.connect()
 		q := e.queue("types")
 		settled := recordSettlements(t, conn)
-		responder, err := rpc.ServeTypes(bg, conn, q, priceAndStock(), acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+		responder, err := rpc.ServeTypes(bg, conn, q, priceAndStock(), acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/acemq/acemq/internal/cli"
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/memory"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -120,7 +121,7 @@ func (d deleted) names() []string {
 // whether a mandatory publish to exchange with key reaches a queue.
 func checkTopologyCommands(t *testing.T, url, q, x string, pub func(q string), routed func(exchange, key string) bool) {
 	t.Helper()
-	policy := acemq.FixedRetry(3, time.Minute)
+	policy := retry.Fixed(3, time.Minute)
 
 	// declare: the library's plan, declared.
 	var d declared

@@ -32,6 +32,7 @@ import (
 
 	"github.com/acemq/acemq"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -122,7 +123,7 @@ func demo(ctx context.Context, url string, n int, out io.Writer) (err error) {
 			return acks
 		},
 		acemq.WithTopology(topo),
-		acemq.WithRetry(acemq.FixedRetry(3, 50*time.Millisecond)))
+		acemq.WithRetry(retry.Fixed(3, 50*time.Millisecond)))
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/acemq/acemq/inbox"
 	"github.com/acemq/acemq/outbox"
 	_ "github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/sqlstore"
 	"github.com/acemq/acemq/topology"
 	_ "github.com/go-sql-driver/mysql"
@@ -173,7 +174,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // the default, NoRetry, either would dead-letter the message at once.
 func consume(ctx context.Context, conn *acemq.Conn, queue string, h acemq.Handler[OrderPlaced]) (*acemq.Consumer, error) {
 	return acemq.Consume(ctx, conn, queue, h,
-		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, 30*time.Second)))
+		acemq.WithRetry(retry.Exponential(5, time.Second, 30*time.Second)))
 }
 
 func envOr(k, def string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/acemqtest"
 	"github.com/acemq/acemq/contract"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 	"go.uber.org/goleak"
 )
@@ -110,7 +111,7 @@ func TestHandleOnTheBroker(t *testing.T) {
 	prices := &priceList{prices: map[string]int{"A-1": 250, "B-2": 1000}, down: 1, downErr: errors.New("the price service is down")}
 	p := &Pricer{Prices: prices, Priced: acemq.NewPublisher[PricedOrder](conn, "shop")}
 	consumer, err := acemq.Consume(ctx, conn, "orders.new", p.Handle,
-		acemq.WithRetry(acemq.FixedRetry(3, 10*time.Millisecond)))
+		acemq.WithRetry(retry.Fixed(3, 10*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}

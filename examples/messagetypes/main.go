@@ -33,6 +33,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -110,7 +111,7 @@ func demo(ctx context.Context, url string, ignore bool, out io.Writer) (err erro
 	}
 	opts := []acemq.ConsumeOption{
 		acemq.WithTopology(topo),
-		acemq.WithRetry(acemq.FixedRetry(3, 100*time.Millisecond)),
+		acemq.WithRetry(retry.Fixed(3, 100*time.Millisecond)),
 	}
 	if ignore {
 		opts = append(opts, acemq.WithUnknownType(func(ctx context.Context, m acemq.Message[[]byte]) acemq.Ack {

@@ -39,6 +39,7 @@ import (
 	"github.com/acemq/acemq/middleware"
 	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -129,7 +130,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 			middleware.Log[Reservation](logger),
 			middleware.Timeout[Reservation](2*time.Second),
 		),
-		acemq.WithRetry(acemq.FixedRetry(5, 10*time.Millisecond)),
+		acemq.WithRetry(retry.Fixed(5, 10*time.Millisecond)),
 		acemq.WithBreaker(acemq.Breaker{ConsecutiveFailures: 2, CoolDown: 100 * time.Millisecond}),
 	)
 	if err != nil {

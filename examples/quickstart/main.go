@@ -29,6 +29,7 @@ import (
 
 	"github.com/acemq/acemq"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -93,7 +94,7 @@ func quickstart(ctx context.Context, url string, out io.Writer) (err error) {
 			return acemq.FromError(ship(ctx, m.Payload)) // nil accepts, an error retries, acemq.Fatal(err) dead-letters
 		},
 		acemq.WithTopology(topo), // declared before the consumer starts
-		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, time.Minute)),
+		acemq.WithRetry(retry.Exponential(5, time.Second, time.Minute)),
 		acemq.WithConcurrency(4))
 	if err != nil {
 		return err

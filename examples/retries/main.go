@@ -35,6 +35,7 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/queues"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	// Four attempts, waiting d, 2d and 4d before the next; waits of 2d or
 	// more are held on broker rungs (payments.retry.{wait}), shorter ones
 	// in the consumer.
-	policy := acemq.ExponentialRetry(4, d, 4*d).WaitInBrokerFrom(2 * d)
+	policy := retry.Exponential(4, d, 4*d).WaitInBrokerFrom(2 * d)
 	fmt.Fprintf(stdout, "policy %s, waits %v\n", policy, policy.Schedule())
 	topo := topology.New().Queue(queue, topology.WithDeadLettering(true), acemq.WithRetry(policy))
 

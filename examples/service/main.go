@@ -33,6 +33,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/actuator"
 	_ "github.com/acemq/acemq/rabbitmq" // amqp:// and amqps://
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -161,7 +162,7 @@ func consume(ctx context.Context, conn *acemq.Conn, log *slog.Logger) (*acemq.Co
 			return acemq.FromError(fulfil(ctx, m.Payload, m.Envelope.Attempt()))
 		},
 		acemq.WithTopology(declarations()),
-		acemq.WithRetry(acemq.ExponentialRetry(5, time.Second, time.Minute)),
+		acemq.WithRetry(retry.Exponential(5, time.Second, time.Minute)),
 		acemq.WithConcurrency(4),
 		acemq.WithDrainTimeout(5*time.Second))
 }

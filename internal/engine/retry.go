@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Policy is the plan of a consumer's retry policy (acemq.RetryPolicy, which
+// Policy is the plan of a consumer's retry policy (retry.Policy, which
 // converts into it): how many attempts, the unjittered waits between them,
 // the jitter of waits held in the consumer, where a wait is held, and the
 // age limit (docs/wire.md §7).
@@ -110,4 +110,47 @@ func (p Policy) Jittered(d time.Duration) time.Duration {
 		d = time.Duration(float64(d) * (1 - f + 2*f*rand.Float64()))
 	}
 	return max(d, time.Millisecond)
+}
+
+// DefaultBrokerWaitThreshold is the wait from which a retry is held on a
+// broker rung queue unless the policy says otherwise.
+const DefaultBrokerWaitThreshold = 30 * time.Second
+
+// NoRetry is the plan of the zero retry.Policy: one attempt.
+func NoRetry() Policy {
+	return Policy{MaxAttempts: 1, Multiplier: 1, Threshold: DefaultBrokerWaitThreshold}
+}
+
+// PolicyHandle lets a type that embeds it (a retry.Policy) be found by
+// PolicyOf. Its one method is unexported, so embedding it adds nothing to
+// the embedding type's API. The zero PolicyHandle holds NoRetry, and
+// NewPolicyHandle(NoRetry()) is the zero PolicyHandle, so handles holding
+// the same plan are equal.
+type PolicyHandle struct {
+	p   Policy
+	set bool // p is not NoRetry
+}
+
+// NewPolicyHandle returns the PolicyHandle of p.
+func NewPolicyHandle(p Policy) PolicyHandle {
+	if p == NoRetry() {
+		return PolicyHandle{}
+	}
+	return PolicyHandle{p: p, set: true}
+}
+
+func (h PolicyHandle) enginePolicy() Policy {
+	if !h.set {
+		return NoRetry()
+	}
+	return h.p
+}
+
+// PolicyOf returns the plan of p, a retry.Policy (NoRetry for anything
+// else).
+func PolicyOf(p any) Policy {
+	if h, ok := p.(interface{ enginePolicy() Policy }); ok {
+		return h.enginePolicy()
+	}
+	return NoRetry()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/outbox"
 	"github.com/acemq/acemq/outbox/pgnotify"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/saga"
 	"github.com/acemq/acemq/sqlstore"
 	"github.com/acemq/acemq/topology"
@@ -314,7 +315,7 @@ func outboxRelayKilled(t *testing.T, d sqlstore.Dialect) {
 		seen[m.Envelope.ID()]++
 		dupMu.Unlock()
 		return h(ctx, m)
-	}, acemq.WithConcurrency(4), acemq.WithPrefetch(50), acemq.WithRetry(acemq.FixedRetry(20, 100*time.Millisecond)))
+	}, acemq.WithConcurrency(4), acemq.WithPrefetch(50), acemq.WithRetry(retry.Fixed(20, 100*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}

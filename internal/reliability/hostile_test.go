@@ -24,6 +24,7 @@ import (
 	"github.com/acemq/acemq/internal/testenv"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/rabbitmq"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -180,7 +181,7 @@ func TestHostileDeliveries(t *testing.T) {
 }
 
 // hostilePolicy retries once, in the consumer.
-var hostilePolicy = acemq.FixedRetry(2, 10*time.Millisecond)
+var hostilePolicy = retry.Fixed(2, 10*time.Millisecond)
 
 func hostile(t *testing.T, url string, huge int, rabbit bool) {
 	start := time.Now()

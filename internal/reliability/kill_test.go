@@ -15,6 +15,7 @@ import (
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
@@ -29,7 +30,7 @@ const (
 // killPolicy is the retry policy both consumers of TestConsumerKilled use:
 // the first attempt fails and is retried at once, in the consumer, so that
 // the delivery the killed process holds is attempt 2.
-var killPolicy = acemq.FixedRetry(3, 10*time.Millisecond)
+var killPolicy = retry.Fixed(3, 10*time.Millisecond)
 
 // TestHelperProcess is not a test: it is the consumer process that
 // TestConsumerKilled starts and kills. Without the helper variable it does

@@ -13,11 +13,12 @@ import (
 	"github.com/acemq/acemq/contract"
 	"github.com/acemq/acemq/internal/brokertest"
 	"github.com/acemq/acemq/internal/testenv"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/topology"
 )
 
 // restartPolicy holds every wait (1 s) on a broker rung queue.
-var restartPolicy = acemq.FixedRetry(3, time.Second).WaitInBrokerFrom(time.Second)
+var restartPolicy = retry.Fixed(3, time.Second).WaitInBrokerFrom(time.Second)
 
 // TestRetrySurvivesRestarts: a message whose retry waits on a broker rung is
 // not lost when the consumer that scheduled it stops. Each attempt is seen by

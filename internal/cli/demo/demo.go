@@ -21,6 +21,7 @@ import (
 	"github.com/acemq/acemq/internal/cli/reasons"
 	"github.com/acemq/acemq/internal/wire"
 	"github.com/acemq/acemq/queues"
+	"github.com/acemq/acemq/retry"
 	"github.com/acemq/acemq/rpc"
 	"github.com/acemq/acemq/topology"
 	"github.com/spf13/cobra"
@@ -316,7 +317,7 @@ func (d *demo) runSteps(ctx context.Context) {
 // names of the orders part.
 type ordersNames struct {
 	exchange, queue string
-	policy          acemq.RetryPolicy
+	policy          retry.Policy
 }
 
 // setupOrders declares the orders exchange (topic) and queue (quorum, with
@@ -326,7 +327,7 @@ func (d *demo) setupOrders(ctx context.Context) (ordersNames, error) {
 	n := ordersNames{
 		exchange: "acemq-demo-" + d.sfx + ".orders",
 		queue:    "acemq-demo-" + d.sfx + ".orders.new",
-		policy:   acemq.FixedRetry(2, time.Second).WaitInBrokerFrom(time.Second),
+		policy:   retry.Fixed(2, time.Second).WaitInBrokerFrom(time.Second),
 	}
 	topo := topology.New().
 		Exchange(n.exchange, topology.ExchangeTopic).

@@ -7,22 +7,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/retry"
 )
 
 // parseRetryPolicy reads a retry policy in the family's notation, the one
-// RetryPolicy.String writes: none(), fixed(N, D) or exponential(N, D, MAX),
+// retry.Policy.String writes: none(), fixed(N, D) or exponential(N, D, MAX),
 // followed by any of .giveUpAfter(D), .withJitter(F) and
 // .waitInBrokerFrom(D). Delays are Go durations (500ms, 5s, 1m, 1h).
-func parseRetryPolicy(s string) (acemq.RetryPolicy, error) {
-	fail := func(format string, args ...any) (acemq.RetryPolicy, error) {
-		return acemq.RetryPolicy{}, fmt.Errorf("--retry %q: "+format+"; write for example exponential(5, 1s, 1m) or fixed(3, 30s).giveUpAfter(1h)", append([]any{s}, args...)...)
+func parseRetryPolicy(s string) (retry.Policy, error) {
+	fail := func(format string, args ...any) (retry.Policy, error) {
+		return retry.Policy{}, fmt.Errorf("--retry %q: "+format+"; write for example exponential(5, 1s, 1m) or fixed(3, 30s).giveUpAfter(1h)", append([]any{s}, args...)...)
 	}
 	calls, err := splitCalls(s)
 	if err != nil {
 		return fail("%v", err)
 	}
-	var p acemq.RetryPolicy
+	var p retry.Policy
 	for i, c := range calls {
 		if i == 0 {
 			p, err = startPolicy(c)
@@ -34,48 +34,48 @@ func parseRetryPolicy(s string) (acemq.RetryPolicy, error) {
 		}
 	}
 	if err := p.Err(); err != nil {
-		return acemq.RetryPolicy{}, fmt.Errorf("%w (--retry %q); write for example exponential(5, 1s, 1m) or fixed(3, 30s).giveUpAfter(1h)", err, s)
+		return retry.Policy{}, fmt.Errorf("%w (--retry %q); write for example exponential(5, 1s, 1m) or fixed(3, 30s).giveUpAfter(1h)", err, s)
 	}
 	return p, nil
 }
 
 // startPolicy is the policy a notation's first call names: none(),
 // fixed(N, D) or exponential(N, D, MAX).
-func startPolicy(c call) (acemq.RetryPolicy, error) {
+func startPolicy(c call) (retry.Policy, error) {
 	switch c.name {
 	case "none":
 		if len(c.args) != 0 {
-			return acemq.RetryPolicy{}, errors.New("none() takes nothing")
+			return retry.Policy{}, errors.New("none() takes nothing")
 		}
-		return acemq.NoRetry(), nil
+		return retry.None(), nil
 	case "fixed":
 		if len(c.args) != 2 {
-			return acemq.RetryPolicy{}, errors.New("fixed takes the attempts and a delay")
+			return retry.Policy{}, errors.New("fixed takes the attempts and a delay")
 		}
 		n, err1 := strconv.Atoi(c.args[0])
 		d, err2 := time.ParseDuration(c.args[1])
 		if err := errors.Join(err1, err2); err != nil {
-			return acemq.RetryPolicy{}, err
+			return retry.Policy{}, err
 		}
-		return acemq.FixedRetry(n, d), nil
+		return retry.Fixed(n, d), nil
 	case "exponential":
 		if len(c.args) != 3 {
-			return acemq.RetryPolicy{}, errors.New("exponential takes the attempts, the first delay and the cap")
+			return retry.Policy{}, errors.New("exponential takes the attempts, the first delay and the cap")
 		}
 		n, err1 := strconv.Atoi(c.args[0])
 		d, err2 := time.ParseDuration(c.args[1])
 		m, err3 := time.ParseDuration(c.args[2])
 		if err := errors.Join(err1, err2, err3); err != nil {
-			return acemq.RetryPolicy{}, err
+			return retry.Policy{}, err
 		}
-		return acemq.ExponentialRetry(n, d, m), nil
+		return retry.Exponential(n, d, m), nil
 	}
-	return acemq.RetryPolicy{}, fmt.Errorf("a policy starts with none(), fixed(…) or exponential(…), not %s(…)", c.name)
+	return retry.Policy{}, fmt.Errorf("a policy starts with none(), fixed(…) or exponential(…), not %s(…)", c.name)
 }
 
 // modifyPolicy applies one of the calls after the first: .giveUpAfter(D),
 // .withJitter(F) or .waitInBrokerFrom(D).
-func modifyPolicy(p acemq.RetryPolicy, c call) (acemq.RetryPolicy, error) {
+func modifyPolicy(p retry.Policy, c call) (retry.Policy, error) {
 	if len(c.args) != 1 {
 		return p, fmt.Errorf("%s takes one value", c.name)
 	}

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acemq/acemq"
+	"github.com/acemq/acemq/retry"
 )
 
 func TestParseRetryPolicy(t *testing.T) {
-	for in, want := range map[string]acemq.RetryPolicy{
-		"none()":                       acemq.NoRetry(),
-		"fixed(3, 30s)":                acemq.FixedRetry(3, 30*time.Second),
-		" exponential(5,1s,1m) ":       acemq.ExponentialRetry(5, time.Second, time.Minute),
-		"fixed(3, 1m).giveUpAfter(1h)": acemq.FixedRetry(3, time.Minute).GiveUpAfter(time.Hour),
-		"exponential(4, 500ms, 10s).withJitter(0).waitInBrokerFrom(5s)": acemq.ExponentialRetry(4, 500*time.Millisecond, 10*time.Second).Jitter(0).WaitInBrokerFrom(5 * time.Second),
+	for in, want := range map[string]retry.Policy{
+		"none()":                       retry.None(),
+		"fixed(3, 30s)":                retry.Fixed(3, 30*time.Second),
+		" exponential(5,1s,1m) ":       retry.Exponential(5, time.Second, time.Minute),
+		"fixed(3, 1m).giveUpAfter(1h)": retry.Fixed(3, time.Minute).GiveUpAfter(time.Hour),
+		"exponential(4, 500ms, 10s).withJitter(0).waitInBrokerFrom(5s)": retry.Exponential(4, 500*time.Millisecond, 10*time.Second).Jitter(0).WaitInBrokerFrom(5 * time.Second),
 	} {
 		got, err := parseRetryPolicy(in)
 		if err != nil {
