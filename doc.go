@@ -40,7 +40,7 @@ order.
 [Consume] starts a consumer of a queue. Each delivery is read into an
 envelope, decoded into a value and handed to a [Handler] as a [Message]; the
 handler's answer, an [Ack], decides what happens next: [Accept] acknowledges;
-[Retry] tries again through the consumer's [RetryPolicy], waiting in the
+[Retry] tries again through the consumer's [retry.Policy], waiting in the
 consumer or on a broker "rung" queue, and dead-letters the message to
 {queue}.dlq when no attempt is left; [Reject] dead-letters at once; [Park]
 sets it aside in {queue}.parked; [InProgress] puts it back unchanged for
@@ -125,7 +125,7 @@ declarations, and the [InterceptorOption] values of
 [WithPublishInterceptors] and [WithConsumeInterceptors] by Connect,
 NewPublisher and Consume. A callback option is named WithOn…
 ([WithOnConnEvent]). A builder method of a value is not an option and is
-not named With… ([RetryPolicy.Jitter], [RetryPolicy.GiveUpAfter]).
+not named With… ([retry.Policy.Jitter], [retry.Policy.GiveUpAfter]).
 
 An option only records its value. The call that takes it checks it, and
 only that call: Connect, NewPublisher (whose mistakes every Send returns,

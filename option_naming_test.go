@@ -14,7 +14,7 @@ import (
 // (a function named With…) that takes a callback — a function that
 // returns nothing, called when something happens — is named WithOn…, and
 // no With… function is a method (a builder method of a value is named for
-// what it does, as RetryPolicy.Jitter is).
+// what it does, as retry.Policy.Jitter is).
 func TestCallbackOptionsAreWithOn(t *testing.T) {
 	fset := token.NewFileSet()
 	seen := 0

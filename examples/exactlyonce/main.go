@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // consume starts the consumer of queue. The inbox answers a store failure
 // (a database that is briefly away) and the handler a failed insert with a
 // retry, so the consumer needs a policy with more than one attempt: with
-// the default, NoRetry, either would dead-letter the message at once.
+// the default, retry.None, either would dead-letter the message at once.
 func consume(ctx context.Context, conn *acemq.Conn, queue string, h acemq.Handler[OrderPlaced]) (*acemq.Consumer, error) {
 	return acemq.Consume(ctx, conn, queue, h,
 		acemq.WithRetry(retry.Exponential(5, time.Second, 30*time.Second)))

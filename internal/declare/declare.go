@@ -66,7 +66,7 @@ func Collect[O Option](opts []O) Spec {
 
 // Retry is a queue's retry policy as its declaration sees it.
 type Retry struct {
-	// Policy is the retry.Policy, with its default applied: a
+	// Policy is the retry.Policy (the zero one is retry.None): a
 	// comparable value that renders itself in the family's notation.
 	Policy interface{ String() string }
 	// Rungs are the waits the policy holds on broker rungs (each a rung
