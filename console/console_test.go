@@ -107,9 +107,10 @@ func TestGroupReplayDelete(t *testing.T) {
 			t.Fatalf("delete: %d %+v", st, res)
 		}
 		testenv.Eventually(t, f.dlq+" empty", func() bool { return brokertest.Depth(t, f.conn, f.dlq) == 0 })
-		if n := brokertest.Depth(t, f.conn, f.queue); n != 3 {
-			t.Errorf("the source holds %d, want the 3 replayed", n)
-		}
+		// The source's three were browsed (peekIDs) and put back with a
+		// nack, which the broker settles after Close returns: a quorum
+		// queue on RabbitMQ 4.3 under load was seen to count 0 for a moment.
+		testenv.Eventually(t, "the source to hold the 3 replayed", func() bool { return brokertest.Depth(t, f.conn, f.queue) == 3 })
 	})
 }
 
