@@ -12,7 +12,7 @@
 //     timeout (rpc.WithTimeout) with an *rpc.TimeoutError; the late answer
 //     is dropped when it arrives.
 //
-// It ends by counting what prices.dlq holds (conn.Inspect): only the
+// It ends by counting what prices.dlq holds (queues.Inspect): only the
 // unexpected failure.
 //
 //	go run ./examples/requestreply
