@@ -193,7 +193,10 @@ func (e *Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *he
 		ts.add(k, v)
 	}
 	typ := e.wireType(routingKey)
-	dst[wire.HeaderID] = e.id
+	// One box for the id, shared by the correlation when it is the id (the
+	// default): a box is an allocation.
+	id := any(e.id)
+	dst[wire.HeaderID] = id
 	dst[wire.HeaderVersion] = int32(e.version)
 	dst[wire.HeaderAttempt] = int32(e.attempt)
 	dst[wire.HeaderFirstSeen] = e.firstSeen.UnixMilli()
@@ -216,7 +219,7 @@ func (e *Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *he
 		dst[wire.HeaderType] = boxes.box(&boxes.typ, typ)
 		if e.correlationID == e.id {
 			// The default correlation is the id, new for every message.
-			dst[wire.HeaderCorrelation] = e.correlationID
+			dst[wire.HeaderCorrelation] = id
 		} else {
 			dst[wire.HeaderCorrelation] = boxes.box(&boxes.correlation, e.correlationID)
 		}
