@@ -94,7 +94,7 @@ func TestMessageHeaderSize(t *testing.T) {
 		"read with error": ReadEnvelope(map[string]any{"x-acemq-id": "m-1", "x-acemq-error": "bad input", "x-acemq-future": "kept"}, "orders", ""),
 	} {
 		for _, boxes := range []*headerBoxes{nil, new(headerBoxes)} {
-			m := messageBoxed("ex", "orders", env, "application/json", nil, boxes)
+			m := testMessage("ex", "orders", env, "application/json", nil, boxes)
 			if want := len(encodeTable(t, m.Headers)); m.HeaderSize != want {
 				t.Errorf("%s (boxes %v): HeaderSize %d, the table encodes in %d bytes: %v", name, boxes != nil, m.HeaderSize, want, m.Headers)
 			}
@@ -106,12 +106,13 @@ func TestMessageHeaderSize(t *testing.T) {
 		"a decimal":      driver.Decimal{Scale: 2, Value: 1234},
 	} {
 		env := MustEnvelope(Fields{Headers: map[string]any{"h": v}})
-		if m := messageBoxed("", "orders", env, "", nil, nil); m.HeaderSize != 0 {
+		if m := testMessage("", "orders", env, "", nil, nil); m.HeaderSize != 0 {
 			t.Errorf("with %s: HeaderSize %d, want 0", name, m.HeaderSize)
 		}
 	}
 	// Into a table that already has entries, the size is unknown.
-	if _, n := MustEnvelope(Fields{}).writeHeaders(map[string]any{"other": "x"}, "orders", nil); n != 0 {
+	fresh := MustEnvelope(Fields{})
+	if _, n := fresh.writeHeaders(map[string]any{"other": "x"}, "orders", nil); n != 0 {
 		t.Errorf("writing into a non-empty table: size %d, want 0", n)
 	}
 }
@@ -122,11 +123,11 @@ func TestPublishStartClearsHeaderSizeWithTraceHeaders(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	o := newObserver(telemetryConfig{meters: metricnoop.NewMeterProvider(), tracers: tp})
-	m := messageBoxed("", "orders", MustEnvelope(Fields{}), "application/json", nil, nil)
+	m := testMessage("", "orders", MustEnvelope(Fields{}), "application/json", nil, nil)
 	if m.HeaderSize == 0 {
 		t.Fatal("no HeaderSize on a fresh envelope's message")
 	}
-	_, done := o.publishStart(context.Background(), &m, identity(Envelope{}))
+	_, done := o.publishStart(context.Background(), &m, identity(&Envelope{}))
 	done(nil, 0)
 	if _, ok := m.Headers["traceparent"]; !ok {
 		t.Fatal("publishStart wrote no traceparent")
@@ -134,4 +135,13 @@ func TestPublishStartClearsHeaderSizeWithTraceHeaders(t *testing.T) {
 	if m.HeaderSize != 0 {
 		t.Errorf("HeaderSize %d after trace headers were added, want 0", m.HeaderSize)
 	}
+}
+
+// testMessage is messageBoxed returning the message, for a copy of env
+// completed with the defaults.
+func testMessage(exchange, routingKey string, env Envelope, contentType string, body []byte, boxes *headerBoxes) driver.Message {
+	env = env.orDefault()
+	var m driver.Message
+	messageBoxed(&m, exchange, routingKey, &env, contentType, body, boxes)
+	return m
 }

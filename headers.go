@@ -166,17 +166,18 @@ func (e Envelope) AppendHeaders(dst map[string]any, routingKey string) map[strin
 // and origin values boxed through boxes when it is not nil (a publisher's,
 // header_boxes.go).
 func (e Envelope) appendHeaders(dst map[string]any, routingKey string, boxes *headerBoxes) map[string]any {
+	e = e.orDefault()
 	h, _ := e.writeHeaders(dst, routingKey, boxes)
 	return h
 }
 
-// writeHeaders is appendHeaders that also returns the encoded size of the
-// table it wrote (docs/wire.md §3: what driver.Message.HeaderSize holds),
-// or 0 when dst was not nil (its other entries are not counted) or a value
-// is not a flat scalar (see wire.ScalarSize). It costs no walk of its own:
-// the size is added up as the headers are written.
-func (e Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *headerBoxes) (map[string]any, int) {
-	e = e.orDefault()
+// writeHeaders is appendHeaders of a built envelope (through a pointer:
+// the publish path copies no Envelope) that also returns the encoded size
+// of the table it wrote (docs/wire.md §3: what driver.Message.HeaderSize
+// holds), or 0 when dst was not nil (its other entries are not counted) or
+// a value is not a flat scalar (see wire.ScalarSize). It costs no walk of
+// its own: the size is added up as the headers are written.
+func (e *Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *headerBoxes) (map[string]any, int) {
 	var ts tableSize
 	if dst == nil {
 		dst = make(map[string]any, e.headerCount())
@@ -192,7 +193,10 @@ func (e Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *hea
 		ts.add(k, v)
 	}
 	typ := e.wireType(routingKey)
-	dst[wire.HeaderID] = e.id
+	// One box for the id, shared by the correlation when it is the id (the
+	// default): a box is an allocation.
+	id := any(e.id)
+	dst[wire.HeaderID] = id
 	dst[wire.HeaderVersion] = int32(e.version)
 	dst[wire.HeaderAttempt] = int32(e.attempt)
 	dst[wire.HeaderFirstSeen] = e.firstSeen.UnixMilli()
@@ -215,7 +219,7 @@ func (e Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *hea
 		dst[wire.HeaderType] = boxes.box(&boxes.typ, typ)
 		if e.correlationID == e.id {
 			// The default correlation is the id, new for every message.
-			dst[wire.HeaderCorrelation] = e.correlationID
+			dst[wire.HeaderCorrelation] = id
 		} else {
 			dst[wire.HeaderCorrelation] = boxes.box(&boxes.correlation, e.correlationID)
 		}
@@ -256,7 +260,7 @@ func (e Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *hea
 
 // headerCount is the number of headers AppendHeaders writes, so that a
 // map made for them never grows.
-func (e Envelope) headerCount() int {
+func (e *Envelope) headerCount() int {
 	n := 6 + len(e.headers) + len(e.reserved) // id, type, version, correlation, attempt, first-seen
 	for _, s := range [...]string{e.causationID, e.origin, e.reason, e.claim} {
 		if s != "" {
@@ -273,7 +277,7 @@ func (e Envelope) headerCount() int {
 }
 
 // wireType is the x-acemq-type value AppendHeaders writes for routingKey.
-func (e Envelope) wireType(routingKey string) string {
+func (e *Envelope) wireType(routingKey string) string {
 	switch {
 	case e.typ != "":
 		return e.typ

@@ -14,14 +14,13 @@ import (
 // dead letters, replies, pipeline hops, replays — goes through it, with its
 // telemetry; the methods here give it the envelope a span names.
 
-// messageBoxed is the driver message for a publish of env's message: the
-// envelope written into the headers (its repeating values boxed through
-// boxes, a publisher's, header_boxes.go; nil boxes each afresh), its id as
-// the AMQP message-id.
-func messageBoxed(exchange, routingKey string, env Envelope, contentType string, body []byte, boxes *headerBoxes) driver.Message {
-	env = env.orDefault()
+// messageBoxed sets *m to the driver message for a publish of env's
+// message (env is built): the envelope written into the headers (its
+// repeating values boxed through boxes, a publisher's, header_boxes.go; nil
+// boxes each afresh), its id as the AMQP message-id.
+func messageBoxed(m *driver.Message, exchange, routingKey string, env *Envelope, contentType string, body []byte, boxes *headerBoxes) {
 	headers, size := env.writeHeaders(nil, routingKey, boxes)
-	return driver.Message{
+	*m = driver.Message{
 		Exchange:    exchange,
 		RoutingKey:  routingKey,
 		Mandatory:   true,
@@ -37,12 +36,12 @@ func messageBoxed(exchange, routingKey string, env Envelope, contentType string,
 // envelope when the caller has it (the span reads its identity from it),
 // else the zero Envelope (the identity is read from m's headers).
 func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) error {
-	return c.eng.PublishAs(ctx, m, identity(env))
+	return c.eng.PublishAs(ctx, m, identity(&env))
 }
 
 // identity is the identity a publish span names for env: none when env
 // was not built (the span reads the message's headers).
-func identity(env Envelope) engine.Identity {
+func identity(env *Envelope) engine.Identity {
 	if !env.built() {
 		return engine.Identity{}
 	}

@@ -62,8 +62,9 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 	if err := p.gate.wait(ctx); err != nil {
 		return Envelope{}, err
 	}
-	m, env, err := p.message(ctx, key, v, sc.env)
-	if err != nil {
+	var m driver.Message
+	env := sc.env
+	if err := p.message(ctx, key, v, &env, &m); err != nil {
 		return Envelope{}, err
 	}
 	sc.apply(&m)
@@ -74,33 +75,44 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 }
 
 // message encodes v, runs the publish interceptors and builds the driver
-// message and envelope of one publish.
-func (p *Publisher[T]) message(ctx context.Context, key string, v T, env Envelope) (driver.Message, Envelope, error) {
+// message of one publish into m, completing *env, the message's envelope
+// as given, into the envelope as sent. Both are filled in place: an
+// Envelope and a driver.Message are large, and the publish path copies
+// neither.
+func (p *Publisher[T]) message(ctx context.Context, key string, v T, env *Envelope, m *driver.Message) error {
 	body, err := p.cfg.codec.Encode(v)
 	if err != nil {
-		return driver.Message{}, Envelope{}, err
+		return err
 	}
-	// An application publish is a new message: unknown x-acemq-* headers
-	// of a delivered envelope belong to that delivery's republishes only
-	// (docs/wire.md §2.5), never to what a handler sends with it.
-	env = env.orDefault().withoutUnknown()
+	p.completeEnvelope(env)
+	exchange, contentType := p.exchange, p.cfg.codec.ContentType()
+	if len(p.intercept) > 0 {
+		if err := interceptPublish(ctx, p.intercept, &exchange, &key, env, contentType, body); err != nil {
+			return err
+		}
+		p.completeEnvelope(env)
+	}
+	messageBoxed(m, exchange, key, env, contentType, body, &p.boxes)
+	m.Mandatory = !p.cfg.allowUnroutable
+	m.Transient = p.cfg.transient
+	return nil
+}
+
+// completeEnvelope makes *env the envelope of an application publish: the
+// defaults applied (a fresh envelope for the zero value) and the
+// connection's origin when it names none. An application publish is a new
+// message: unknown x-acemq-* headers of a delivered envelope belong to that
+// delivery's republishes only (docs/wire.md §2.5), never to what a handler
+// sends with it.
+func (p *Publisher[T]) completeEnvelope(env *Envelope) {
+	if !env.built() {
+		*env = Envelope{}
+		env.applyDefaults()
+	}
+	env.reserved = nil
 	if env.origin == "" {
 		env.origin = p.c.origin
 	}
-	exchange, contentType := p.exchange, p.cfg.codec.ContentType()
-	if len(p.intercept) > 0 {
-		if err := interceptPublish(ctx, p.intercept, &exchange, &key, &env, contentType, body); err != nil {
-			return driver.Message{}, Envelope{}, err
-		}
-		env = env.orDefault().withoutUnknown()
-		if env.origin == "" {
-			env.origin = p.c.origin
-		}
-	}
-	m := messageBoxed(exchange, key, env, contentType, body, &p.boxes)
-	m.Mandatory = !p.cfg.allowUnroutable
-	m.Transient = p.cfg.transient
-	return m, env, nil
 }
 
 // Outgoing is one message of a batch.
@@ -139,11 +151,14 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 	}
 	errs := p.c.publishEach(ctx, len(msgs), func(i int) (driver.Message, Envelope, error) {
 		m := &msgs[i]
-		dm, env, err := p.message(ctx, m.RoutingKey, m.Payload, m.Envelope)
-		if err == nil {
-			results[i].Envelope = env
+		var dm driver.Message
+		env := m.Envelope
+		err := p.message(ctx, m.RoutingKey, m.Payload, &env, &dm)
+		if err != nil {
+			return dm, Envelope{}, err
 		}
-		return dm, env, err
+		results[i].Envelope = env
+		return dm, env, nil
 	})
 	for i, err := range errs {
 		results[i].Err = err
@@ -200,7 +215,10 @@ func (p *Publisher[T]) SendSeq(ctx context.Context, msgs iter.Seq[Outgoing[T]], 
 				yield(&d)
 				return
 			}
-			d.M, d.Env, d.Err = p.message(ctx, o.RoutingKey, o.Payload, o.Envelope)
+			d.M, d.Env = driver.Message{}, o.Envelope
+			if d.Err = p.message(ctx, o.RoutingKey, o.Payload, &d.Env, &d.M); d.Err != nil {
+				d.Env = Envelope{}
+			}
 			if !yield(&d) {
 				// The connection stops taking messages only when ctx ends.
 				stopped = fmt.Errorf("acemq: SendSeq stopped taking messages when the context ended: %w", context.Cause(ctx))

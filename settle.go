@@ -171,7 +171,7 @@ func copyOf(e delivered, routingKey string, c engine.Change, reason string) (dri
 	case engine.Reasoned:
 		env = env.withReason(reason)
 	}
-	return env.AppendHeaders(nil, routingKey), env.id, identity(env)
+	return env.AppendHeaders(nil, routingKey), env.id, identity(&env)
 }
 
 // attemptOf is the consume engine's Attempt: e's attempt and age.

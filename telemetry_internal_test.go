@@ -36,7 +36,7 @@ func TestTelemetryCostsNoAllocations(t *testing.T) {
 			ctx := context.Background()
 			n := len(m.Headers)
 			allocs := testing.AllocsPerRun(200, func() {
-				_, done := o.publishStart(ctx, &m, identity(env))
+				_, done := o.publishStart(ctx, &m, identity(&env))
 				done(nil, 0)
 				hctx, end := o.processStart(ctx, "orders", &d, env)
 				if end != nil || hctx != ctx {
@@ -114,7 +114,7 @@ func benchHooks(b *testing.B, cfg telemetryConfig) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		_, done := o.publishStart(ctx, &m, identity(env))
+		_, done := o.publishStart(ctx, &m, identity(&env))
 		done(nil, 0)
 		_, end := o.processStart(ctx, "orders", &d, env)
 		if end != nil {
@@ -149,7 +149,7 @@ func FuzzTraceHeaders(f *testing.F) {
 			t.Fatal("the process span has no valid context")
 		}
 		m := driver.Message{RoutingKey: "q"}
-		_, done := o.publishStart(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(ctx)), &m, identity(env)) // as the consume engine parents a republish
+		_, done := o.publishStart(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(ctx)), &m, identity(&env)) // as the consume engine parents a republish
 		done(nil, 0)
 		end(Settlement{Queue: "q", Outcome: OutcomeAcked})
 		got, _ := m.Headers["traceparent"].(string)

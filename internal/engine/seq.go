@@ -35,7 +35,7 @@ type sent[E any] struct {
 // taking drafts when ctx ends. Else each message is published and
 // confirmed before the next is taken. unsent makes the error of a message
 // left unpublished when ctx ended (the caller's package names it).
-func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]], id func(E) Identity, unsent func(cause error) error, result func(E, error)) {
+func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]], id func(*E) Identity, unsent func(cause error) error, result func(E, error)) {
 	ep, ok := c.t.(driver.EachPublisher)
 	if !ok {
 		for d := range drafts {
@@ -44,7 +44,7 @@ func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]],
 				err = unsent(context.Cause(ctx))
 			}
 			if err == nil {
-				err = c.PublishAs(ctx, d.M, id(d.Env))
+				err = c.PublishAs(ctx, d.M, id(&d.Env))
 			}
 			result(d.Env, err)
 			if ctx.Err() != nil {
@@ -64,7 +64,7 @@ func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]],
 				continue
 			}
 			var done func(error, time.Duration)
-			_, d.M, done = c.tel.PublishStart(ctx, d.M, id(d.Env))
+			_, d.M, done = c.tel.PublishStart(ctx, d.M, id(&d.Env))
 			waiting.Push(sent[E]{env: d.Env, done: done, start: time.Now()})
 			if !yield(&d.M, nil) {
 				return
@@ -85,7 +85,7 @@ func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]],
 // publish's. When the driver takes a sequence (driver.EachPublisher), each
 // is made just before it is sent; else all are made first and published
 // with PublishBatchAs. id gives an envelope's identity for its span.
-func PublishEach[E any](ctx context.Context, c *Conn, n int, build func(i int) (driver.Message, E, error), id func(E) Identity, unsent func(cause error) error) []error {
+func PublishEach[E any](ctx context.Context, c *Conn, n int, build func(i int) (driver.Message, E, error), id func(*E) Identity, unsent func(cause error) error) []error {
 	if _, ok := c.t.(driver.EachPublisher); !ok {
 		return buildThenPublish(ctx, c, n, build, id)
 	}
@@ -109,7 +109,7 @@ func PublishEach[E any](ctx context.Context, c *Conn, n int, build func(i int) (
 // buildThenPublish is PublishEach for a driver without
 // driver.EachPublisher: every message is made, then those that could be
 // are published with PublishBatchAs.
-func buildThenPublish[E any](ctx context.Context, c *Conn, n int, build func(i int) (driver.Message, E, error), id func(E) Identity) []error {
+func buildThenPublish[E any](ctx context.Context, c *Conn, n int, build func(i int) (driver.Message, E, error), id func(*E) Identity) []error {
 	errs := make([]error, n)
 	out := make([]driver.Message, 0, n)
 	envs := make([]E, 0, n)
@@ -137,7 +137,7 @@ func buildThenPublish[E any](ctx context.Context, c *Conn, n int, build func(i i
 	if len(out) == 0 {
 		return errs
 	}
-	for j, err := range c.PublishBatchAs(ctx, out, func(j int) Identity { return id(envs[j]) }) {
+	for j, err := range c.PublishBatchAs(ctx, out, func(j int) Identity { return id(&envs[j]) }) {
 		if idx != nil {
 			errs[idx[j]] = err
 		} else {
