@@ -182,8 +182,11 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 		// steady stream amqp091's sender is usually there first.
 		select {
 		case d, ok = <-att.dels:
-			if co := att.ack.co; co != nil && !co.busy.Load() {
-				co.busy.Store(true)
+			if co := att.ack.co; co != nil {
+				co.handed.Add(1)
+				if !co.busy.Load() {
+					co.busy.Store(true)
+				}
 			}
 		default:
 			var quit bool
@@ -206,20 +209,38 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 // (amqp091's) a turn and looks again, so that a busy consumer sends its
 // acks in batches (with one CPU, amqp091's goroutine is ready but not yet
 // waiting when the worker comes back) while one with nothing more to do
-// sends them at once and is no longer busy. quit is true after Close.
+// sends them at once and is no longer busy. A reader that then waited
+// while other readers took deliveries (a consumer with several workers,
+// each waiting its turn) marks the subscription busy again when its own
+// delivery comes: deliveries keep arriving, only not to it. quit is true
+// after Close.
 func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool) {
-	if co := att.ack.co; co != nil && co.pending.Load() {
+	co := att.ack.co
+	if co == nil {
+		select {
+		case d, ok = <-att.dels:
+			return d, ok, false
+		case <-sub.quit:
+			return d, false, true
+		}
+	}
+	if co.pending.Load() {
 		runtime.Gosched()
 		select {
 		case d, ok = <-att.dels:
+			co.handed.Add(1)
 			return d, ok, false
 		default:
 		}
 		co.busy.Store(false)
 		_ = co.flush()
 	}
+	seen := co.handed.Load()
 	select {
 	case d, ok = <-att.dels:
+		if ok && co.handed.Add(1) != seen+1 && !co.busy.Load() {
+			co.busy.Store(true) // others took deliveries while it waited
+		}
 		return d, ok, false
 	case <-sub.quit:
 		return d, false, true
