@@ -190,7 +190,7 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 			}
 		default:
 			var quit bool
-			if d, ok, quit = sub.await(att); quit {
+			if ok, quit = sub.await(att, &d); quit {
 				return driver.Delivery{}, false
 			}
 		}
@@ -204,32 +204,33 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 	return driver.Delivery{}, false
 }
 
-// await waits for the next delivery of att when none was waiting. When
-// acks wait, it first gives the goroutines that hand deliveries over
-// (amqp091's) a turn and looks again, so that a busy consumer sends its
-// acks in batches (with one CPU, amqp091's goroutine is ready but not yet
-// waiting when the worker comes back) while one with nothing more to do
-// sends them at once and is no longer busy. A reader that then waited
-// while other readers took deliveries (a consumer with several workers,
-// each waiting its turn) marks the subscription busy again when its own
-// delivery comes: deliveries keep arriving, only not to it. quit is true
-// after Close.
-func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool) {
+// await waits for the next delivery of att when none was waiting, and
+// writes it to d (a delivery is large: returning it would copy it once
+// more for every message). When acks wait, it first gives the goroutines
+// that hand deliveries over (amqp091's) a turn and looks again, so that a
+// busy consumer sends its acks in batches (with one CPU, amqp091's
+// goroutine is ready but not yet waiting when the worker comes back) while
+// one with nothing more to do sends them at once and is no longer busy. A
+// reader that then waited while other readers took deliveries (a consumer
+// with several workers, each waiting its turn) marks the subscription busy
+// again when its own delivery comes: deliveries keep arriving, only not to
+// it. quit is true after Close.
+func (sub *subscription) await(att *attachment, d *amqp.Delivery) (ok, quit bool) {
 	co := att.ack.co
 	if co == nil {
 		select {
-		case d, ok = <-att.dels:
-			return d, ok, false
+		case *d, ok = <-att.dels:
+			return ok, false
 		case <-sub.quit:
-			return d, false, true
+			return false, true
 		}
 	}
 	if co.pending.Load() {
 		runtime.Gosched()
 		select {
-		case d, ok = <-att.dels:
+		case *d, ok = <-att.dels:
 			co.handed.Add(1)
-			return d, ok, false
+			return ok, false
 		default:
 		}
 		co.busy.Store(false)
@@ -237,13 +238,13 @@ func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool)
 	}
 	seen := co.handed.Load()
 	select {
-	case d, ok = <-att.dels:
+	case *d, ok = <-att.dels:
 		if ok && co.handed.Add(1) != seen+1 && !co.busy.Load() {
 			co.busy.Store(true) // others took deliveries while it waited
 		}
-		return d, ok, false
+		return ok, false
 	case <-sub.quit:
-		return d, false, true
+		return false, true
 	}
 }
 
