@@ -171,13 +171,10 @@ func (sub *subscription) stopped() bool {
 // or refused to resubscribe. A lost channel or connection does not end it:
 // Receive waits while the subscription attaches again. Safe for concurrent
 // use.
-func (sub *subscription) Receive() (driver.Delivery, bool) {
+func (sub *subscription) Receive() (dd driver.Delivery, ok bool) {
 	att := sub.cur.Load()
 	for att != nil {
-		var (
-			d  amqp.Delivery
-			ok bool
-		)
+		var d amqp.Delivery
 		// A delivery already waiting is taken without a full select: in a
 		// steady stream amqp091's sender is usually there first.
 		select {
@@ -195,7 +192,8 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 			}
 		}
 		if ok {
-			return toDelivery(&d, att.ack, sub.spec.UnconvertedHeaders), true
+			fillDelivery(&dd, &d, att.ack, sub.spec.UnconvertedHeaders)
+			return dd, true
 		}
 		att.ack.flush() // after Cancel the channel is still open
 		att.over.Do(func() { sub.next(att) })
