@@ -345,10 +345,12 @@ func TestCoalescedAcksBusyWithWaitingReaders(t *testing.T) {
 	}
 }
 
-// waitingReaders is how many goroutines wait in subscription.await for a
-// delivery.
+// waitingReaders is how many goroutines that receiveLater started from the
+// calling goroutine (not those of earlier tests) wait in
+// subscription.await for a delivery.
 func waitingReaders() int {
 	buf := make([]byte, 1<<20)
+	self := strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1] // "goroutine N [running]:"
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
@@ -359,7 +361,8 @@ func waitingReaders() int {
 	}
 	k := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "[select") && strings.Contains(g, ".(*subscription).await(") {
+		if strings.Contains(g, "[select") && strings.Contains(g, ".(*subscription).await(") &&
+			strings.Contains(g, ".receiveLater in goroutine "+self+"\n") {
 			k++
 		}
 	}
