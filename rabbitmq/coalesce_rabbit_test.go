@@ -224,14 +224,18 @@ func testCoalescedAcksOutOfOrder(t *testing.T, prefetch int) {
 	var (
 		mu     sync.Mutex
 		acked  = map[string]int{}
+		sent   = map[string]bool{} // acked, and its Ack returned
 		nacked = map[string]bool{}
 		held   []string
 		wg     sync.WaitGroup
 	)
+	// Done once every Ack has returned: an ack that has not yet reached
+	// the coalescer when the readers go idle would wait, and the drop
+	// would lose it.
 	done := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(acked)+len(held) == n
+		return len(sent)+len(held) == n
 	}
 	for w := range 8 {
 		wg.Go(func() {
@@ -263,6 +267,9 @@ func testCoalescedAcksOutOfOrder(t *testing.T, prefetch int) {
 				if err := d.Ack(); err != nil {
 					t.Error(err)
 				}
+				mu.Lock()
+				sent[d.MessageID] = true
+				mu.Unlock()
 			}
 		})
 	}
