@@ -20,7 +20,7 @@ func FuzzReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, corr, prop, causation, id, ct string, body []byte, errText string) {
 		r := &Requester[map[string]any, map[string]any]{codec: acemq.JSON, calls: map[string]*call{}}
 		for _, k := range []string{"u1", "u2", "u3"} {
-			r.calls[k] = &call{done: make(chan *result, 1)}
+			r.calls[k] = &call{done: make(chan struct{}, 1)}
 		}
 		h := map[string]any{}
 		if corr != "" {

@@ -57,22 +57,72 @@ type Requester[Req, Rep any] struct {
 
 	mu     sync.Mutex
 	calls  map[string]*call
+	free   []*call // calls done with, for the next Ask (at most maxFreeCalls)
 	closed bool
 
 	timedOut  atomic.Int64
 	unmatched atomic.Int64
 }
 
+// call is one outstanding Ask. Whoever removes it from Requester.calls
+// under mu (a reply, Close, or the Ask itself giving up) owns its end:
+// a reply or Close writes res and then signals done, once; the Ask
+// that gave it up signals nothing. So when Ask returns, having either
+// removed its call itself or received the one signal, nothing refers to
+// the call any more, and it goes on the requester's free list for a later
+// Ask. A late reply names the old call's id, which is no longer in calls:
+// it is counted unmatched and never reaches the call's next use.
 type call struct {
-	// done is buffered 1 and receives exactly one result. It carries a
-	// pointer: a buffered channel of the message itself would allocate a
-	// buffer the size of a whole Message per call.
-	done chan *result
+	// done is buffered 1 and is signalled once res is written.
+	done chan struct{}
+	res  result
 }
 
 type result struct {
 	msg    acemq.Message[[]byte]
 	closed string // non-empty: failed by Close or a stopped consumer, with this reason
+}
+
+// maxFreeCalls bounds the free list: the calls kept for reuse once a burst
+// of concurrent calls is over.
+const maxFreeCalls = 256
+
+// finish sets the call's result and signals its Ask. The caller has
+// removed the call from Requester.calls.
+func (c *call) finish(res result) {
+	c.res = res
+	c.done <- struct{}{}
+}
+
+// register takes a call from the free list (or makes one) and makes it
+// outstanding as id. It fails with ErrClosed after Close.
+func (r *Requester[Req, Rep]) register(id string) (*call, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, fmt.Errorf("%w (asking %s)", ErrClosed, r.describe())
+	}
+	var c *call
+	if n := len(r.free); n > 0 {
+		c = r.free[n-1]
+		r.free[n-1] = nil
+		r.free = r.free[:n-1]
+	} else {
+		c = &call{done: make(chan struct{}, 1)}
+	}
+	r.calls[id] = c
+	return c, nil
+}
+
+// release puts a finished call on the free list. Its Ask either removed it
+// from calls itself or has received its signal: nothing else refers to it.
+func (r *Requester[Req, Rep]) release(c *call) {
+	c.res = result{} // drop the reply's body and envelope
+	r.mu.Lock()
+	if len(r.free) < maxFreeCalls {
+		r.free = append(r.free, c)
+	}
+	r.mu.Unlock()
 }
 
 // Open builds a requester that publishes to exchange with routingKey ("" and
@@ -238,14 +288,11 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 		typ = r.routingKey
 	}
 
-	c := &call{done: make(chan *result, 1)}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return zero, fmt.Errorf("%w (asking %s)", ErrClosed, r.describe())
+	c, err := r.register(id)
+	if err != nil {
+		return zero, err
 	}
-	r.calls[id] = c
-	r.mu.Unlock()
+	defer r.release(c)
 
 	// The timer starts before the publish: the caller's wait begins there.
 	start := time.Now()
@@ -278,9 +325,8 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	// Published, or the publish failed but a reply had already been taken
 	// for the call (it did get out): wait for the result.
 
-	var res *result
 	select {
-	case res = <-c.done:
+	case <-c.done:
 	case <-pctx.Done():
 		if r.forget(id) {
 			if ctx.Err() != nil {
@@ -288,8 +334,9 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 			}
 			return zero, r.timedOutCall(span, start, id, cfg.timeout, nil)
 		}
-		res = <-c.done // a reply or Close took the call first
+		<-c.done // a reply or Close took the call first
 	}
+	res := &c.res
 	if res.closed != "" {
 		r.timedOut.Add(1)
 		err := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: cfg.timeout, Closed: true, Reason: res.closed, cause: ErrClosed}
@@ -359,7 +406,7 @@ func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, err
 // and hands it over. Every reply is accepted, matched or not.
 func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
 	if c := r.take(m); c != nil {
-		c.done <- &result{msg: m}
+		c.finish(result{msg: m})
 	} else {
 		r.unmatched.Add(1)
 	}
@@ -410,7 +457,7 @@ func (r *Requester[Req, Rep]) shutdown(reason string) {
 	r.calls = map[string]*call{}
 	r.mu.Unlock()
 	for _, c := range calls {
-		c.done <- &result{closed: reason}
+		c.finish(result{closed: reason})
 	}
 }
 

@@ -359,6 +359,53 @@ func TestAskTimeout(t *testing.T) {
 	})
 }
 
+// 3. A call is reused once its Ask returns: the late reply to a call that
+// timed out arrives while the next call (on the same requester, so on the
+// reused call) is outstanding, is counted unmatched, and the next call
+// still gets its own answer.
+func TestAskLateReplyWhileNextOutstanding(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("prices")
+		release := map[string]chan struct{}{"slow": make(chan struct{}), "next-call": make(chan struct{})}
+		serve(t, conn, q, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			select {
+			case <-release[m.Payload.SKU]:
+			case <-ctx.Done():
+			}
+			return price(ctx, m)
+		}, acemq.WithConcurrency(2))
+		r := open[priceRequest, quote](t, conn, "", q)
+		if _, err := r.Ask(bg, priceRequest{SKU: "slow"}, rpc.WithTimeout(50*time.Millisecond)); !errors.Is(err, rpc.ErrTimeout) {
+			t.Fatalf("Ask(slow) = %v; want a timeout", err)
+		}
+		type answer struct {
+			q   quote
+			err error
+		}
+		next := make(chan answer, 1)
+		go func() {
+			q, err := r.Ask(bg, priceRequest{SKU: "next-call"}, rpc.WithTimeout(time.Hour))
+			next <- answer{q, err}
+		}()
+		testenv.Eventually(t, "the next call to be outstanding", func() bool { return r.Outstanding() == 1 })
+		close(release["slow"])
+		testenv.Eventually(t, "the late reply to be counted unmatched", func() bool { return r.Unmatched() == 1 })
+		select {
+		case a := <-next:
+			t.Fatalf("the late reply ended the next call: %+v, %v", a.q, a.err)
+		default:
+		}
+		close(release["next-call"])
+		if a := <-next; a.err != nil || a.q.Pence != 100*len("next-call") {
+			t.Fatalf("the next call got %+v, %v; want its own answer", a.q, a.err)
+		}
+		if r.Unmatched() != 1 || r.TimedOut() != 1 {
+			t.Fatalf("Unmatched() = %d, TimedOut() = %d", r.Unmatched(), r.TimedOut())
+		}
+	})
+}
+
 // 3. The requester-wide timeout, the per-call one overriding it, a context
 // deadline shorter than both, and a cancelled context.
 func TestAskTimeoutSources(t *testing.T) {
