@@ -52,6 +52,11 @@ type Requester[Req, Rep any] struct {
 	generated  bool
 	tel        *telemetry
 	plumb      *engine.Conn
+	// replyHeaders is the application headers of a call made without
+	// WithEnvelope, {acemq-reply-to: replyQueue}, built once: NewEnvelope
+	// only reads it (it copies the headers into the envelope's own list),
+	// so every such call shares it. Nothing writes to it after Open.
+	replyHeaders map[string]any
 
 	consumer *acemq.Consumer
 
@@ -174,6 +179,7 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 		r.replyQueue = ReplyQueuePrefix + uuid.NewString()
 		topo = topology.New().Queue(r.replyQueue, topology.WithDurable(false), topology.WithExclusive(), topology.WithAutoDelete())
 	}
+	r.replyHeaders = map[string]any{HeaderReplyTo: r.replyQueue}
 	if err := topo.Apply(ctx, conn); err != nil {
 		return nil, fmt.Errorf("rpc: declaring the reply queue %q: %w", r.replyQueue, err)
 	}
@@ -273,12 +279,17 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	// without the unknown x-acemq-* headers a delivered one carries
 	// (docs/wire.md §2.5).
 	id := uuid.NewString()
-	f := cfg.env.Fields()
+	var f acemq.Fields
+	if cfg.env.ID() != "" {
+		f = cfg.env.Fields() // its headers are a copy of the envelope's
+		f.Headers[HeaderReplyTo] = r.replyQueue
+	} else {
+		f.Headers = r.replyHeaders // shared, read only
+	}
 	f.ID, f.CorrelationID = id, id
 	if f.Origin == "" {
 		f.Origin = r.conn.Origin()
 	}
-	f.Headers[HeaderReplyTo] = r.replyQueue
 	env, err := acemq.NewEnvelope(f)
 	if err != nil {
 		return zero, fmt.Errorf("rpc: the envelope given with WithEnvelope: %w", err)

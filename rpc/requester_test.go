@@ -257,6 +257,69 @@ func TestAskRequestOnTheWire(t *testing.T) {
 	})
 }
 
+// 2. Calls made without WithEnvelope share one map of application headers
+// ({acemq-reply-to: the reply queue}); it never reaches anything that
+// could change it. A driver that changes a published table after the
+// publish, and a call with an envelope of its own headers, leave the next
+// call's headers as they were.
+func TestAskSharedReplyHeadersStayUnchanged(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		q := e.queue("prices")
+		serve(t, e.connect(), q, price)
+		var mu sync.Mutex
+		var sent []map[string]any
+		conn := e.connectHooked(&hooks{publish: func(m driver.Message, send func() error) error {
+			mu.Lock()
+			snapshot := map[string]any{}
+			for k, v := range m.Headers {
+				snapshot[k] = v
+			}
+			sent = append(sent, snapshot)
+			mu.Unlock()
+			err := send()
+			// A driver (or anything after it) that keeps the table and
+			// changes it.
+			m.Headers["tampered"] = "yes"
+			delete(m.Headers, rpc.HeaderReplyTo)
+			return err
+		}})
+		r := open[priceRequest, quote](t, conn, "", q)
+		tenant := acemq.MustEnvelope(acemq.Fields{Headers: map[string]any{"tenant": "t1"}})
+		for i, opts := range [][]rpc.CallOption{nil, {rpc.WithEnvelope(tenant)}, nil, nil} {
+			if _, err := r.Ask(bg, priceRequest{SKU: "A"}, opts...); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		want := map[string]any{rpc.HeaderReplyTo: r.ReplyQueue()}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(sent) != 4 {
+			t.Fatalf("%d requests published, want 4", len(sent))
+		}
+		for i, h := range sent {
+			app := map[string]any{}
+			for k, v := range h {
+				if !strings.HasPrefix(k, "x-acemq-") {
+					app[k] = v
+				}
+			}
+			if i == 1 {
+				want := map[string]any{rpc.HeaderReplyTo: r.ReplyQueue(), "tenant": "t1"}
+				if fmt.Sprint(app) != fmt.Sprint(want) {
+					t.Fatalf("the call with an envelope sent the application headers %v, want %v", app, want)
+				}
+				continue
+			}
+			if fmt.Sprint(app) != fmt.Sprint(want) {
+				t.Fatalf("call %d sent the application headers %v, want %v", i, app, want)
+			}
+		}
+		if shared := rpc.ReplyHeaders(r); fmt.Sprint(shared) != fmt.Sprint(want) {
+			t.Fatalf("the shared headers became %v, want %v", shared, want)
+		}
+	})
+}
+
 // 2. Requests are mandatory: one that nothing routes fails at once.
 func TestAskUnroutable(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
