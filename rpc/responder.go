@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
-	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -54,6 +54,7 @@ type Responder struct {
 	answered     atomic.Int64
 	refused      atomic.Int64
 	unanswerable atomic.Int64
+	bound        *replyBound // the deadline of the replies; Close ends it
 }
 
 // ErrNoReplyAddress is the cause given when a request names nowhere to
@@ -102,10 +103,11 @@ func Serve[Req, Rep any](ctx context.Context, conn *acemq.Conn, queue string, h 
 	}
 	// The handle exists before the consumer subscribes and the handler
 	// closes over it: a backlog delivered during start-up is counted.
-	r := &Responder{queue: queue}
+	r := &Responder{queue: queue, bound: newReplyBound()}
 	s := &server[Req, Rep]{base: &base{conn: conn, plumb: engine.Of(conn), codec: codec, r: r}, h: h}
 	c, err := acemq.Consume(ctx, conn, queue, s.handle, opts...)
 	if err != nil {
+		r.bound.close()
 		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
 	}
 	r.consumer = c
@@ -143,8 +145,13 @@ func (r *Responder) Done() <-chan struct{} { return r.consumer.Done() }
 
 // Close stops the responder as acemq.Consumer.Close stops a consumer: a
 // bounded drain of the requests being handled. Requests not finished within
-// the drain go back to the broker.
-func (r *Responder) Close(ctx context.Context) error { return r.consumer.Close(ctx) }
+// the drain go back to the broker. Once the drain is over, a reply still
+// being published is abandoned (its request goes back to the broker too).
+func (r *Responder) Close(ctx context.Context) error {
+	err := r.consumer.Close(ctx)
+	r.bound.close()
+	return err
+}
 
 // base is what every handler of a responder shares.
 type base struct {
@@ -259,10 +266,9 @@ func (s *base) reply(ctx context.Context, req acemq.Envelope, corr, to string, b
 		corr = req.CorrelationID()
 	}
 	// The reply goes out even when the handler's context ends meanwhile:
-	// the caller is waiting for it. It is bounded like any settlement.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tuning.SettlementDeadline)
-	defer cancel()
-	return s.plumb.Publish(pctx, driver.Message{
+	// the caller is waiting for it. It is bounded like any settlement, by
+	// a deadline the replies of one second share (30 to 31 s).
+	return s.plumb.Publish(s.r.bound.context(ctx, time.Now()), driver.Message{
 		RoutingKey:    to,
 		ContentType:   s.codec.ContentType(),
 		MessageID:     env.ID(),

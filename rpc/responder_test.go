@@ -79,6 +79,11 @@ func TestServeHandle(t *testing.T) {
 		if responder.Answered() != 4 {
 			t.Fatalf("Answered() = %d", responder.Answered())
 		}
+		select {
+		case <-rpc.ReplyBoundDone(responder):
+			t.Fatal("the replies' deadline ended before Close")
+		default:
+		}
 		if err := responder.Close(bg); err != nil {
 			t.Fatal(err)
 		}
@@ -86,6 +91,13 @@ func TestServeHandle(t *testing.T) {
 		case <-responder.Done():
 		default:
 			t.Fatal("Done is not closed after Close")
+		}
+		// Close ends the context (and the timer) the replies of the last
+		// seconds share.
+		select {
+		case <-rpc.ReplyBoundDone(responder):
+		default:
+			t.Fatal("the replies' deadline lives on after Close")
 		}
 		if responder.Running() {
 			t.Fatal("Running after Close")

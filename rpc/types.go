@@ -56,7 +56,7 @@ func ServeTypes(ctx context.Context, conn *acemq.Conn, queue string, handlers []
 	if codec == nil {
 		return nil, errors.New("rpc: ServeTypes was given acemq.WithCodec(nil): pass the codec requests are written in")
 	}
-	r := &Responder{queue: queue}
+	r := &Responder{queue: queue, bound: newReplyBound()}
 	b := &base{conn: conn, plumb: engine.Of(conn), codec: codec, r: r}
 	ths := make([]acemq.TypeHandler, len(handlers))
 	types := make([]string, 0, len(handlers))
@@ -73,6 +73,7 @@ func ServeTypes(ctx context.Context, conn *acemq.Conn, queue string, handlers []
 	opts = append([]acemq.ConsumeOption{acemq.WithUnknownType(u.handle)}, opts...)
 	c, err := acemq.ConsumeTypes(ctx, conn, queue, ths, opts...)
 	if err != nil {
+		r.bound.close()
 		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
 	}
 	r.consumer = c
