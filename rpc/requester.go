@@ -330,7 +330,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 			return zero, r.timedOutCall(span, start, id, cfg.timeout, pctx)
 		}
 		err := fmt.Errorf("rpc: the request to %s was not published: %w", r.describe(), perr)
-		r.tel.end(span, OutcomeFailed, time.Since(start), err)
+		r.tel.end(span, failed, time.Since(start), err)
 		return zero, err
 	}
 	// Published, or the publish failed but a reply had already been taken
@@ -351,11 +351,11 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	if res.closed != "" {
 		r.timedOut.Add(1)
 		err := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: cfg.timeout, Closed: true, Reason: res.closed, cause: ErrClosed}
-		r.tel.end(span, OutcomeTimedOut, time.Since(start), err)
+		r.tel.end(span, timedOut, time.Since(start), err)
 		return zero, err
 	}
 	rep, err := r.read(id, res.msg)
-	r.tel.end(span, OutcomeAnswered, time.Since(start), err)
+	r.tel.end(span, answered, time.Since(start), err)
 	return rep, err
 }
 
@@ -377,7 +377,7 @@ func (r *Requester[Req, Rep]) timedOutCall(span trace.Span, start time.Time, id 
 			}
 		}
 	}
-	r.tel.end(span, OutcomeTimedOut, time.Since(start), e)
+	r.tel.end(span, timedOut, time.Since(start), e)
 	return e
 }
 
