@@ -52,6 +52,9 @@ type Requester[Req, Rep any] struct {
 	generated  bool
 	tel        *telemetry
 	plumb      *engine.Conn
+	// headers writes the requests' envelopes with their size, boxing the
+	// type and origin once.
+	headers engine.EnvelopeWriter[acemq.Envelope]
 	// replyHeaders is the application headers of a call made without
 	// WithEnvelope, {acemq-reply-to: replyQueue}, built once: NewEnvelope
 	// only reads it (it copies the headers into the envelope's own list),
@@ -166,6 +169,7 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 		calls:      map[string]*call{},
 		plumb:      engine.Of(conn),
 	}
+	r.headers = engine.NewEnvelopeWriter[acemq.Envelope](r.plumb)
 	r.tel = newTelemetry(r.plumb, exchange, routingKey)
 	// A named reply queue is an ordinary durable queue (quorum); a
 	// generated one is transient, exclusive and auto-deleting, which the
@@ -313,6 +317,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	pctx, cancel := context.WithTimeout(sctx, cfg.timeout)
 	defer cancel()
 
+	headers, size := r.headers.WriteHeaders(env, r.routingKey)
 	perr := r.plumb.Publish(pctx, driver.Message{
 		Exchange:      r.exchange,
 		RoutingKey:    r.routingKey,
@@ -321,7 +326,8 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 		MessageID:     id,
 		CorrelationID: id,
 		ReplyTo:       r.replyQueue,
-		Headers:       env.AppendHeaders(nil, r.routingKey),
+		Headers:       headers,
+		HeaderSize:    size,
 		Body:          body,
 	})
 	if perr != nil && r.forget(id) {

@@ -104,7 +104,7 @@ func Serve[Req, Rep any](ctx context.Context, conn *acemq.Conn, queue string, h 
 	// The handle exists before the consumer subscribes and the handler
 	// closes over it: a backlog delivered during start-up is counted.
 	r := &Responder{queue: queue, bound: newReplyBound()}
-	s := &server[Req, Rep]{base: &base{conn: conn, plumb: engine.Of(conn), codec: codec, r: r}, h: h}
+	s := &server[Req, Rep]{base: newBase(conn, codec, r), h: h}
 	c, err := acemq.Consume(ctx, conn, queue, s.handle, opts...)
 	if err != nil {
 		r.bound.close()
@@ -159,6 +159,15 @@ type base struct {
 	plumb *engine.Conn
 	codec acemq.Codec
 	r     *Responder
+	// headers writes the replies' envelopes with their size, boxing the
+	// origin (and a reply queue's name) once.
+	headers engine.EnvelopeWriter[acemq.Envelope]
+}
+
+// newBase is the base of a responder r of conn whose codec is codec.
+func newBase(conn *acemq.Conn, codec acemq.Codec, r *Responder) *base {
+	plumb := engine.Of(conn)
+	return &base{conn: conn, plumb: plumb, codec: codec, r: r, headers: engine.NewEnvelopeWriter[acemq.Envelope](plumb)}
 }
 
 type server[Req, Rep any] struct {
@@ -268,12 +277,14 @@ func (s *base) reply(ctx context.Context, req acemq.Envelope, corr, to string, b
 	// The reply goes out even when the handler's context ends meanwhile:
 	// the caller is waiting for it. It is bounded like any settlement, by
 	// a deadline the replies of one second share (30 to 31 s).
+	headers, size := s.headers.WriteHeaders(env, to)
 	return s.plumb.Publish(s.r.bound.context(ctx, time.Now()), driver.Message{
 		RoutingKey:    to,
 		ContentType:   s.codec.ContentType(),
 		MessageID:     env.ID(),
 		CorrelationID: corr,
-		Headers:       env.AppendHeaders(nil, to),
+		Headers:       headers,
+		HeaderSize:    size,
 		Body:          body,
 	})
 }

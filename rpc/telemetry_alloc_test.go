@@ -30,7 +30,7 @@ func (meterOnly) TracerProvider() trace.TracerProvider      { return tracenoop.N
 func TestRequestMetricsAllocateNothing(t *testing.T) {
 	mp := metric.NewMeterProvider(metric.WithReader(metric.NewManualReader()))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
-	tel := newTelemetry(engine.NewConn(nil, meterOnly{mp}, slog.Default()), "", "prices")
+	tel := newTelemetry(engine.NewConn(nil, meterOnly{mp}, slog.Default(), nil), "", "prices")
 	for o := range outcomeCount {
 		tel.end(noSpan, o, time.Millisecond, nil) // the series exist
 	}

@@ -57,7 +57,7 @@ func ServeTypes(ctx context.Context, conn *acemq.Conn, queue string, handlers []
 		return nil, errors.New("rpc: ServeTypes was given acemq.WithCodec(nil): pass the codec requests are written in")
 	}
 	r := &Responder{queue: queue, bound: newReplyBound()}
-	b := &base{conn: conn, plumb: engine.Of(conn), codec: codec, r: r}
+	b := newBase(conn, codec, r)
 	ths := make([]acemq.TypeHandler, len(handlers))
 	types := make([]string, 0, len(handlers))
 	for i, th := range handlers {
