@@ -51,7 +51,7 @@ func TestLateReplyMissesReusedCall(t *testing.T) {
 		t.Fatal("u2's reply did not reach its call")
 	}
 	<-second.done
-	if got, err := r.read("u2", second.res.msg); err != nil || got != "u2" {
+	if got, err := r.read("u2", &second.res.msg); err != nil || got != "u2" {
 		t.Fatalf("u2 read %q, %v", got, err)
 	}
 	r.release(second)

@@ -56,7 +56,7 @@ func FuzzReply(f *testing.F) {
 		if (settled == 0) != (r.Unmatched() == 1) {
 			t.Fatalf("settled %d calls, Unmatched %d", settled, r.Unmatched())
 		}
-		if _, err := r.read("u1", m); errText != "" {
+		if _, err := r.read("u1", &m); errText != "" {
 			if _, ok := err.(*ResponderError); !ok {
 				t.Fatalf("a reply carrying acemq-error read as %v", err)
 			}

@@ -95,13 +95,6 @@ type result struct {
 // of concurrent calls is over.
 const maxFreeCalls = 256
 
-// finish sets the call's result and signals its Ask. The caller has
-// removed the call from Requester.calls.
-func (c *call) finish(res result) {
-	c.res = res
-	c.done <- struct{}{}
-}
-
 // register takes a call from the free list (or makes one) and makes it
 // outstanding as id. It fails with ErrClosed after Close.
 func (r *Requester[Req, Rep]) register(id string) (*call, error) {
@@ -307,17 +300,25 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	if err != nil {
 		return zero, err
 	}
-	defer r.release(c)
+	rep, err := r.call(ctx, c, id, typ, &env, body, cfg.timeout)
+	r.release(c)
+	return rep, err
+}
 
+// call publishes the request of call c (registered as id) and waits for
+// its result. Its Ask releases c once it returns: it has then either
+// given c up itself or received its one signal.
+func (r *Requester[Req, Rep]) call(ctx context.Context, c *call, id, typ string, env *acemq.Envelope, body []byte, timeout time.Duration) (Rep, error) {
+	var zero Rep
 	// The timer starts before the publish: the caller's wait begins there.
 	start := time.Now()
 	sctx, span := r.tel.start(ctx, id, typ)
 	// One deadline for the publish and the wait: pctx ends at the call's
 	// deadline or with ctx, whichever comes first.
-	pctx, cancel := context.WithTimeout(sctx, cfg.timeout)
+	pctx, cancel := context.WithTimeout(sctx, timeout)
 	defer cancel()
 
-	headers, size := r.headers.WriteHeaders(env, r.routingKey)
+	headers, size := r.headers.WriteHeaders(*env, r.routingKey)
 	perr := r.plumb.Publish(pctx, driver.Message{
 		Exchange:      r.exchange,
 		RoutingKey:    r.routingKey,
@@ -333,7 +334,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	if perr != nil && r.forget(id) {
 		if pctx.Err() != nil {
 			// The deadline (or ctx) ran out while publishing.
-			return zero, r.timedOutCall(span, start, id, cfg.timeout, pctx)
+			return zero, r.timedOutCall(span, start, id, timeout, pctx)
 		}
 		err := fmt.Errorf("rpc: the request to %s was not published: %w", r.describe(), perr)
 		r.tel.end(span, failed, time.Since(start), err)
@@ -347,20 +348,19 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	case <-pctx.Done():
 		if r.forget(id) {
 			if ctx.Err() != nil {
-				return zero, r.timedOutCall(span, start, id, cfg.timeout, ctx)
+				return zero, r.timedOutCall(span, start, id, timeout, ctx)
 			}
-			return zero, r.timedOutCall(span, start, id, cfg.timeout, nil)
+			return zero, r.timedOutCall(span, start, id, timeout, nil)
 		}
 		<-c.done // a reply or Close took the call first
 	}
-	res := &c.res
-	if res.closed != "" {
+	if c.res.closed != "" {
 		r.timedOut.Add(1)
-		err := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: cfg.timeout, Closed: true, Reason: res.closed, cause: ErrClosed}
+		err := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: timeout, Closed: true, Reason: c.res.closed, cause: ErrClosed}
 		r.tel.end(span, timedOut, time.Since(start), err)
 		return zero, err
 	}
-	rep, err := r.read(id, res.msg)
+	rep, err := r.read(id, &c.res.msg)
 	r.tel.end(span, answered, time.Since(start), err)
 	return rep, err
 }
@@ -400,7 +400,7 @@ func (r *Requester[Req, Rep]) forget(id string) bool {
 }
 
 // read turns a matched reply into the call's answer.
-func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, error) {
+func (r *Requester[Req, Rep]) read(id string, m *acemq.Message[[]byte]) (Rep, error) {
 	var rep Rep
 	if v, ok := m.Envelope.Header(HeaderError); ok {
 		text, _ := wire.String(v)
@@ -422,8 +422,9 @@ func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, err
 // onReply is the reply consumer's handler: it matches the reply to a call
 // and hands it over. Every reply is accepted, matched or not.
 func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
-	if c := r.take(m); c != nil {
-		c.finish(result{msg: m})
+	if c := r.take(&m); c != nil {
+		c.res.msg = m
+		c.done <- struct{}{}
 	} else {
 		r.unmatched.Add(1)
 	}
@@ -440,8 +441,8 @@ func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]
 // reply's id and a property naming a different outstanding call is the
 // one case this orders differently from the contract, and no responder of
 // the family produces it (their replies have fresh ids).
-func (r *Requester[Req, Rep]) take(m acemq.Message[[]byte]) *call {
-	env := m.Envelope
+func (r *Requester[Req, Rep]) take(m *acemq.Message[[]byte]) *call {
+	env := &m.Envelope
 	corr := env.CorrelationID()
 	written := corr != "" && corr != env.ID()
 	keys := make([]string, 0, 4)
@@ -474,7 +475,8 @@ func (r *Requester[Req, Rep]) shutdown(reason string) {
 	r.calls = map[string]*call{}
 	r.mu.Unlock()
 	for _, c := range calls {
-		c.finish(result{closed: reason})
+		c.res.closed = reason
+		c.done <- struct{}{}
 	}
 }
 

@@ -178,22 +178,26 @@ type server[Req, Rep any] struct {
 // ReplyAddress is where a request asks to be answered: the acemq-reply-to
 // header first (it survives hops that rebuild a message), then the AMQP
 // reply-to property. It is empty when the request names neither.
-func ReplyAddress[T any](m acemq.Message[T]) string {
-	if v, ok := m.Envelope.Header(HeaderReplyTo); ok {
+func ReplyAddress[T any](m acemq.Message[T]) string { return replyAddress(&m.Envelope, m.ReplyTo) }
+
+// replyAddress is ReplyAddress of a message's envelope and reply-to
+// property, read in place.
+func replyAddress(env *acemq.Envelope, replyTo string) string {
+	if v, ok := env.Header(HeaderReplyTo); ok {
 		if s, ok := wire.String(v); ok && s != "" {
 			return s
 		}
 	}
-	return m.ReplyTo
+	return replyTo
 }
 
 func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) acemq.Ack {
-	to := ReplyAddress(m)
+	to := replyAddress(&m.Envelope, m.ReplyTo)
 	if to == "" {
 		s.r.unanswerable.Add(1)
 		return acemq.Reject(acemq.Fatal(ErrNoReplyAddress))
 	}
-	rep, err := s.call(ctx, m)
+	rep, err := s.call(ctx, &m)
 	var body []byte
 	if err == nil {
 		if body, err = s.codec.Encode(rep); err != nil {
@@ -210,7 +214,7 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 		}
 		var rf *refusal
 		refused := errors.As(err, &rf)
-		if perr := s.reply(ctx, m.Envelope, m.CorrelationID, to, s.zeroBody(), describe(err), refused); perr != nil {
+		if perr := s.reply(ctx, &m.Envelope, m.CorrelationID, to, s.zeroBody(), describe(err), refused); perr != nil {
 			// The caller has not been told and is still waiting: another
 			// attempt is the only path that can still reach it.
 			return acemq.Retry(fmt.Errorf("rpc: the handler failed (%s) and the failure reply could not be published: %w", describe(err), perr))
@@ -222,7 +226,7 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 		return acemq.Reject(err)
 	}
 	s.r.answered.Add(1)
-	if perr := s.reply(ctx, m.Envelope, m.CorrelationID, to, body, "", false); perr != nil {
+	if perr := s.reply(ctx, &m.Envelope, m.CorrelationID, to, body, "", false); perr != nil {
 		s.r.answered.Add(-1)
 		return acemq.Retry(fmt.Errorf("rpc: the reply could not be published: %w", perr))
 	}
@@ -230,13 +234,13 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 }
 
 // call runs the handler, turning a panic into an error.
-func (s *server[Req, Rep]) call(ctx context.Context, m acemq.Message[Req]) (rep Rep, err error) {
+func (s *server[Req, Rep]) call(ctx context.Context, m *acemq.Message[Req]) (rep Rep, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &acemq.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return s.h(ctx, m)
+	return s.h(ctx, *m)
 }
 
 // zeroBody is the body of a failure reply: the zero Rep, which carries no
@@ -255,7 +259,7 @@ func (s *server[Req, Rep]) zeroBody() []byte {
 // default exchange, not mandatory, with a fresh envelope (docs/wire.md
 // §8.4). req and corr are the request's envelope and correlation-id
 // property.
-func (s *base) reply(ctx context.Context, req acemq.Envelope, corr, to string, body []byte, errText string, refused bool) error {
+func (s *base) reply(ctx context.Context, req *acemq.Envelope, corr, to string, body []byte, errText string, refused bool) error {
 	f := acemq.Fields{
 		CorrelationID: req.CorrelationID(),
 		CausationID:   req.ID(),

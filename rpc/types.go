@@ -90,7 +90,7 @@ func (u *unknownType) handle(ctx context.Context, m acemq.Message[[]byte]) acemq
 	err := fmt.Errorf("rpc: no handler is registered for request type %q (registered: %s)", m.Envelope.Type(), u.registered)
 	if to := ReplyAddress(m); to != "" {
 		body, _ := u.codec.Encode(nil) // never decoded; empty when the codec cannot write it
-		if perr := u.reply(ctx, m.Envelope, m.CorrelationID, to, body, describe(err), false); perr != nil {
+		if perr := u.reply(ctx, &m.Envelope, m.CorrelationID, to, body, describe(err), false); perr != nil {
 			return acemq.Retry(fmt.Errorf("%w, and the failure reply could not be published: %w", err, perr))
 		}
 	}
