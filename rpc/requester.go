@@ -287,6 +287,12 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	if f.Origin == "" {
 		f.Origin = r.conn.Origin()
 	}
+	// The call's clock starts here, before the publish: the caller's wait
+	// begins there. A fresh envelope is first seen then too.
+	start := time.Now()
+	if f.FirstSeen.IsZero() {
+		f.FirstSeen = start
+	}
 	env, err := acemq.NewEnvelope(f)
 	if err != nil {
 		return zero, fmt.Errorf("rpc: the envelope given with WithEnvelope: %w", err)
@@ -300,7 +306,7 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	if err != nil {
 		return zero, err
 	}
-	rep, err := r.call(ctx, c, id, typ, &env, body, cfg.timeout)
+	rep, err := r.call(ctx, c, id, typ, &env, body, cfg.timeout, start)
 	r.release(c)
 	return rep, err
 }
@@ -308,10 +314,8 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 // call publishes the request of call c (registered as id) and waits for
 // its result. Its Ask releases c once it returns: it has then either
 // given c up itself or received its one signal.
-func (r *Requester[Req, Rep]) call(ctx context.Context, c *call, id, typ string, env *acemq.Envelope, body []byte, timeout time.Duration) (Rep, error) {
+func (r *Requester[Req, Rep]) call(ctx context.Context, c *call, id, typ string, env *acemq.Envelope, body []byte, timeout time.Duration, start time.Time) (Rep, error) {
 	var zero Rep
-	// The timer starts before the publish: the caller's wait begins there.
-	start := time.Now()
 	sctx, span := r.tel.start(ctx, id, typ)
 	// One deadline for the publish and the wait: pctx ends at the call's
 	// deadline or with ctx, whichever comes first.

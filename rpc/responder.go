@@ -260,9 +260,11 @@ func (s *server[Req, Rep]) zeroBody() []byte {
 // §8.4). req and corr are the request's envelope and correlation-id
 // property.
 func (s *base) reply(ctx context.Context, req *acemq.Envelope, corr, to string, body []byte, errText string, refused bool) error {
+	now := time.Now() // the reply's first-seen, and the second its deadline is shared in
 	f := acemq.Fields{
 		CorrelationID: req.CorrelationID(),
 		CausationID:   req.ID(),
+		FirstSeen:     now,
 		Origin:        s.conn.Origin(),
 	}
 	if errText != "" {
@@ -282,7 +284,7 @@ func (s *base) reply(ctx context.Context, req *acemq.Envelope, corr, to string, 
 	// the caller is waiting for it. It is bounded like any settlement, by
 	// a deadline the replies of one second share (30 to 31 s).
 	headers, size := s.headers.WriteHeaders(env, to)
-	return s.plumb.Publish(s.r.bound.context(ctx, time.Now()), driver.Message{
+	return s.plumb.Publish(s.r.bound.context(ctx, now), driver.Message{
 		RoutingKey:    to,
 		ContentType:   s.codec.ContentType(),
 		MessageID:     env.ID(),
