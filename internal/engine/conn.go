@@ -45,6 +45,7 @@ type Conn struct {
 	log *slog.Logger
 
 	declared declare.Retries // the policies of the topologies applied on it
+	closes   closings        // its consumers' subscription closes in progress
 
 	// envelopes makes an EnvelopeWriter of package acemq's envelope,
 	// returned as an any (see NewEnvelopeWriter).
