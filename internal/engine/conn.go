@@ -46,11 +46,18 @@ type Conn struct {
 
 	declared declare.Retries // the policies of the topologies applied on it
 	closes   closings        // its consumers' subscription closes in progress
+
+	// envelopes makes an EnvelopeWriter of package acemq's envelope,
+	// returned as an any (see NewEnvelopeWriter).
+	envelopes func() any
 }
 
 // NewConn returns the engine of a connection over t. log must not be nil.
-func NewConn(t driver.Conn, tel Telemetry, log *slog.Logger) *Conn {
-	return &Conn{t: t, tel: tel, log: log}
+// envelopes, package acemq's, makes a new EnvelopeWriter[acemq.Envelope]
+// each time it is called (NewEnvelopeWriter); it may be nil, and then
+// there are none.
+func NewConn(t driver.Conn, tel Telemetry, log *slog.Logger, envelopes func() any) *Conn {
+	return &Conn{t: t, tel: tel, log: log, envelopes: envelopes}
 }
 
 // Handle lets a type that embeds it (an *acemq.Conn) be found by Of. Its
