@@ -95,11 +95,27 @@ func (c *Conn) PublishAs(ctx context.Context, m driver.Message, id Identity) err
 	if !c.hooked(ctx) {
 		return c.t.Publish(ctx, m)
 	}
+	return c.publishHooked(ctx, m, id)
+}
+
+// publishHooked publishes m through the telemetry.
+func (c *Conn) publishHooked(ctx context.Context, m driver.Message, id Identity) error {
 	start := time.Now()
 	ctx, m, done := c.tel.PublishStart(ctx, m, id)
 	err := c.t.Publish(ctx, m)
 	done(err, time.Since(start))
 	return err
+}
+
+// PublishIdentified is PublishAs with the identity computed by id, which is
+// called only when the publish goes through the telemetry: a caller whose
+// identity costs something to read pays for it only when a span may name
+// it.
+func (c *Conn) PublishIdentified(ctx context.Context, m driver.Message, id func() Identity) error {
+	if !c.hooked(ctx) {
+		return c.t.Publish(ctx, m)
+	}
+	return c.publishHooked(ctx, m, id())
 }
 
 // PublishBatch sends every message in order, then awaits every confirm,

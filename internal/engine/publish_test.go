@@ -57,7 +57,7 @@ func (t *fakeTelemetry) MeterProvider() metric.MeterProvider  { return nil }
 func (t *fakeTelemetry) TracerProvider() trace.TracerProvider { return nil }
 
 // publishAllWays publishes one message through each of the connection's
-// publish paths: PublishAs, PublishBatchAs and
+// publish paths: PublishAs, PublishIdentified, PublishBatchAs and
 // PublishSeq (over a driver that takes sequences and one that does not).
 // It returns how many messages were published.
 func publishAllWays(t *testing.T, tel *fakeTelemetry) int {
@@ -72,6 +72,9 @@ func publishAllWays(t *testing.T, tel *fakeTelemetry) int {
 		if err := c.PublishAs(ctx, m, id); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.PublishIdentified(ctx, m, func() Identity { return id }); err != nil {
+			t.Fatal(err)
+		}
 		for _, err := range c.PublishBatchAs(ctx, []driver.Message{m}, func(int) Identity { return id }) {
 			if err != nil {
 				t.Fatal(err)
@@ -84,7 +87,7 @@ func publishAllWays(t *testing.T, tel *fakeTelemetry) int {
 				t.Errorf("PublishSeq result (%q, %v), want (env, nil)", env, err)
 			}
 		})
-		n += 3
+		n += 4
 		var sent []driver.Message
 		switch d := d.(type) {
 		case *fakeDriver:
@@ -92,8 +95,8 @@ func publishAllWays(t *testing.T, tel *fakeTelemetry) int {
 		case *eachDriver:
 			sent = d.sent
 		}
-		if len(sent) != 3 {
-			t.Fatalf("%T: %d messages sent, want 3", d, len(sent))
+		if len(sent) != 4 {
+			t.Fatalf("%T: %d messages sent, want 4", d, len(sent))
 		}
 		for _, s := range sent {
 			if _, traced := s.Headers["traced"]; traced != (tel.observing || tel.carries) {
@@ -133,5 +136,30 @@ func TestPublishTelemetryOnlyWhenHooked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPublishIdentifiedComputesIdentityOnlyWhenHooked: the identity of
+// PublishIdentified is computed only when the telemetry will use it.
+func TestPublishIdentifiedComputesIdentityOnlyWhenHooked(t *testing.T) {
+	for _, hooked := range []bool{false, true} {
+		tel := &fakeTelemetry{observing: hooked}
+		d := &fakeDriver{}
+		c := NewConn(d, tel, slog.Default())
+		calls := 0
+		err := c.PublishIdentified(context.Background(), driver.Message{RoutingKey: "q"}, func() Identity {
+			calls++
+			return Identity{ID: "x"}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if hooked {
+			want = 1
+		}
+		if calls != want || len(d.sent) != 1 {
+			t.Errorf("hooked %v: identity computed %d times, want %d; %d sent, want 1", hooked, calls, want, len(d.sent))
+		}
 	}
 }
