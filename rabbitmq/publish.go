@@ -39,7 +39,7 @@ type pending struct {
 	exchange   string
 	routingKey string
 	ret        *driver.ReturnError // recorded from a basic.return, under qmu
-	// held is true while the publish holds a permit of c.sem. Whoever
+	// held is true while the publish holds a permit of c.permits. Whoever
 	// gives the permit back swaps it to false first: the publish's own
 	// finish, the sweep of abandoned publishes, or a reclaim.
 	held  atomic.Bool
@@ -102,7 +102,7 @@ func (c *conn) finish(p *pending) error {
 // release gives back p's permit, unless it was given back already.
 func (p *pending) release(c *conn) {
 	if p.held.Swap(false) {
-		<-c.sem
+		c.permits.release()
 	}
 }
 
@@ -154,17 +154,16 @@ func (s *session) pick(confirm bool) *slot {
 
 // acquire takes a publish permit, waiting up to ConfirmTimeout.
 func (c *conn) acquire(ctx context.Context) error {
-	select {
-	case c.sem <- struct{}{}:
+	if c.permits.tryAcquire() {
 		return nil
-	default:
 	}
-	if c.lentN.Load() > 0 && c.reclaim() {
-		select {
-		case c.sem <- struct{}{}:
-			return nil
-		default:
-		}
+	if c.lentN.Load() > 0 && c.reclaim() && c.permits.tryAcquire() {
+		return nil
+	}
+	c.permits.wait()
+	defer c.permits.done()
+	if c.permits.tryAcquire() {
+		return nil
 	}
 	t := time.NewTimer(c.cfg.ConfirmTimeout)
 	defer t.Stop()
@@ -174,8 +173,7 @@ func (c *conn) acquire(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		select {
-		case c.sem <- struct{}{}:
-			return nil
+		case <-c.permits.freed:
 		case <-tick.C:
 			if c.abandonedN.Load() > 0 {
 				c.sweep()
@@ -185,11 +183,14 @@ func (c *conn) acquire(ctx context.Context) error {
 			}
 		case <-t.C:
 			return fmt.Errorf("%d publishes are already waiting for a confirm and none completed within %s: %w",
-				len(c.sem), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
+				c.permits.held(), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
 		case <-ctx.Done():
 			return fmt.Errorf("rabbitmq: waiting for a permit to publish: %w", ctx.Err())
 		case <-c.closing:
 			return driver.ErrClosed
+		}
+		if c.permits.tryAcquire() {
+			return nil
 		}
 	}
 }
@@ -263,7 +264,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 			return p, nil
 		}
 		if confirm {
-			<-c.sem
+			c.permits.release()
 		}
 		if err != errGone {
 			return nil, err
@@ -467,7 +468,7 @@ func (c *conn) reclaim() bool {
 // while every permit of c is taken awaits the oldest publish.
 func (q *eachQueue) reportKnown(ctx context.Context, c *conn, done func(error)) {
 	for q.Len() > 0 {
-		if p := q.Front().p; p != nil && len(c.sem) < cap(c.sem) && !p.resolved() {
+		if p := q.Front().p; p != nil && !c.permits.full() && !p.resolved() {
 			return
 		}
 		// Out of the queue before it is awaited: wait recycles the
