@@ -27,8 +27,8 @@ import (
 // the channel's buffered return listener before it resolves the ack. So
 // when a mandatory publish sees its ack, its return (if any) is already in
 // that buffer or was taken out by another publisher; publishers drain the
-// buffer under qmu, recording each return on the outstanding publish with
-// its message-id, and then read their own.
+// buffer under qmu, recording each return on the oldest outstanding
+// publish with its message-id and destination, and then read their own.
 
 // pending is one publish awaiting its confirm. Pendings are pooled.
 type pending struct {
@@ -42,9 +42,11 @@ type pending struct {
 	// held is true while the publish holds a permit of c.permits. Whoever
 	// gives the permit back swaps it to false first: the publish's own
 	// finish, the sweep of abandoned publishes, or a reclaim.
-	held  atomic.Bool
-	next  *pending // next newer mandatory pending with the same message-id
-	timer *time.Timer
+	held atomic.Bool
+	// prev and next link the outstanding mandatory publishes of pc, oldest
+	// first, under pc.qmu.
+	prev, next *pending
+	timer      *time.Timer
 }
 
 var pendingPool = sync.Pool{New: func() any { return new(pending) }}
@@ -53,7 +55,7 @@ func getPending() *pending { return pendingPool.Get().(*pending) }
 
 func putPending(p *pending) {
 	p.held.Store(false)
-	p.pc, p.dc, p.ret, p.next = nil, nil, nil, nil
+	p.pc, p.dc, p.ret, p.prev, p.next = nil, nil, nil, nil, nil
 	p.msgID, p.exchange, p.routingKey = "", "", ""
 	pendingPool.Put(p)
 }
