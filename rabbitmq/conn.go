@@ -72,6 +72,7 @@ func open(ctx context.Context, cfg driver.Config) (*conn, error) {
 	c := &conn{
 		cfg:     cfg,
 		permits: newPermits(cfg.MaxOutstanding),
+		clock:   newConfirmClock(cfg.ConfirmTimeout),
 		closing: make(chan struct{}),
 		up:      make(chan struct{}),
 		subs:    map[*subscription]struct{}{},
@@ -140,6 +141,7 @@ func checkConfig(cfg *driver.Config) error {
 type conn struct {
 	cfg     driver.Config
 	permits *permits      // publish permits: one per publish awaiting a confirm
+	clock   *confirmClock // times the waits for confirms
 	closing chan struct{} // closed by Close
 	ctx     context.Context
 	cancel  context.CancelFunc

@@ -46,7 +46,6 @@ type pending struct {
 	// prev and next link the outstanding mandatory publishes of pc, oldest
 	// first, under pc.qmu.
 	prev, next *pending
-	timer      *time.Timer
 }
 
 var pendingPool = sync.Pool{New: func() any { return new(pending) }}
@@ -282,7 +281,8 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	}
 }
 
-// wait waits for p's confirm, up to ConfirmTimeout and within ctx.
+// wait waits for p's confirm, up to ConfirmTimeout (as the connection's
+// confirm clock counts it) and within ctx.
 func (c *conn) wait(ctx context.Context, p *pending) error {
 	done := p.dc.Done()
 	select {
@@ -292,25 +292,26 @@ func (c *conn) wait(ctx context.Context, p *pending) error {
 		return err
 	default:
 	}
-	if p.timer == nil {
-		p.timer = time.NewTimer(c.cfg.ConfirmTimeout)
-	} else {
-		p.timer.Reset(c.cfg.ConfirmTimeout)
-	}
-	select {
-	case <-done:
-		p.timer.Stop()
-		err := c.finish(p)
-		putPending(p)
-		return err
-	case <-p.timer.C:
-		c.abandon(p)
-		return fmt.Errorf("rabbitmq: no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
-			c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
-	case <-ctx.Done():
-		p.timer.Stop()
-		c.abandon(p)
-		return fmt.Errorf("rabbitmq: waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
+	k := c.clock
+	deadline := k.start()
+	defer k.end()
+	for {
+		now := k.at()
+		if now.n >= deadline {
+			c.abandon(p)
+			return fmt.Errorf("rabbitmq: no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
+				c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
+		}
+		select {
+		case <-done:
+			err := c.finish(p)
+			putPending(p)
+			return err
+		case <-now.next:
+		case <-ctx.Done():
+			c.abandon(p)
+			return fmt.Errorf("rabbitmq: waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
+		}
 	}
 }
 

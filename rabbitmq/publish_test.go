@@ -251,6 +251,7 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 		return true
 	})
 	c.cfg.ConfirmTimeout = DefaultConfirmTimeout
+	c.clock = newConfirmClock(DefaultConfirmTimeout)
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "6"}); err != nil {
 		t.Fatalf("publish after the confirms arrived: %v", err)
 	}
