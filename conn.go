@@ -217,7 +217,10 @@ func (c *Conn) Raw(f func(driver.Conn) error) error {
 // Close stops every consumer started on the connection and closes the
 // connection. The consumers drain at once, side by side, each within its
 // drain timeout and all within ctx: ctx is the one shutdown deadline.
-// Their *DrainError values, if any, are joined in the error returned.
+// Their *DrainError values, if any, are joined in the error returned,
+// with an error for each consumer still closing its subscription when ctx
+// ended; closing the connection ends those closes, and Close returns once
+// they have.
 func (c *Conn) Close(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -236,6 +239,7 @@ func (c *Conn) Close(ctx context.Context) error {
 	if err := c.t.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	c.eng.AwaitClosing() // the driver's Close ends the subscriptions' closes
 	c.obs.close()
 	return errors.Join(errs...)
 }

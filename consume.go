@@ -241,7 +241,11 @@ func (c *Consumer) Done() <-chan struct{} { return c.core.loop.Done() }
 // and ctx. A drain that runs out cancels the stranded handlers' context,
 // leaves their deliveries unsettled (the broker redelivers them, marked
 // redelivered, attempt unchanged, when the subscription closes) and returns
-// a *DrainError saying how many there were. Close is idempotent.
+// a *DrainError saying how many there were. The subscription is then
+// closed, which puts what is still unsettled back on the queue; Close
+// waits for that within ctx too and, if ctx ends first, returns an error
+// wrapping ctx's saying the subscription was still closing (Conn.Close
+// ends it). Close is idempotent.
 func (c *Consumer) Close(ctx context.Context) error { return c.core.close(ctx) }
 
 // close is Close; Conn.Close calls it for each of its consumers.

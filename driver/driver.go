@@ -121,7 +121,9 @@ type Conn interface {
 	Consume(ctx context.Context, spec ConsumeSpec) (Subscription, error)
 
 	// Close closes the connection. Subscriptions end and their Deliveries
-	// channels close.
+	// channels close, and a Subscription.Close in progress on another
+	// goroutine returns: package acemq waits for those after closing the
+	// connection, so a driver must not let one outlast it.
 	Close() error
 }
 

@@ -203,7 +203,9 @@ type Subscription interface {
 	// Deliveries already handed up can still be settled after Cancel.
 	Cancel(ctx context.Context) error
 	// Close cancels the subscription and closes its channel: deliveries not
-	// yet settled go back to the queue marked redelivered.
+	// yet settled go back to the queue marked redelivered. It may be
+	// called while a Cancel whose context ended is still waiting for the
+	// broker, and must not hang then; Conn.Close ends it.
 	Close() error
 }
 

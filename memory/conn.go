@@ -307,7 +307,9 @@ func (c *conn) Ping(ctx context.Context) error {
 
 // Close closes the connection: its subscriptions end with every unsettled
 // delivery requeued as redelivered, unsettled fetched messages are requeued
-// too, and its exclusive queues are deleted. Closing twice is harmless.
+// too, and its exclusive queues are deleted. A subscription's Close never
+// waits on more than the broker's lock and the subscription's goroutine,
+// which Close ends too, so none outlasts it. Closing twice is harmless.
 func (c *conn) Close() error {
 	b := c.b
 	b.mu.Lock()

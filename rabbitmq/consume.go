@@ -52,15 +52,104 @@ type attachment struct {
 	// over decides, once, what follows this attachment; readers that see
 	// its delivery channel close all go through it and wait for it.
 	over sync.Once
+
+	// A basic.cancel and a channel.close must not wait for their replies
+	// on the channel at once: amqp091 hands each reply to whichever call
+	// takes it first, so the channel.close-ok can reach the cancel and
+	// Channel.Close then waits for ever. close waits for a cancel in
+	// progress, and no cancel starts once close has begun.
+	opMu      sync.Mutex
+	canceling chan struct{} // closed when the basic.cancel in progress returns; nil if none
+	closing   bool          // close has begun
+}
+
+// cancelWait bounds how long closing an attachment waits for a
+// basic.cancel in progress (one whose caller gave up) before leaving the
+// channel.close to the cancel's goroutine. A variable so that tests can
+// shorten it.
+var cancelWait = closeTimeout
+
+// cancel sends basic.cancel for tag and waits for the broker's reply
+// within ctx. When ctx ends first the call goes on in the background, and
+// close waits for it before closing the channel. A cancel after close has
+// begun does nothing: the close ends the deliveries.
+func (a *attachment) cancel(ctx context.Context, c *conn, tag string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.opMu.Lock()
+	if a.closing {
+		a.opMu.Unlock()
+		return nil
+	}
+	prev := a.canceling
+	done := make(chan struct{})
+	res := make(chan error, 1)
+	if !c.spawn(func() {
+		defer close(done)
+		if prev != nil {
+			<-prev // one basic.cancel at a time
+		}
+		res <- a.ch.Cancel(tag, false)
+	}) {
+		a.opMu.Unlock()
+		return driver.ErrClosed
+	}
+	a.canceling = done
+	a.opMu.Unlock()
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-res:
+			return err
+		default:
+			return ctx.Err()
+		}
+	}
 }
 
 // close sends the acks waiting on the attachment's channel, then closes
-// it.
+// it, once a basic.cancel in progress has returned. When the cancel has
+// not returned within cancelWait (the broker does not answer), the
+// channel is closed by a goroutine once it does, or by the connection's
+// close.
 func (a *attachment) close() {
 	if a == nil {
 		return
 	}
 	a.s.forget(a.ack)
+	a.opMu.Lock()
+	if a.closing {
+		a.opMu.Unlock()
+		return
+	}
+	a.closing = true
+	pending := a.canceling
+	a.opMu.Unlock()
+	if pending != nil {
+		select {
+		case <-pending:
+		default:
+			t := time.NewTimer(cancelWait)
+			defer t.Stop()
+			select {
+			case <-pending:
+			case <-t.C:
+				a.s.c.spawn(func() {
+					<-pending
+					a.shut()
+				})
+				return
+			}
+		}
+	}
+	a.shut()
+}
+
+// shut sends the acks waiting on the attachment's channel and closes it.
+func (a *attachment) shut() {
 	if !a.ch.IsClosed() {
 		if a.ack.co != nil {
 			a.ack.co.close()
@@ -390,7 +479,7 @@ func (sub *subscription) Cancel(ctx context.Context) error {
 		return nil
 	}
 	att.ack.flush()
-	err := sub.c.do(ctx, func() error { return att.ch.Cancel(sub.spec.Tag, false) }, nil)
+	err := att.cancel(ctx, sub.c, sub.spec.Tag)
 	if err != nil && !att.ch.IsClosed() && !errors.Is(err, driver.ErrClosed) {
 		return fmt.Errorf("rabbitmq: cancelling consumer %q: %w", sub.spec.Tag, err)
 	}

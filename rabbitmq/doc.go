@@ -62,6 +62,14 @@
 // Deliveries, for callers that want a channel, starts one goroutine that
 // pumps Receive into it.
 //
+// A Cancel whose context ends before the broker's basic.cancel-ok leaves
+// the cancel waiting in the background; a Close of the subscription waits
+// for it (up to 5 s, while the broker does not answer) before it closes the
+// channel, since amqp091 cannot wait for a basic.cancel-ok and a
+// channel.close-ok on one channel at once. When the broker has not
+// answered by then, Close returns and the channel is closed once the
+// answer comes, or by Conn.Close.
+//
 // While a subscription is busy (deliveries keep arriving), its acks are
 // sent together: one basic.ack with multiple set covers a run of delivery
 // tags that have all been settled, every one of them acked or already

@@ -54,6 +54,7 @@ type Conn struct {
 	log *slog.Logger
 
 	declared declare.Retries // the policies of the topologies applied on it
+	closes   closings        // its consumers' subscription closes in progress
 }
 
 // NewConn returns the engine of a connection over t. log must not be nil.

@@ -48,13 +48,14 @@ func (g *generation) retire() {
 	close(g.drained)
 }
 
+// close closes its subscription, once, in the background (closeSub).
 func (g *generation) close() {
 	g.once.Do(func() {
-		_ = g.sub.Close()
 		f := g.flow
 		f.mu.Lock()
 		delete(f.gens, g)
 		f.mu.Unlock()
+		f.closeSub(g.sub)
 	})
 }
 
@@ -80,6 +81,9 @@ type flowState struct {
 	resumed chan struct{}            // non-nil while paused; closed on resume
 	gens    map[*generation]struct{} // not yet closed
 	last    *generation              // the latest retired, for a second Pause
+
+	conn   *Conn
+	closes closings // subscription closes in progress (closeSub)
 }
 
 // begin installs the first subscription.
@@ -194,7 +198,7 @@ func (k *Loop[E]) release(ctx context.Context, reason uint8) error {
 	f.mu.Lock()
 	if k.isStopping() {
 		f.mu.Unlock()
-		_ = sub.Close()
+		f.closeSub(sub)
 		return fmt.Errorf("the consumer of %q is closing: %w", k.queue, ErrPaused)
 	}
 	f.reasons = 0
@@ -249,8 +253,8 @@ func (k *Loop[E]) stopFlow(ctx context.Context) {
 	}
 }
 
-// closeAll closes every subscription not yet closed: whatever is still
-// unsettled goes back to the queue.
+// closeAll starts closing every subscription not yet closed: whatever is
+// still unsettled goes back to the queue.
 func (k *Loop[E]) closeAll() {
 	k.flow.mu.Lock()
 	gens := make([]*generation, 0, len(k.flow.gens))

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -218,6 +219,7 @@ func NewLoop[E any](c *Conn, cfg Config, h Hooks[E]) *Loop[E] {
 	k := &Loop[E]{conn: c, queue: cfg.Queue, cfg: cfg, h: h, stream: cfg.Stream,
 		state: NewConsumer(cfg.Queue, cfg.Rungs), stopping: make(chan struct{}), done: make(chan struct{})}
 	k.brk = newBreaker(k, cfg.Breaker)
+	k.flow.conn = c
 	return k
 }
 
@@ -267,10 +269,12 @@ func (k *Loop[E]) Run() {
 	}
 }
 
-// Abort closes the subscription of a consumer that is not to run.
+// Abort closes the subscription of a consumer that is not to run, and
+// waits for the close.
 func (k *Loop[E]) Abort() {
 	k.hcancel()
 	k.closeAll()
+	<-k.flow.closes.wait()
 }
 
 func (k *Loop[E]) isStopping() bool {
@@ -368,9 +372,22 @@ func (k *Loop[E]) Close(ctx context.Context) error {
 	}
 	// Closing the subscriptions puts whatever is still unsettled back on
 	// the queue (the broker redelivers it) and lets stranded handlers'
-	// settlements fail fast.
+	// settlements fail fast. The closes run in the background: Close
+	// waits for them within ctx, and closing the connection ends those
+	// still running then (Conn.AwaitClosing).
 	k.closeAll()
 	k.hcancel()
+	closed := k.flow.closes.wait()
+	select {
+	case <-closed:
+	default:
+		select {
+		case <-closed:
+		case <-ctx.Done():
+			k.closeErr = errors.Join(k.closeErr, fmt.Errorf("acemq: the consumer of %q was still closing its subscription when the context ended (closing the connection ends it): %w", k.queue, ctx.Err()))
+			k.conn.log.Warn("acemq: a consumer's subscription was still closing when the context ended; closing the connection ends it", slog.String("queue", k.queue))
+		}
+	}
 	k.h.Unregister()
 	close(k.done)
 	return k.closeErr

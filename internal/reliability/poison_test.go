@@ -237,8 +237,15 @@ func TestCrashLoopNeverLosesTheMessage(t *testing.T) {
 		}
 		// The crash: the connection goes with the delivery unsettled (the
 		// drain runs out at once; Close reports the stranded delivery).
-		_ = c.Close(ctx)
+		// Each crash has a deadline of its own, so that a Close that
+		// hangs fails here rather than at the test's timeout.
+		cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+		err = c.Close(cctx)
+		ccancel()
 		close(release)
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("crash %d: closing the connection did not finish within 30 s: %v", deliveries, err)
+		}
 	}
 	// The last crash's return, too, comes a little after the connection
 	// goes.
