@@ -53,7 +53,9 @@ func TestReturnsFindTheirPublish(t *testing.T) {
 		}
 	}
 
-	// A duplicate returned once marks the oldest publish only.
+	// The oldest completes; the rest are still found. A duplicate
+	// returned once marks the oldest publish only.
+	pc.unlink(a)
 	e1 := pub("e", "x", "k")
 	e2 := pub("e", "x", "k")
 	ret("e", "x", "k")
@@ -62,8 +64,21 @@ func TestReturnsFindTheirPublish(t *testing.T) {
 		t.Errorf("one return of two publishes with the same id and destination: oldest %v, newest %v", e1.ret, e2.ret)
 	}
 
+	// The newest completes and another is published: the older ones are
+	// still found.
+	g := pub("g", "x", "k")
+	h := pub("h", "x", "k")
+	pc.unlink(h)
+	i := pub("i", "x", "k")
+	ret("g", "x", "k")
+	ret("i", "x", "k")
+	pc.drainReturns()
+	if g.ret == nil || i.ret == nil {
+		t.Errorf("returns after the newest publish left: older %v, newer %v", g.ret, i.ret)
+	}
+
 	// Unlinking every publish, ends and middle, empties the list.
-	for _, p := range []*pending{d, a, b2, e2, b1, e1, b3} {
+	for _, p := range []*pending{d, b2, e2, i, b1, e1, g, b3} {
 		pc.unlink(p)
 	}
 	if pc.oldest != nil || pc.newest != nil {
