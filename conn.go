@@ -133,7 +133,7 @@ func Connect(ctx context.Context, url string, opts ...ConnOption) (*Conn, error)
 	}
 	c.t = t
 	c.clock = driver.ClockOf(t)
-	c.eng = engine.NewConn(t, connTelemetry{c.obs}, c.log)
+	c.eng = engine.NewConn(t, connTelemetry{c.obs}, c.log, newEnvelopeWriter)
 	c.handle = engine.NewHandle(c.eng)
 	c.obs.watch(c, cfg.drv.NoConfirms)
 	return c, nil

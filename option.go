@@ -170,7 +170,8 @@ func WithMaxOutstanding(n int) ConnOption {
 }
 
 // WithConfirmTimeout bounds the wait for a permit to publish and for a
-// confirm (default 10 s). d must be positive.
+// confirm (default 10 s); on RabbitMQ the wait for a confirm ends between
+// d and 1⅛ d. d must be positive.
 func WithConfirmTimeout(d time.Duration) ConnOption {
 	return connOption(func(c *connConfig) { c.confirmTimeout, c.drv.ConfirmTimeout = &d, d })
 }

@@ -36,7 +36,7 @@ func messageBoxed(m *driver.Message, exchange, routingKey string, env *Envelope,
 // envelope when the caller has it (the span reads its identity from it),
 // else the zero Envelope (the identity is read from m's headers).
 func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) error {
-	return c.eng.PublishAs(ctx, m, identity(&env))
+	return c.eng.PublishIdentified(ctx, m, func() engine.Identity { return identity(&env) })
 }
 
 // identity is the identity a publish span names for env: none when env

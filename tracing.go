@@ -99,6 +99,20 @@ func (o *observer) tracerProvider() trace.TracerProvider {
 
 func noopPublishDone(error, time.Duration) {}
 
+// observingPublishes reports whether publishes are recorded now: spans are
+// on or a publish metric is enabled. When it is false and the context
+// carries no trace (carriesTrace), publishStart has nothing to do.
+func (o *observer) observingPublishes() bool {
+	bg := context.Background()
+	return o.tracing() || o.publishTotal.Enabled(bg) || o.publishDuration.Enabled(bg)
+}
+
+// carriesTrace reports whether ctx carries a trace context, which a
+// publish passes on in its headers even with tracing off.
+func carriesTrace(ctx context.Context) bool {
+	return trace.SpanContextFromContext(ctx).IsValid()
+}
+
 // publishStart is called before every publish with the message about to go
 // out (its headers may be amended, e.g. with trace context); the returned
 // function is called with the result.
@@ -111,7 +125,7 @@ func (o *observer) publishStart(ctx context.Context, m *driver.Message, id engin
 		// No spans: still pass on a trace context the caller carries (for
 		// example from an instrumented HTTP server), so a connection with
 		// tracing off does not break a trace that runs through it.
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		if carriesTrace(ctx) {
 			injectTrace(ctx, m)
 		}
 		if !metrics {
@@ -204,6 +218,8 @@ func (t connTelemetry) PublishStart(ctx context.Context, m driver.Message, id en
 	ctx, done := t.o.publishStart(ctx, &m, id)
 	return ctx, m, done
 }
+func (t connTelemetry) Observing() bool                      { return t.o.observingPublishes() }
+func (t connTelemetry) Carries(ctx context.Context) bool     { return carriesTrace(ctx) }
 func (t connTelemetry) Tracing() bool                        { return t.o.tracing() }
 func (t connTelemetry) MeterProvider() metric.MeterProvider  { return t.o.meterProvider() }
 func (t connTelemetry) TracerProvider() trace.TracerProvider { return t.o.tracerProvider() }

@@ -315,7 +315,8 @@ type Config struct {
 	// MaxOutstanding bounds publishes awaiting a confirm (default 1000).
 	MaxOutstanding int
 	// ConfirmTimeout bounds the wait for a permit and for a confirm
-	// (default 10 s).
+	// (default 10 s). A driver may count the wait for a confirm coarsely:
+	// the RabbitMQ driver's ends between one and 1⅛ ConfirmTimeouts.
 	ConfirmTimeout time.Duration
 	// DialTimeout bounds one connection attempt to one endpoint (default
 	// 30 s).

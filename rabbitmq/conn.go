@@ -71,7 +71,8 @@ func open(ctx context.Context, cfg driver.Config) (*conn, error) {
 	}
 	c := &conn{
 		cfg:     cfg,
-		sem:     make(chan struct{}, cfg.MaxOutstanding),
+		permits: newPermits(cfg.MaxOutstanding),
+		clock:   newConfirmClock(cfg.ConfirmTimeout),
 		closing: make(chan struct{}),
 		up:      make(chan struct{}),
 		subs:    map[*subscription]struct{}{},
@@ -139,7 +140,8 @@ func checkConfig(cfg *driver.Config) error {
 // conn implements driver.Conn.
 type conn struct {
 	cfg     driver.Config
-	sem     chan struct{} // publish permits: one per publish awaiting a confirm
+	permits *permits      // publish permits: one per publish awaiting a confirm
+	clock   *confirmClock // times the waits for confirms
 	closing chan struct{} // closed by Close
 	ctx     context.Context
 	cancel  context.CancelFunc

@@ -30,9 +30,13 @@
 // many goroutines publish at once and each waits for its own confirm without
 // holding a lock. At most driver.Config.MaxOutstanding (default 1000)
 // publishes await a confirm; beyond that a publish waits for a permit for up
-// to ConfirmTimeout (default 10 s). A message the broker returns
-// (basic.return) is matched to its publish by message-id and fails with a
-// *driver.ReturnError; a return whose message-id matches no outstanding
+// to ConfirmTimeout (default 10 s). A sent publish waits for its confirm
+// on the connection's confirm clock, which ticks every eighth of
+// ConfirmTimeout for all the publishes waiting at once: a confirm that does
+// not come fails the publish with driver.ErrConfirmTimeout between one and
+// 1⅛ ConfirmTimeouts after it was sent (10 to 11.25 s by default). A
+// message the broker returns (basic.return) is matched to its publish by
+// message-id and destination and fails with a *driver.ReturnError; a return whose message-id matches no outstanding
 // publish (for instance a message published without a message-id) is
 // ignored and that publish succeeds when the broker confirms it.
 //

@@ -38,23 +38,15 @@ func checkSendable(pub *amqp.Publishing, frameMax int) error {
 func checkSendableSized(pub *amqp.Publishing, frameMax, headerSize int) error {
 	// Content header payload: class, weight, body size, property flags.
 	size := 2 + 2 + 8 + 2
-	props := [...]string{pub.ContentType, pub.ContentEncoding, pub.CorrelationId, pub.ReplyTo,
-		pub.Expiration, pub.MessageId, pub.Type, pub.UserId, pub.AppId}
-	long := false
-	for _, v := range props {
-		long = long || len(v) > 255
-		if v != "" {
-			size += 1 + len(v)
-		}
-	}
-	if long {
-		names := [...]string{"content-type", "content-encoding", "correlation-id", "reply-to",
-			"expiration", "message-id", "type", "user-id", "app-id"}
-		for i, v := range props {
-			if len(v) > 255 {
-				return fmt.Errorf("%w: its %s is %d bytes long; AMQP allows 255", ErrUnsendable, names[i], len(v))
-			}
-		}
+	// The short-string properties, read in place: each set one takes a
+	// length octet and its bytes.
+	size += shortString(pub.ContentType) + shortString(pub.ContentEncoding) +
+		shortString(pub.CorrelationId) + shortString(pub.ReplyTo) +
+		shortString(pub.Expiration) + shortString(pub.MessageId) +
+		shortString(pub.Type) + shortString(pub.UserId) + shortString(pub.AppId)
+	if max(len(pub.ContentType), len(pub.ContentEncoding), len(pub.CorrelationId), len(pub.ReplyTo),
+		len(pub.Expiration), len(pub.MessageId), len(pub.Type), len(pub.UserId), len(pub.AppId)) > 255 {
+		return longProperty(pub)
 	}
 	if pub.DeliveryMode > 0 {
 		size++
@@ -76,6 +68,30 @@ func checkSendableSized(pub *amqp.Publishing, frameMax, headerSize int) error {
 	}
 	if frameMax > 0 && size > frameMax-frameOverhead {
 		return fmt.Errorf("%w: its properties and headers take %d bytes and the broker's frame size allows %d; move large values into the body", ErrUnsendable, size, frameMax-frameOverhead)
+	}
+	return nil
+}
+
+// shortString is the encoded size of a short-string property: nothing
+// when it is empty (its flag is off).
+func shortString(v string) int {
+	if v == "" {
+		return 0
+	}
+	return 1 + len(v)
+}
+
+// longProperty is the error of a publish with a property longer than a
+// short string holds.
+func longProperty(pub *amqp.Publishing) error {
+	props := [...]string{pub.ContentType, pub.ContentEncoding, pub.CorrelationId, pub.ReplyTo,
+		pub.Expiration, pub.MessageId, pub.Type, pub.UserId, pub.AppId}
+	names := [...]string{"content-type", "content-encoding", "correlation-id", "reply-to",
+		"expiration", "message-id", "type", "user-id", "app-id"}
+	for i, v := range props {
+		if len(v) > 255 {
+			return fmt.Errorf("%w: its %s is %d bytes long; AMQP allows 255", ErrUnsendable, names[i], len(v))
+		}
 	}
 	return nil
 }

@@ -36,8 +36,10 @@ type pubChan struct {
 	closed  chan struct{}              // closed once reason is set
 	gone    chan struct{}              // closed once a replacement was tried
 
-	qmu  sync.Mutex          // guards byID and draining rets
-	byID map[string]*pending // outstanding mandatory publishes by message-id, oldest first
+	// qmu guards the list of outstanding mandatory publishes (oldest,
+	// newest and each pending's prev and next) and draining rets.
+	qmu            sync.Mutex
+	oldest, newest *pending
 }
 
 // openPubChan opens a publishing channel for sl and starts its watcher.
@@ -53,7 +55,6 @@ func (s *session) openPubChan(sl *slot) error {
 		confirm: sl.confirm,
 		closed:  make(chan struct{}),
 		gone:    make(chan struct{}),
-		byID:    map[string]*pending{},
 	}
 	pc.closes = ch.NotifyClose(make(chan *amqp.Error, 1))
 	if pc.confirm {
@@ -117,44 +118,37 @@ func (pc *pubChan) send(ctx context.Context, m *driver.Message, pub *amqp.Publis
 	return p, nil
 }
 
-// link appends p to the chain of pendings with its message-id. qmu held.
+// link appends p to the list of outstanding mandatory publishes. qmu held.
 func (pc *pubChan) link(p *pending) {
-	first, ok := pc.byID[p.msgID]
-	if !ok {
-		pc.byID[p.msgID] = p
-		return
+	p.prev, p.next = pc.newest, nil
+	if pc.newest != nil {
+		pc.newest.next = p
+	} else {
+		pc.oldest = p
 	}
-	for first.next != nil {
-		first = first.next
-	}
-	first.next = p
+	pc.newest = p
 }
 
-// unlink removes p from the chain of its message-id. qmu held.
+// unlink removes p from the list. qmu held.
 func (pc *pubChan) unlink(p *pending) {
-	first := pc.byID[p.msgID]
-	switch {
-	case first == nil:
-	case first == p:
-		if p.next != nil {
-			pc.byID[p.msgID] = p.next
-		} else {
-			delete(pc.byID, p.msgID)
-		}
-	default:
-		for q := first; q.next != nil; q = q.next {
-			if q.next == p {
-				q.next = p.next
-				break
-			}
-		}
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else if pc.oldest == p {
+		pc.oldest = p.next
 	}
-	p.next = nil
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else if pc.newest == p {
+		pc.newest = p.prev
+	}
+	p.prev, p.next = nil, nil
 }
 
 // drainReturns records every buffered return on the oldest outstanding
-// publish with its message-id, exchange and routing key that has none yet; returns that match no
-// publish are dropped. qmu held.
+// publish with its message-id, exchange and routing key that has none yet;
+// returns that match no publish are dropped. qmu held. It walks the list:
+// returns are rare, and the list is at most MaxOutstanding long, so the
+// common publish pays for a link and an unlink, not for an index.
 func (pc *pubChan) drainReturns() {
 	for {
 		select {
@@ -168,8 +162,8 @@ func (pc *pubChan) drainReturns() {
 			// The library republishes a delivered message (retry, dead
 			// letter) with its original message-id, so the id alone can
 			// name two outstanding publishes: match the destination too.
-			for p := pc.byID[r.MessageId]; p != nil; p = p.next {
-				if p.ret == nil && p.exchange == r.Exchange && p.routingKey == r.RoutingKey {
+			for p := pc.oldest; p != nil; p = p.next {
+				if p.ret == nil && p.msgID == r.MessageId && p.exchange == r.Exchange && p.routingKey == r.RoutingKey {
 					p.ret = &driver.ReturnError{
 						Exchange:   r.Exchange,
 						RoutingKey: r.RoutingKey,

@@ -27,8 +27,8 @@ import (
 // the channel's buffered return listener before it resolves the ack. So
 // when a mandatory publish sees its ack, its return (if any) is already in
 // that buffer or was taken out by another publisher; publishers drain the
-// buffer under qmu, recording each return on the outstanding publish with
-// its message-id, and then read their own.
+// buffer under qmu, recording each return on the oldest outstanding
+// publish with its message-id and destination, and then read their own.
 
 // pending is one publish awaiting its confirm. Pendings are pooled.
 type pending struct {
@@ -39,12 +39,13 @@ type pending struct {
 	exchange   string
 	routingKey string
 	ret        *driver.ReturnError // recorded from a basic.return, under qmu
-	// held is true while the publish holds a permit of c.sem. Whoever
+	// held is true while the publish holds a permit of c.permits. Whoever
 	// gives the permit back swaps it to false first: the publish's own
 	// finish, the sweep of abandoned publishes, or a reclaim.
-	held  atomic.Bool
-	next  *pending // next newer mandatory pending with the same message-id
-	timer *time.Timer
+	held atomic.Bool
+	// prev and next link the outstanding mandatory publishes of pc, oldest
+	// first, under pc.qmu.
+	prev, next *pending
 }
 
 var pendingPool = sync.Pool{New: func() any { return new(pending) }}
@@ -53,7 +54,7 @@ func getPending() *pending { return pendingPool.Get().(*pending) }
 
 func putPending(p *pending) {
 	p.held.Store(false)
-	p.pc, p.dc, p.ret, p.next = nil, nil, nil, nil
+	p.pc, p.dc, p.ret, p.prev, p.next = nil, nil, nil, nil, nil
 	p.msgID, p.exchange, p.routingKey = "", "", ""
 	pendingPool.Put(p)
 }
@@ -102,7 +103,7 @@ func (c *conn) finish(p *pending) error {
 // release gives back p's permit, unless it was given back already.
 func (p *pending) release(c *conn) {
 	if p.held.Swap(false) {
-		<-c.sem
+		c.permits.release()
 	}
 }
 
@@ -154,17 +155,16 @@ func (s *session) pick(confirm bool) *slot {
 
 // acquire takes a publish permit, waiting up to ConfirmTimeout.
 func (c *conn) acquire(ctx context.Context) error {
-	select {
-	case c.sem <- struct{}{}:
+	if c.permits.tryAcquire() {
 		return nil
-	default:
 	}
-	if c.lentN.Load() > 0 && c.reclaim() {
-		select {
-		case c.sem <- struct{}{}:
-			return nil
-		default:
-		}
+	if c.lentN.Load() > 0 && c.reclaim() && c.permits.tryAcquire() {
+		return nil
+	}
+	c.permits.wait()
+	defer c.permits.done()
+	if c.permits.tryAcquire() {
+		return nil
 	}
 	t := time.NewTimer(c.cfg.ConfirmTimeout)
 	defer t.Stop()
@@ -174,8 +174,7 @@ func (c *conn) acquire(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		select {
-		case c.sem <- struct{}{}:
-			return nil
+		case <-c.permits.freed:
 		case <-tick.C:
 			if c.abandonedN.Load() > 0 {
 				c.sweep()
@@ -185,11 +184,14 @@ func (c *conn) acquire(ctx context.Context) error {
 			}
 		case <-t.C:
 			return fmt.Errorf("%d publishes are already waiting for a confirm and none completed within %s: %w",
-				len(c.sem), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
+				c.permits.held(), c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
 		case <-ctx.Done():
 			return fmt.Errorf("rabbitmq: waiting for a permit to publish: %w", ctx.Err())
 		case <-c.closing:
 			return driver.ErrClosed
+		}
+		if c.permits.tryAcquire() {
+			return nil
 		}
 	}
 }
@@ -263,7 +265,7 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 			return p, nil
 		}
 		if confirm {
-			<-c.sem
+			c.permits.release()
 		}
 		if err != errGone {
 			return nil, err
@@ -279,7 +281,8 @@ func (c *conn) start(ctx context.Context, m *driver.Message) (*pending, error) {
 	}
 }
 
-// wait waits for p's confirm, up to ConfirmTimeout and within ctx.
+// wait waits for p's confirm, up to ConfirmTimeout (as the connection's
+// confirm clock counts it) and within ctx.
 func (c *conn) wait(ctx context.Context, p *pending) error {
 	done := p.dc.Done()
 	select {
@@ -289,25 +292,26 @@ func (c *conn) wait(ctx context.Context, p *pending) error {
 		return err
 	default:
 	}
-	if p.timer == nil {
-		p.timer = time.NewTimer(c.cfg.ConfirmTimeout)
-	} else {
-		p.timer.Reset(c.cfg.ConfirmTimeout)
-	}
-	select {
-	case <-done:
-		p.timer.Stop()
-		err := c.finish(p)
-		putPending(p)
-		return err
-	case <-p.timer.C:
-		c.abandon(p)
-		return fmt.Errorf("rabbitmq: no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
-			c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
-	case <-ctx.Done():
-		p.timer.Stop()
-		c.abandon(p)
-		return fmt.Errorf("rabbitmq: waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
+	k := c.clock
+	deadline := k.start()
+	defer k.end()
+	for {
+		now := k.at()
+		if now.n >= deadline {
+			c.abandon(p)
+			return fmt.Errorf("rabbitmq: no confirm for the publish arrived within %s; it may or may not have been delivered: %w",
+				c.cfg.ConfirmTimeout, driver.ErrConfirmTimeout)
+		}
+		select {
+		case <-done:
+			err := c.finish(p)
+			putPending(p)
+			return err
+		case <-now.next:
+		case <-ctx.Done():
+			c.abandon(p)
+			return fmt.Errorf("rabbitmq: waiting for the broker's confirm (the message may or may not have been delivered): %w", ctx.Err())
+		}
 	}
 }
 
@@ -467,7 +471,7 @@ func (c *conn) reclaim() bool {
 // while every permit of c is taken awaits the oldest publish.
 func (q *eachQueue) reportKnown(ctx context.Context, c *conn, done func(error)) {
 	for q.Len() > 0 {
-		if p := q.Front().p; p != nil && len(c.sem) < cap(c.sem) && !p.resolved() {
+		if p := q.Front().p; p != nil && !c.permits.full() && !p.resolved() {
 			return
 		}
 		// Out of the queue before it is awaited: wait recycles the

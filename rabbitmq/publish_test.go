@@ -43,7 +43,7 @@ func TestConfirmsUnderConcurrentSenders(t *testing.T) {
 	if err != nil || info.Messages != senders*each {
 		t.Fatalf("queue holds %d messages (%v), want %d", info.Messages, err, senders*each)
 	}
-	if n := len(c.sem); n != 0 {
+	if n := c.permits.held(); n != 0 {
 		t.Errorf("%d permits still held after every confirm", n)
 	}
 }
@@ -177,7 +177,7 @@ func TestPermitTimeout(t *testing.T) {
 	q := tempQueue(t, c, driver.Queue{})
 	// Three publishes "awaiting a confirm".
 	for range 3 {
-		c.sem <- struct{}{}
+		c.permits.tryAcquire()
 	}
 	start := time.Now()
 	err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "x"})
@@ -191,13 +191,13 @@ func TestPermitTimeout(t *testing.T) {
 	// A completing publish frees a permit: a waiting publish proceeds.
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		<-c.sem
+		c.permits.release()
 	}()
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "y"}); err != nil {
 		t.Fatalf("publish after a permit was freed: %v", err)
 	}
-	<-c.sem
-	<-c.sem
+	c.permits.release()
+	c.permits.release()
 }
 
 // With the broker's answers held back, confirms do not arrive: publishes
@@ -229,7 +229,7 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 		!strings.HasPrefix(err.Error(), "4 publishes are already waiting for a confirm and none completed within 500ms") {
 		t.Fatalf("publish beyond the bound: %v", err)
 	}
-	if n := len(c.sem); n != 4 {
+	if n := c.permits.held(); n != 4 {
 		t.Fatalf("%d permits held by the stalled publishes, want 4", n)
 	}
 	p.unpause()
@@ -251,10 +251,11 @@ func TestBackPressureWithStalledConfirms(t *testing.T) {
 		return true
 	})
 	c.cfg.ConfirmTimeout = DefaultConfirmTimeout
+	c.clock = newConfirmClock(DefaultConfirmTimeout)
 	if err := c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: "6"}); err != nil {
 		t.Fatalf("publish after the confirms arrived: %v", err)
 	}
-	testenv.Eventually(t, "permits released", func() bool { return len(c.sem) == 0 })
+	testenv.Eventually(t, "permits released", func() bool { return c.permits.held() == 0 })
 }
 
 func TestPublishHonoursContext(t *testing.T) {

@@ -145,7 +145,7 @@ func TestLostPublishIsReportedLost(t *testing.T) {
 	for i := range 10 {
 		go func() { errs <- c.Publish(ctx, driver.Message{RoutingKey: q, MessageID: fmt.Sprint(i)}) }()
 	}
-	testenv.Eventually(t, "publishes outstanding", func() bool { return len(c.sem) == 10 })
+	testenv.Eventually(t, "publishes outstanding", func() bool { return c.permits.held() == 10 })
 	p.cut()
 	for range 10 {
 		err := <-errs

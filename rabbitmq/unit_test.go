@@ -168,3 +168,28 @@ func TestCheckSendableNamesTheLongProperty(t *testing.T) {
 		t.Errorf("a header one byte over the frame: %v", err)
 	}
 }
+
+// TestCheckSendableCountsEveryProperty: the content header's size counts
+// each short-string property set (a length octet and its bytes) and none
+// left empty, so a header of exactly one frame passes and one byte more is
+// refused.
+func TestCheckSendableCountsEveryProperty(t *testing.T) {
+	all := amqp.Publishing{ContentType: "a", ContentEncoding: "bb", CorrelationId: "ccc", ReplyTo: "dddd",
+		Expiration: "5", MessageId: "ffffff", Type: "g", UserId: "hh", AppId: "iii", DeliveryMode: amqp.Persistent}
+	// 14 bytes of content header, 9 length octets, 23 bytes of
+	// properties, 1 of delivery mode.
+	exact := 14 + 9 + 23 + 1 + frameOverhead
+	if err := checkSendable(&all, exact); err != nil {
+		t.Errorf("every property, exactly one frame: %v", err)
+	}
+	if err := checkSendable(&all, exact-1); !errors.Is(err, ErrUnsendable) {
+		t.Errorf("every property, one byte over the frame: %v", err)
+	}
+	some := amqp.Publishing{ContentType: "a", MessageId: "ffffff"}
+	if err := checkSendable(&some, 14+2+7+frameOverhead); err != nil {
+		t.Errorf("two properties, exactly one frame: %v", err)
+	}
+	if err := checkSendable(&some, 14+2+7+frameOverhead-1); !errors.Is(err, ErrUnsendable) {
+		t.Errorf("two properties, one byte over the frame: %v", err)
+	}
+}

@@ -21,7 +21,12 @@
 // returns a [Responder]: the consumer plus the answered and unanswerable
 // counters.
 // [ServeTypes] is one responder for several request types, one handler per
-// envelope type registered with [HandleType].
+// envelope type registered with [HandleType]. A reply is published even
+// when the handler's context has ended (the caller is waiting for it),
+// bounded by 30 to 31 s: the replies sent in one second share one
+// deadline, 30 s after the end of that second, rather than each starting
+// a timer of its own. [Responder.Close] ends that deadline once its drain
+// is over, abandoning a reply still being published then.
 //
 // # Failures a caller can tell apart
 //

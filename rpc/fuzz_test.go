@@ -20,7 +20,7 @@ func FuzzReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, corr, prop, causation, id, ct string, body []byte, errText string) {
 		r := &Requester[map[string]any, map[string]any]{codec: acemq.JSON, calls: map[string]*call{}}
 		for _, k := range []string{"u1", "u2", "u3"} {
-			r.calls[k] = &call{done: make(chan *result, 1)}
+			r.calls[k] = &call{done: make(chan struct{}, 1)}
 		}
 		h := map[string]any{}
 		if corr != "" {
@@ -56,7 +56,7 @@ func FuzzReply(f *testing.F) {
 		if (settled == 0) != (r.Unmatched() == 1) {
 			t.Fatalf("settled %d calls, Unmatched %d", settled, r.Unmatched())
 		}
-		if _, err := r.read("u1", m); errText != "" {
+		if _, err := r.read("u1", &m); errText != "" {
 			if _, ok := err.(*ResponderError); !ok {
 				t.Fatalf("a reply carrying acemq-error read as %v", err)
 			}

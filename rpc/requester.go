@@ -52,27 +52,78 @@ type Requester[Req, Rep any] struct {
 	generated  bool
 	tel        *telemetry
 	plumb      *engine.Conn
+	// headers writes the requests' envelopes with their size, boxing the
+	// type and origin once.
+	headers engine.EnvelopeWriter[acemq.Envelope]
+	// replyHeaders is the application headers of a call made without
+	// WithEnvelope, {acemq-reply-to: replyQueue}, built once: NewEnvelope
+	// only reads it (it copies the headers into the envelope's own list),
+	// so every such call shares it. Nothing writes to it after Open.
+	replyHeaders map[string]any
 
 	consumer *acemq.Consumer
 
 	mu     sync.Mutex
 	calls  map[string]*call
+	free   []*call // calls done with, for the next Ask (at most maxFreeCalls)
 	closed bool
 
 	timedOut  atomic.Int64
 	unmatched atomic.Int64
 }
 
+// call is one outstanding Ask. Whoever removes it from Requester.calls
+// under mu (a reply, Close, or the Ask itself giving up) owns its end:
+// a reply or Close writes res and then signals done, once; the Ask
+// that gave it up signals nothing. So when Ask returns, having either
+// removed its call itself or received the one signal, nothing refers to
+// the call any more, and it goes on the requester's free list for a later
+// Ask. A late reply names the old call's id, which is no longer in calls:
+// it is counted unmatched and never reaches the call's next use.
 type call struct {
-	// done is buffered 1 and receives exactly one result. It carries a
-	// pointer: a buffered channel of the message itself would allocate a
-	// buffer the size of a whole Message per call.
-	done chan *result
+	// done is buffered 1 and is signalled once res is written.
+	done chan struct{}
+	res  result
 }
 
 type result struct {
 	msg    acemq.Message[[]byte]
 	closed string // non-empty: failed by Close or a stopped consumer, with this reason
+}
+
+// maxFreeCalls bounds the free list: the calls kept for reuse once a burst
+// of concurrent calls is over.
+const maxFreeCalls = 256
+
+// register takes a call from the free list (or makes one) and makes it
+// outstanding as id. It fails with ErrClosed after Close.
+func (r *Requester[Req, Rep]) register(id string) (*call, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, fmt.Errorf("%w (asking %s)", ErrClosed, r.describe())
+	}
+	var c *call
+	if n := len(r.free); n > 0 {
+		c = r.free[n-1]
+		r.free[n-1] = nil
+		r.free = r.free[:n-1]
+	} else {
+		c = &call{done: make(chan struct{}, 1)}
+	}
+	r.calls[id] = c
+	return c, nil
+}
+
+// release puts a finished call on the free list. Its Ask either removed it
+// from calls itself or has received its signal: nothing else refers to it.
+func (r *Requester[Req, Rep]) release(c *call) {
+	c.res = result{} // drop the reply's body and envelope
+	r.mu.Lock()
+	if len(r.free) < maxFreeCalls {
+		r.free = append(r.free, c)
+	}
+	r.mu.Unlock()
 }
 
 // Open builds a requester that publishes to exchange with routingKey ("" and
@@ -111,6 +162,7 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 		calls:      map[string]*call{},
 		plumb:      engine.Of(conn),
 	}
+	r.headers = engine.NewEnvelopeWriter[acemq.Envelope](r.plumb)
 	r.tel = newTelemetry(r.plumb, exchange, routingKey)
 	// A named reply queue is an ordinary durable queue (quorum); a
 	// generated one is transient, exclusive and auto-deleting, which the
@@ -124,6 +176,7 @@ func Open[Req, Rep any](ctx context.Context, conn *acemq.Conn, exchange, routing
 		r.replyQueue = ReplyQueuePrefix + uuid.NewString()
 		topo = topology.New().Queue(r.replyQueue, topology.WithDurable(false), topology.WithExclusive(), topology.WithAutoDelete())
 	}
+	r.replyHeaders = map[string]any{HeaderReplyTo: r.replyQueue}
 	if err := topo.Apply(ctx, conn); err != nil {
 		return nil, fmt.Errorf("rpc: declaring the reply queue %q: %w", r.replyQueue, err)
 	}
@@ -223,12 +276,23 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 	// without the unknown x-acemq-* headers a delivered one carries
 	// (docs/wire.md §2.5).
 	id := uuid.NewString()
-	f := cfg.env.Fields()
+	var f acemq.Fields
+	if cfg.env.ID() != "" {
+		f = cfg.env.Fields() // its headers are a copy of the envelope's
+		f.Headers[HeaderReplyTo] = r.replyQueue
+	} else {
+		f.Headers = r.replyHeaders // shared, read only
+	}
 	f.ID, f.CorrelationID = id, id
 	if f.Origin == "" {
 		f.Origin = r.conn.Origin()
 	}
-	f.Headers[HeaderReplyTo] = r.replyQueue
+	// The call's clock starts here, before the publish: the caller's wait
+	// begins there. A fresh envelope is first seen then too.
+	start := time.Now()
+	if f.FirstSeen.IsZero() {
+		f.FirstSeen = start
+	}
 	env, err := acemq.NewEnvelope(f)
 	if err != nil {
 		return zero, fmt.Errorf("rpc: the envelope given with WithEnvelope: %w", err)
@@ -238,23 +302,27 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 		typ = r.routingKey
 	}
 
-	c := &call{done: make(chan *result, 1)}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return zero, fmt.Errorf("%w (asking %s)", ErrClosed, r.describe())
+	c, err := r.register(id)
+	if err != nil {
+		return zero, err
 	}
-	r.calls[id] = c
-	r.mu.Unlock()
+	rep, err := r.call(ctx, c, id, typ, &env, body, cfg.timeout, start)
+	r.release(c)
+	return rep, err
+}
 
-	// The timer starts before the publish: the caller's wait begins there.
-	start := time.Now()
+// call publishes the request of call c (registered as id) and waits for
+// its result. Its Ask releases c once it returns: it has then either
+// given c up itself or received its one signal.
+func (r *Requester[Req, Rep]) call(ctx context.Context, c *call, id, typ string, env *acemq.Envelope, body []byte, timeout time.Duration, start time.Time) (Rep, error) {
+	var zero Rep
 	sctx, span := r.tel.start(ctx, id, typ)
 	// One deadline for the publish and the wait: pctx ends at the call's
 	// deadline or with ctx, whichever comes first.
-	pctx, cancel := context.WithTimeout(sctx, cfg.timeout)
+	pctx, cancel := context.WithTimeout(sctx, timeout)
 	defer cancel()
 
+	headers, size := r.headers.WriteHeaders(*env, r.routingKey)
 	perr := r.plumb.Publish(pctx, driver.Message{
 		Exchange:      r.exchange,
 		RoutingKey:    r.routingKey,
@@ -263,41 +331,41 @@ func (r *Requester[Req, Rep]) Ask(ctx context.Context, req Req, opts ...CallOpti
 		MessageID:     id,
 		CorrelationID: id,
 		ReplyTo:       r.replyQueue,
-		Headers:       env.AppendHeaders(nil, r.routingKey),
+		Headers:       headers,
+		HeaderSize:    size,
 		Body:          body,
 	})
 	if perr != nil && r.forget(id) {
 		if pctx.Err() != nil {
 			// The deadline (or ctx) ran out while publishing.
-			return zero, r.timedOutCall(span, start, id, cfg.timeout, pctx)
+			return zero, r.timedOutCall(span, start, id, timeout, pctx)
 		}
 		err := fmt.Errorf("rpc: the request to %s was not published: %w", r.describe(), perr)
-		r.tel.end(span, OutcomeFailed, time.Since(start), err)
+		r.tel.end(span, failed, time.Since(start), err)
 		return zero, err
 	}
 	// Published, or the publish failed but a reply had already been taken
 	// for the call (it did get out): wait for the result.
 
-	var res *result
 	select {
-	case res = <-c.done:
+	case <-c.done:
 	case <-pctx.Done():
 		if r.forget(id) {
 			if ctx.Err() != nil {
-				return zero, r.timedOutCall(span, start, id, cfg.timeout, ctx)
+				return zero, r.timedOutCall(span, start, id, timeout, ctx)
 			}
-			return zero, r.timedOutCall(span, start, id, cfg.timeout, nil)
+			return zero, r.timedOutCall(span, start, id, timeout, nil)
 		}
-		res = <-c.done // a reply or Close took the call first
+		<-c.done // a reply or Close took the call first
 	}
-	if res.closed != "" {
+	if c.res.closed != "" {
 		r.timedOut.Add(1)
-		err := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: cfg.timeout, Closed: true, Reason: res.closed, cause: ErrClosed}
-		r.tel.end(span, OutcomeTimedOut, time.Since(start), err)
+		err := &TimeoutError{ID: id, Exchange: r.exchange, RoutingKey: r.routingKey, Timeout: timeout, Closed: true, Reason: c.res.closed, cause: ErrClosed}
+		r.tel.end(span, timedOut, time.Since(start), err)
 		return zero, err
 	}
-	rep, err := r.read(id, res.msg)
-	r.tel.end(span, OutcomeAnswered, time.Since(start), err)
+	rep, err := r.read(id, &c.res.msg)
+	r.tel.end(span, answered, time.Since(start), err)
 	return rep, err
 }
 
@@ -319,7 +387,7 @@ func (r *Requester[Req, Rep]) timedOutCall(span trace.Span, start time.Time, id 
 			}
 		}
 	}
-	r.tel.end(span, OutcomeTimedOut, time.Since(start), e)
+	r.tel.end(span, timedOut, time.Since(start), e)
 	return e
 }
 
@@ -336,7 +404,7 @@ func (r *Requester[Req, Rep]) forget(id string) bool {
 }
 
 // read turns a matched reply into the call's answer.
-func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, error) {
+func (r *Requester[Req, Rep]) read(id string, m *acemq.Message[[]byte]) (Rep, error) {
 	var rep Rep
 	if v, ok := m.Envelope.Header(HeaderError); ok {
 		text, _ := wire.String(v)
@@ -358,8 +426,9 @@ func (r *Requester[Req, Rep]) read(id string, m acemq.Message[[]byte]) (Rep, err
 // onReply is the reply consumer's handler: it matches the reply to a call
 // and hands it over. Every reply is accepted, matched or not.
 func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]) acemq.Ack {
-	if c := r.take(m); c != nil {
-		c.done <- &result{msg: m}
+	if c := r.take(&m); c != nil {
+		c.res.msg = m
+		c.done <- struct{}{}
 	} else {
 		r.unmatched.Add(1)
 	}
@@ -376,8 +445,8 @@ func (r *Requester[Req, Rep]) onReply(_ context.Context, m acemq.Message[[]byte]
 // reply's id and a property naming a different outstanding call is the
 // one case this orders differently from the contract, and no responder of
 // the family produces it (their replies have fresh ids).
-func (r *Requester[Req, Rep]) take(m acemq.Message[[]byte]) *call {
-	env := m.Envelope
+func (r *Requester[Req, Rep]) take(m *acemq.Message[[]byte]) *call {
+	env := &m.Envelope
 	corr := env.CorrelationID()
 	written := corr != "" && corr != env.ID()
 	keys := make([]string, 0, 4)
@@ -410,7 +479,8 @@ func (r *Requester[Req, Rep]) shutdown(reason string) {
 	r.calls = map[string]*call{}
 	r.mu.Unlock()
 	for _, c := range calls {
-		c.done <- &result{closed: reason}
+		c.res.closed = reason
+		c.done <- struct{}{}
 	}
 }
 

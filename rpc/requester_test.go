@@ -257,6 +257,69 @@ func TestAskRequestOnTheWire(t *testing.T) {
 	})
 }
 
+// 2. Calls made without WithEnvelope share one map of application headers
+// ({acemq-reply-to: the reply queue}); it never reaches anything that
+// could change it. A driver that changes a published table after the
+// publish, and a call with an envelope of its own headers, leave the next
+// call's headers as they were.
+func TestAskSharedReplyHeadersStayUnchanged(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		q := e.queue("prices")
+		serve(t, e.connect(), q, price)
+		var mu sync.Mutex
+		var sent []map[string]any
+		conn := e.connectHooked(&hooks{publish: func(m driver.Message, send func() error) error {
+			mu.Lock()
+			snapshot := map[string]any{}
+			for k, v := range m.Headers {
+				snapshot[k] = v
+			}
+			sent = append(sent, snapshot)
+			mu.Unlock()
+			err := send()
+			// A driver (or anything after it) that keeps the table and
+			// changes it.
+			m.Headers["tampered"] = "yes"
+			delete(m.Headers, rpc.HeaderReplyTo)
+			return err
+		}})
+		r := open[priceRequest, quote](t, conn, "", q)
+		tenant := acemq.MustEnvelope(acemq.Fields{Headers: map[string]any{"tenant": "t1"}})
+		for i, opts := range [][]rpc.CallOption{nil, {rpc.WithEnvelope(tenant)}, nil, nil} {
+			if _, err := r.Ask(bg, priceRequest{SKU: "A"}, opts...); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		want := map[string]any{rpc.HeaderReplyTo: r.ReplyQueue()}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(sent) != 4 {
+			t.Fatalf("%d requests published, want 4", len(sent))
+		}
+		for i, h := range sent {
+			app := map[string]any{}
+			for k, v := range h {
+				if !strings.HasPrefix(k, "x-acemq-") {
+					app[k] = v
+				}
+			}
+			if i == 1 {
+				want := map[string]any{rpc.HeaderReplyTo: r.ReplyQueue(), "tenant": "t1"}
+				if fmt.Sprint(app) != fmt.Sprint(want) {
+					t.Fatalf("the call with an envelope sent the application headers %v, want %v", app, want)
+				}
+				continue
+			}
+			if fmt.Sprint(app) != fmt.Sprint(want) {
+				t.Fatalf("call %d sent the application headers %v, want %v", i, app, want)
+			}
+		}
+		if shared := rpc.ReplyHeaders(r); fmt.Sprint(shared) != fmt.Sprint(want) {
+			t.Fatalf("the shared headers became %v, want %v", shared, want)
+		}
+	})
+}
+
 // 2. Requests are mandatory: one that nothing routes fails at once.
 func TestAskUnroutable(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
@@ -355,6 +418,53 @@ func TestAskTimeout(t *testing.T) {
 		// The unmatched reply was accepted, not dead-lettered.
 		if n := brokertest.Depth(t, conn, r.ReplyQueue()); n != 0 {
 			t.Fatalf("%d messages left on the reply queue", n)
+		}
+	})
+}
+
+// 3. A call is reused once its Ask returns: the late reply to a call that
+// timed out arrives while the next call (on the same requester, so on the
+// reused call) is outstanding, is counted unmatched, and the next call
+// still gets its own answer.
+func TestAskLateReplyWhileNextOutstanding(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		conn := e.connect()
+		q := e.queue("prices")
+		release := map[string]chan struct{}{"slow": make(chan struct{}), "next-call": make(chan struct{})}
+		serve(t, conn, q, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			select {
+			case <-release[m.Payload.SKU]:
+			case <-ctx.Done():
+			}
+			return price(ctx, m)
+		}, acemq.WithConcurrency(2))
+		r := open[priceRequest, quote](t, conn, "", q)
+		if _, err := r.Ask(bg, priceRequest{SKU: "slow"}, rpc.WithTimeout(50*time.Millisecond)); !errors.Is(err, rpc.ErrTimeout) {
+			t.Fatalf("Ask(slow) = %v; want a timeout", err)
+		}
+		type answer struct {
+			q   quote
+			err error
+		}
+		next := make(chan answer, 1)
+		go func() {
+			q, err := r.Ask(bg, priceRequest{SKU: "next-call"}, rpc.WithTimeout(time.Hour))
+			next <- answer{q, err}
+		}()
+		testenv.Eventually(t, "the next call to be outstanding", func() bool { return r.Outstanding() == 1 })
+		close(release["slow"])
+		testenv.Eventually(t, "the late reply to be counted unmatched", func() bool { return r.Unmatched() == 1 })
+		select {
+		case a := <-next:
+			t.Fatalf("the late reply ended the next call: %+v, %v", a.q, a.err)
+		default:
+		}
+		close(release["next-call"])
+		if a := <-next; a.err != nil || a.q.Pence != 100*len("next-call") {
+			t.Fatalf("the next call got %+v, %v; want its own answer", a.q, a.err)
+		}
+		if r.Unmatched() != 1 || r.TimedOut() != 1 {
+			t.Fatalf("Unmatched() = %d, TimedOut() = %d", r.Unmatched(), r.TimedOut())
 		}
 	})
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/acemq/acemq"
 	"github.com/acemq/acemq/driver"
 	"github.com/acemq/acemq/internal/engine"
-	"github.com/acemq/acemq/internal/tuning"
 	"github.com/acemq/acemq/internal/wire"
 )
 
@@ -54,6 +54,7 @@ type Responder struct {
 	answered     atomic.Int64
 	refused      atomic.Int64
 	unanswerable atomic.Int64
+	bound        *replyBound // the deadline of the replies; Close ends it
 }
 
 // ErrNoReplyAddress is the cause given when a request names nowhere to
@@ -102,10 +103,11 @@ func Serve[Req, Rep any](ctx context.Context, conn *acemq.Conn, queue string, h 
 	}
 	// The handle exists before the consumer subscribes and the handler
 	// closes over it: a backlog delivered during start-up is counted.
-	r := &Responder{queue: queue}
-	s := &server[Req, Rep]{base: &base{conn: conn, plumb: engine.Of(conn), codec: codec, r: r}, h: h}
+	r := &Responder{queue: queue, bound: newReplyBound()}
+	s := &server[Req, Rep]{base: newBase(conn, codec, r), h: h}
 	c, err := acemq.Consume(ctx, conn, queue, s.handle, opts...)
 	if err != nil {
+		r.bound.close()
 		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
 	}
 	r.consumer = c
@@ -143,8 +145,13 @@ func (r *Responder) Done() <-chan struct{} { return r.consumer.Done() }
 
 // Close stops the responder as acemq.Consumer.Close stops a consumer: a
 // bounded drain of the requests being handled. Requests not finished within
-// the drain go back to the broker.
-func (r *Responder) Close(ctx context.Context) error { return r.consumer.Close(ctx) }
+// the drain go back to the broker. Once the drain is over, a reply still
+// being published is abandoned (its request goes back to the broker too).
+func (r *Responder) Close(ctx context.Context) error {
+	err := r.consumer.Close(ctx)
+	r.bound.close()
+	return err
+}
 
 // base is what every handler of a responder shares.
 type base struct {
@@ -152,6 +159,15 @@ type base struct {
 	plumb *engine.Conn
 	codec acemq.Codec
 	r     *Responder
+	// headers writes the replies' envelopes with their size, boxing the
+	// origin (and a reply queue's name) once.
+	headers engine.EnvelopeWriter[acemq.Envelope]
+}
+
+// newBase is the base of a responder r of conn whose codec is codec.
+func newBase(conn *acemq.Conn, codec acemq.Codec, r *Responder) *base {
+	plumb := engine.Of(conn)
+	return &base{conn: conn, plumb: plumb, codec: codec, r: r, headers: engine.NewEnvelopeWriter[acemq.Envelope](plumb)}
 }
 
 type server[Req, Rep any] struct {
@@ -162,22 +178,26 @@ type server[Req, Rep any] struct {
 // ReplyAddress is where a request asks to be answered: the acemq-reply-to
 // header first (it survives hops that rebuild a message), then the AMQP
 // reply-to property. It is empty when the request names neither.
-func ReplyAddress[T any](m acemq.Message[T]) string {
-	if v, ok := m.Envelope.Header(HeaderReplyTo); ok {
+func ReplyAddress[T any](m acemq.Message[T]) string { return replyAddress(&m.Envelope, m.ReplyTo) }
+
+// replyAddress is ReplyAddress of a message's envelope and reply-to
+// property, read in place.
+func replyAddress(env *acemq.Envelope, replyTo string) string {
+	if v, ok := env.Header(HeaderReplyTo); ok {
 		if s, ok := wire.String(v); ok && s != "" {
 			return s
 		}
 	}
-	return m.ReplyTo
+	return replyTo
 }
 
 func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) acemq.Ack {
-	to := ReplyAddress(m)
+	to := replyAddress(&m.Envelope, m.ReplyTo)
 	if to == "" {
 		s.r.unanswerable.Add(1)
 		return acemq.Reject(acemq.Fatal(ErrNoReplyAddress))
 	}
-	rep, err := s.call(ctx, m)
+	rep, err := s.call(ctx, &m)
 	var body []byte
 	if err == nil {
 		if body, err = s.codec.Encode(rep); err != nil {
@@ -194,7 +214,7 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 		}
 		var rf *refusal
 		refused := errors.As(err, &rf)
-		if perr := s.reply(ctx, m.Envelope, m.CorrelationID, to, s.zeroBody(), describe(err), refused); perr != nil {
+		if perr := s.reply(ctx, &m.Envelope, m.CorrelationID, to, s.zeroBody(), describe(err), refused); perr != nil {
 			// The caller has not been told and is still waiting: another
 			// attempt is the only path that can still reach it.
 			return acemq.Retry(fmt.Errorf("rpc: the handler failed (%s) and the failure reply could not be published: %w", describe(err), perr))
@@ -206,7 +226,7 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 		return acemq.Reject(err)
 	}
 	s.r.answered.Add(1)
-	if perr := s.reply(ctx, m.Envelope, m.CorrelationID, to, body, "", false); perr != nil {
+	if perr := s.reply(ctx, &m.Envelope, m.CorrelationID, to, body, "", false); perr != nil {
 		s.r.answered.Add(-1)
 		return acemq.Retry(fmt.Errorf("rpc: the reply could not be published: %w", perr))
 	}
@@ -214,13 +234,13 @@ func (s *server[Req, Rep]) handle(ctx context.Context, m acemq.Message[Req]) ace
 }
 
 // call runs the handler, turning a panic into an error.
-func (s *server[Req, Rep]) call(ctx context.Context, m acemq.Message[Req]) (rep Rep, err error) {
+func (s *server[Req, Rep]) call(ctx context.Context, m *acemq.Message[Req]) (rep Rep, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &acemq.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return s.h(ctx, m)
+	return s.h(ctx, *m)
 }
 
 // zeroBody is the body of a failure reply: the zero Rep, which carries no
@@ -239,10 +259,12 @@ func (s *server[Req, Rep]) zeroBody() []byte {
 // default exchange, not mandatory, with a fresh envelope (docs/wire.md
 // §8.4). req and corr are the request's envelope and correlation-id
 // property.
-func (s *base) reply(ctx context.Context, req acemq.Envelope, corr, to string, body []byte, errText string, refused bool) error {
+func (s *base) reply(ctx context.Context, req *acemq.Envelope, corr, to string, body []byte, errText string, refused bool) error {
+	now := time.Now() // the reply's first-seen, and the second its deadline is shared in
 	f := acemq.Fields{
 		CorrelationID: req.CorrelationID(),
 		CausationID:   req.ID(),
+		FirstSeen:     now,
 		Origin:        s.conn.Origin(),
 	}
 	if errText != "" {
@@ -259,15 +281,16 @@ func (s *base) reply(ctx context.Context, req acemq.Envelope, corr, to string, b
 		corr = req.CorrelationID()
 	}
 	// The reply goes out even when the handler's context ends meanwhile:
-	// the caller is waiting for it. It is bounded like any settlement.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tuning.SettlementDeadline)
-	defer cancel()
-	return s.plumb.Publish(pctx, driver.Message{
+	// the caller is waiting for it. It is bounded like any settlement, by
+	// a deadline the replies of one second share (30 to 31 s).
+	headers, size := s.headers.WriteHeaders(env, to)
+	return s.plumb.Publish(s.r.bound.context(ctx, now), driver.Message{
 		RoutingKey:    to,
 		ContentType:   s.codec.ContentType(),
 		MessageID:     env.ID(),
 		CorrelationID: corr,
-		Headers:       env.AppendHeaders(nil, to),
+		Headers:       headers,
+		HeaderSize:    size,
 		Body:          body,
 	})
 }

@@ -79,6 +79,11 @@ func TestServeHandle(t *testing.T) {
 		if responder.Answered() != 4 {
 			t.Fatalf("Answered() = %d", responder.Answered())
 		}
+		select {
+		case <-rpc.ReplyBoundDone(responder):
+			t.Fatal("the replies' deadline ended before Close")
+		default:
+		}
 		if err := responder.Close(bg); err != nil {
 			t.Fatal(err)
 		}
@@ -86,6 +91,13 @@ func TestServeHandle(t *testing.T) {
 		case <-responder.Done():
 		default:
 			t.Fatal("Done is not closed after Close")
+		}
+		// Close ends the context (and the timer) the replies of the last
+		// seconds share.
+		select {
+		case <-rpc.ReplyBoundDone(responder):
+		default:
+			t.Fatal("the replies' deadline lives on after Close")
 		}
 		if responder.Running() {
 			t.Fatal("Running after Close")
@@ -441,6 +453,76 @@ func TestReplyUnencodable(t *testing.T) {
 		}
 		if responder.Answered() != 0 {
 			t.Fatalf("Answered() = %d", responder.Answered())
+		}
+	})
+}
+
+// tableSize is the encoded size of a flat AMQP field table, its length
+// prefix included, counted entry by entry; 0 when a value is not a flat
+// scalar.
+func tableSize(t *testing.T, h driver.Table) int {
+	t.Helper()
+	n := 4
+	for k, v := range h {
+		size, ok := wire.ScalarSize(v)
+		if !ok {
+			return 0
+		}
+		n += 1 + len(k) + size
+	}
+	return n
+}
+
+// Requests and replies are published with the encoded size of their
+// headers (driver.Message.HeaderSize), added up as the headers were
+// written, so the driver does not walk them again: answers, failure
+// replies and refusals alike.
+func TestRequestsAndRepliesCarryHeaderSize(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		type sent struct {
+			side string
+			m    driver.Message
+		}
+		var mu sync.Mutex
+		var seen []sent
+		record := func(side string) *hooks {
+			return &hooks{publish: func(m driver.Message, send func() error) error {
+				mu.Lock()
+				seen = append(seen, sent{side, m})
+				mu.Unlock()
+				return send()
+			}}
+		}
+		q := e.queue("prices")
+		serve(t, e.connectHooked(record("reply")), q, func(ctx context.Context, m acemq.Message[priceRequest]) (quote, error) {
+			switch m.Payload.SKU {
+			case "broken":
+				return quote{}, errors.New("broken")
+			case "refused":
+				return quote{}, rpc.Refuse(errors.New("no"))
+			}
+			return price(ctx, m)
+		})
+		r := open[priceRequest, quote](t, e.connectHooked(record("request")), "", q)
+		for _, sku := range []string{"A", "broken", "refused", "B"} {
+			if _, err := r.Ask(bg, priceRequest{SKU: sku}); (err != nil) != (sku == "broken" || sku == "refused") {
+				t.Fatalf("Ask(%s) = %v", sku, err)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		counts := map[string]int{}
+		for _, s := range seen {
+			if s.side == "reply" && s.m.RoutingKey != r.ReplyQueue() {
+				continue // the failed request's dead letter, the consumer's
+			}
+			counts[s.side]++
+			if s.m.HeaderSize <= 0 || s.m.HeaderSize != tableSize(t, s.m.Headers) {
+				t.Errorf("a %s was published with HeaderSize %d; its headers encode in %d bytes: %v", s.side, s.m.HeaderSize, tableSize(t, s.m.Headers), s.m.Headers)
+			}
+		}
+		if counts["request"] != 4 || counts["reply"] != 4 {
+			t.Fatalf("published %v; want 4 requests and 4 replies", counts)
 		}
 	})
 }

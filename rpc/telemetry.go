@@ -47,10 +47,26 @@ type telemetry struct {
 	duration metric.Float64Histogram
 	dest     string
 	key      string
-	// The measurement option of each outcome, built once: an attribute set
-	// costs allocations and a sort each time it is built.
-	attrs map[Outcome]metric.MeasurementOption
+	// The options of each outcome's measurements (indexed by outcome),
+	// built once: an attribute set costs allocations and a sort each time
+	// it is built, and a variadic option list a conversion of each option
+	// and a slice.
+	add [outcomeCount][]metric.AddOption
+	rec [outcomeCount][]metric.RecordOption
 }
+
+// outcome indexes the outcomes in the telemetry's prebuilt options.
+type outcome uint8
+
+const (
+	answered outcome = iota
+	timedOut
+	failed
+	outcomeCount
+)
+
+// outcomes names each outcome.
+var outcomes = [outcomeCount]Outcome{answered: OutcomeAnswered, timedOut: OutcomeTimedOut, failed: OutcomeFailed}
 
 // noSpan stands for the span of a call made without tracing.
 var noSpan = trace.SpanFromContext(context.Background())
@@ -61,13 +77,14 @@ func newTelemetry(conn *engine.Conn, exchange, routingKey string) *telemetry {
 		tracer: conn.TracerProvider().Tracer(acemqtel.Scope),
 		dest:   exchange,
 		key:    routingKey,
-		attrs:  map[Outcome]metric.MeasurementOption{},
 	}
-	for _, o := range []Outcome{OutcomeAnswered, OutcomeTimedOut, OutcomeFailed} {
-		t.attrs[o] = metric.WithAttributeSet(attribute.NewSet(
+	for o, name := range outcomes {
+		opt := metric.WithAttributeSet(attribute.NewSet(
 			attribute.String("routing.key", routingKey),
-			attribute.String("outcome", string(o)),
+			attribute.String("outcome", string(name)),
 		))
+		t.add[o] = []metric.AddOption{opt}
+		t.rec[o] = []metric.RecordOption{opt}
 	}
 	if exchange == "" {
 		t.dest = routingKey
@@ -108,22 +125,22 @@ func (t *telemetry) start(ctx context.Context, id, msgType string) (context.Cont
 }
 
 // end records the call's metrics and ends its span.
-func (t *telemetry) end(span trace.Span, outcome Outcome, d time.Duration, err error) {
+func (t *telemetry) end(span trace.Span, o outcome, d time.Duration, err error) {
 	// A detached context: the caller's may be cancelled already, and a
 	// recording must not depend on it.
 	ctx := context.Background()
-	t.total.Add(ctx, 1, t.attrs[outcome])
-	t.duration.Record(ctx, d.Seconds(), t.attrs[outcome])
+	t.total.Add(ctx, 1, t.add[o]...)
+	t.duration.Record(ctx, d.Seconds(), t.rec[o]...)
 	if span == noSpan {
 		return
 	}
-	span.SetAttributes(attribute.String(attrOutcome, string(outcome)))
-	if outcome != OutcomeAnswered {
+	span.SetAttributes(attribute.String(attrOutcome, string(outcomes[o])))
+	if o != answered {
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 		} else {
-			span.SetStatus(codes.Error, string(outcome))
+			span.SetStatus(codes.Error, string(outcomes[o]))
 		}
 	}
 	span.End()

@@ -56,8 +56,8 @@ func ServeTypes(ctx context.Context, conn *acemq.Conn, queue string, handlers []
 	if codec == nil {
 		return nil, errors.New("rpc: ServeTypes was given acemq.WithCodec(nil): pass the codec requests are written in")
 	}
-	r := &Responder{queue: queue}
-	b := &base{conn: conn, plumb: engine.Of(conn), codec: codec, r: r}
+	r := &Responder{queue: queue, bound: newReplyBound()}
+	b := newBase(conn, codec, r)
 	ths := make([]acemq.TypeHandler, len(handlers))
 	types := make([]string, 0, len(handlers))
 	for i, th := range handlers {
@@ -73,6 +73,7 @@ func ServeTypes(ctx context.Context, conn *acemq.Conn, queue string, handlers []
 	opts = append([]acemq.ConsumeOption{acemq.WithUnknownType(u.handle)}, opts...)
 	c, err := acemq.ConsumeTypes(ctx, conn, queue, ths, opts...)
 	if err != nil {
+		r.bound.close()
 		return nil, fmt.Errorf("rpc: starting the responder on %q: %w", queue, err)
 	}
 	r.consumer = c
@@ -89,7 +90,7 @@ func (u *unknownType) handle(ctx context.Context, m acemq.Message[[]byte]) acemq
 	err := fmt.Errorf("rpc: no handler is registered for request type %q (registered: %s)", m.Envelope.Type(), u.registered)
 	if to := ReplyAddress(m); to != "" {
 		body, _ := u.codec.Encode(nil) // never decoded; empty when the codec cannot write it
-		if perr := u.reply(ctx, m.Envelope, m.CorrelationID, to, body, describe(err), false); perr != nil {
+		if perr := u.reply(ctx, &m.Envelope, m.CorrelationID, to, body, describe(err), false); perr != nil {
 			return acemq.Retry(fmt.Errorf("%w, and the failure reply could not be published: %w", err, perr))
 		}
 	}

@@ -94,6 +94,7 @@ func RunConformance(t *testing.T, open func(t *testing.T) driver.Conn) {
 		{"ResubscribeAfterCancel", testResubscribe},
 		{"CloseRequeues", testCloseRequeues},
 		{"ConnCloseEndsSubscriptions", testConnClose},
+		{"CloseAfterAbandonedCancel", testCloseAfterAbandonedCancel},
 		{"RoundRobin", testRoundRobin},
 		{"StreamOffsets", testStreamOffsets},
 		{"StreamRetention", testStreamRetention},

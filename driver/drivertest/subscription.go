@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,6 +109,47 @@ func testConnClose(e *env) {
 		t.Error("a delivery unsettled at connection close came back without the redelivered flag")
 	}
 	_ = back.Ack()
+}
+
+// testCloseAfterAbandonedCancel checks what driver.Subscription.Close and
+// driver.Conn.Close promise about a Cancel whose context ended before the
+// broker answered: a Close that follows it returns, and so does a Close in
+// progress when the connection closes. A hang here would hang every
+// consumer's shutdown in package acemq.
+func testCloseAfterAbandonedCancel(e *env) {
+	t := e.t
+	q := e.simpleQueue("abandoned")
+	closed := func(what string, fn func() error) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { _ = fn(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * waitFor): // a hang guard, well past any bounded wait of a driver
+			t.Fatalf("%s did not return", what)
+		}
+	}
+	c := e.conn()
+	for i := range 20 {
+		s := e.consume(c, driver.ConsumeSpec{Queue: q})
+		ctx, cancel := context.WithTimeout(e.ctx, time.Duration(i)*time.Microsecond)
+		_ = s.Cancel(ctx) // it may give up before the broker answers
+		cancel()
+		closed(fmt.Sprintf("round %d: Subscription.Close after a Cancel whose context ended", i), s.Close)
+	}
+	c2 := e.conn()
+	s := e.consume(c2, driver.ConsumeSpec{Queue: q})
+	ctx, cancel := context.WithTimeout(e.ctx, time.Microsecond)
+	_ = s.Cancel(ctx)
+	cancel()
+	subClosed := make(chan struct{})
+	go func() { _ = s.Close(); close(subClosed) }()
+	closed("Conn.Close with a Subscription.Close in progress", c2.Close)
+	select {
+	case <-subClosed:
+	case <-time.After(3 * waitFor):
+		t.Fatal("Subscription.Close in progress did not return once the connection closed")
+	}
 }
 
 func testRoundRobin(e *env) {

@@ -21,7 +21,16 @@ type Telemetry interface {
 	// amended with trace context) and the function called with the result.
 	// The message goes by value: one passed by pointer through an interface
 	// would be moved to the heap for every publish.
+	//
+	// The connection calls it only when Observing or Carries(ctx) holds:
+	// otherwise a publish has nothing to record and nothing to pass on.
 	PublishStart(ctx context.Context, m driver.Message, id Identity) (context.Context, driver.Message, func(error, time.Duration))
+	// Observing reports whether publishes are recorded now: spans are on
+	// or a publish metric is enabled.
+	Observing() bool
+	// Carries reports whether ctx carries a trace context that a publish
+	// passes on in its headers.
+	Carries(ctx context.Context) bool
 	// Tracing reports whether spans are recorded now.
 	Tracing() bool
 	// MeterProvider and TracerProvider are the providers the connection
@@ -46,11 +55,18 @@ type Conn struct {
 
 	declared declare.Retries // the policies of the topologies applied on it
 	closes   closings        // its consumers' subscription closes in progress
+
+	// envelopes makes an EnvelopeWriter of package acemq's envelope,
+	// returned as an any (see NewEnvelopeWriter).
+	envelopes func() any
 }
 
 // NewConn returns the engine of a connection over t. log must not be nil.
-func NewConn(t driver.Conn, tel Telemetry, log *slog.Logger) *Conn {
-	return &Conn{t: t, tel: tel, log: log}
+// envelopes, package acemq's, makes a new EnvelopeWriter[acemq.Envelope]
+// each time it is called (NewEnvelopeWriter); it may be nil, and then
+// there are none.
+func NewConn(t driver.Conn, tel Telemetry, log *slog.Logger, envelopes func() any) *Conn {
+	return &Conn{t: t, tel: tel, log: log, envelopes: envelopes}
 }
 
 // Handle lets a type that embeds it (an *acemq.Conn) be found by Of. Its
@@ -84,11 +100,30 @@ func (c *Conn) Publish(ctx context.Context, m driver.Message) error {
 // PublishAs is Publish with the identity the span names, for a caller that
 // has the message's envelope.
 func (c *Conn) PublishAs(ctx context.Context, m driver.Message, id Identity) error {
+	if !c.hooked(ctx) {
+		return c.t.Publish(ctx, m)
+	}
+	return c.publishHooked(ctx, m, id)
+}
+
+// publishHooked publishes m through the telemetry.
+func (c *Conn) publishHooked(ctx context.Context, m driver.Message, id Identity) error {
 	start := time.Now()
 	ctx, m, done := c.tel.PublishStart(ctx, m, id)
 	err := c.t.Publish(ctx, m)
 	done(err, time.Since(start))
 	return err
+}
+
+// PublishIdentified is PublishAs with the identity computed by id, which is
+// called only when the publish goes through the telemetry: a caller whose
+// identity costs something to read pays for it only when a span may name
+// it.
+func (c *Conn) PublishIdentified(ctx context.Context, m driver.Message, id func() Identity) error {
+	if !c.hooked(ctx) {
+		return c.t.Publish(ctx, m)
+	}
+	return c.publishHooked(ctx, m, id())
 }
 
 // PublishBatch sends every message in order, then awaits every confirm,
@@ -102,8 +137,11 @@ func (c *Conn) PublishBatch(ctx context.Context, ms []driver.Message) []error {
 // j's identity for its span. A driver without driver.BatchPublisher
 // publishes the messages at once, one goroutine each.
 func (c *Conn) PublishBatchAs(ctx context.Context, ms []driver.Message, idOf func(j int) Identity) []error {
-	dones := make([]func(error, time.Duration), len(ms))
-	for i := range ms {
+	var dones []func(error, time.Duration)
+	if c.hooked(ctx) {
+		dones = make([]func(error, time.Duration), len(ms))
+	}
+	for i := range dones {
 		var id Identity
 		if idOf != nil {
 			id = idOf(i)
@@ -127,6 +165,14 @@ func (c *Conn) PublishBatchAs(ctx context.Context, ms []driver.Message, idOf fun
 		done(errs[i], d)
 	}
 	return errs
+}
+
+// hooked reports whether a publish within ctx goes through the telemetry:
+// something records publishes, or ctx carries a trace context to pass on.
+// When neither holds the telemetry has nothing to do, and the publish path
+// skips it (and the clock readings it would take).
+func (c *Conn) hooked(ctx context.Context) bool {
+	return c.tel.Observing() || c.tel.Carries(ctx)
 }
 
 // Tracing reports whether spans are recorded now: packages built on the

@@ -1,8 +1,10 @@
 // Package engine holds what package acemq and the packages built on it
 // (rpc, route, outbox, schedule, stream, actuator, acemqtest, queues)
 // share and keep out of acemq's public API: a connection's one publish
-// path with its telemetry, the consume engine (Loop), the state a consumer
-// reports, and the reason a set-aside copy carries.
+// path with its telemetry, the envelope writers (EnvelopeWriter) through
+// which rpc writes its requests' and replies' headers as acemq's
+// publishers do, the consume engine (Loop), the state a consumer reports,
+// and the reason a set-aside copy carries.
 //
 // The consume engine works on the driver's deliveries. A Loop's workers
 // take them from the subscription and hand each, by value, to the
@@ -23,7 +25,9 @@
 // inside it, and keeping it a type parameter rather than an interface
 // keeps it off the heap.
 //
-// Nothing is filled in from outside. An *acemq.Conn embeds a Handle (an
+// Nothing is filled in from outside: what package acemq lends the engine
+// (its telemetry, its envelope writers) it gives to NewConn. An
+// *acemq.Conn embeds a Handle (an
 // unexported field, so applications see nothing of it), and Of finds the
 // *Conn behind it through a method only this package can name; an
 // *acemq.Consumer does the same with a ConsumerHandle, and a codec option

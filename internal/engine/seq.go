@@ -19,7 +19,8 @@ type Draft[E any] struct {
 }
 
 // sent is a message of a sequence publish awaiting its result: its
-// envelope, its telemetry and when it was published.
+// envelope and, when it went through the telemetry, its telemetry's end
+// and when it was published.
 type sent[E any] struct {
 	env   E
 	done  func(error, time.Duration)
@@ -63,9 +64,13 @@ func PublishSeq[E any](ctx context.Context, c *Conn, drafts iter.Seq[*Draft[E]],
 				}
 				continue
 			}
-			var done func(error, time.Duration)
-			_, d.M, done = c.tel.PublishStart(ctx, d.M, id(&d.Env))
-			waiting.Push(sent[E]{env: d.Env, done: done, start: time.Now()})
+			if !c.hooked(ctx) {
+				waiting.Push(sent[E]{env: d.Env})
+			} else {
+				var done func(error, time.Duration)
+				_, d.M, done = c.tel.PublishStart(ctx, d.M, id(&d.Env))
+				waiting.Push(sent[E]{env: d.Env, done: done, start: time.Now()})
+			}
 			if !yield(&d.M, nil) {
 				return
 			}
