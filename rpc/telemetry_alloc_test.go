@@ -22,6 +22,8 @@ func (meterOnly) PublishStart(ctx context.Context, m driver.Message, _ engine.Id
 	return ctx, m, func(error, time.Duration) {}
 }
 func (meterOnly) Tracing() bool                             { return false }
+func (meterOnly) Observing() bool                           { return true }
+func (meterOnly) Carries(context.Context) bool              { return false }
 func (t meterOnly) MeterProvider() otelmetric.MeterProvider { return t.mp }
 func (meterOnly) TracerProvider() trace.TracerProvider      { return tracenoop.NewTracerProvider() }
 

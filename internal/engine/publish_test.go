@@ -68,7 +68,7 @@ func publishAllWays(t *testing.T, tel *fakeTelemetry) int {
 	unsent := func(cause error) error { return cause }
 	n := 0
 	for _, d := range []driver.Conn{&fakeDriver{}, &eachDriver{}} {
-		c := NewConn(d, tel, slog.Default())
+		c := NewConn(d, tel, slog.Default(), nil)
 		if err := c.PublishAs(ctx, m, id); err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestPublishIdentifiedComputesIdentityOnlyWhenHooked(t *testing.T) {
 	for _, hooked := range []bool{false, true} {
 		tel := &fakeTelemetry{observing: hooked}
 		d := &fakeDriver{}
-		c := NewConn(d, tel, slog.Default())
+		c := NewConn(d, tel, slog.Default(), nil)
 		calls := 0
 		err := c.PublishIdentified(context.Background(), driver.Message{RoutingKey: "q"}, func() Identity {
 			calls++
