@@ -228,9 +228,14 @@ type coalescer struct {
 	// pending is whether acks wait, read without the lock by Receive
 	// before it parks.
 	pending atomic.Bool
-	// busy is set when a delivery was found waiting and cleared when none
-	// was (subscription.Receive); acks wait only while it is set.
+	// busy is set when a delivery was found waiting, or came to a reader
+	// that waited while other readers took deliveries, and cleared when
+	// none was waiting (subscription.Receive); acks wait only while it is
+	// set.
 	busy atomic.Bool
+	// handed counts the deliveries handed up (subscription.Receive): a
+	// reader compares it before and after it waits.
+	handed atomic.Uint64
 }
 
 func newCoalescer(size int, send func(tag uint64, multiple bool) error) *coalescer {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,14 +224,18 @@ func testCoalescedAcksOutOfOrder(t *testing.T, prefetch int) {
 	var (
 		mu     sync.Mutex
 		acked  = map[string]int{}
+		sent   = map[string]bool{} // acked, and its Ack returned
 		nacked = map[string]bool{}
 		held   []string
 		wg     sync.WaitGroup
 	)
+	// Done once every Ack has returned: an ack that has not yet reached
+	// the coalescer when the readers go idle would wait, and the drop
+	// would lose it.
 	done := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(acked)+len(held) == n
+		return len(sent)+len(held) == n
 	}
 	for w := range 8 {
 		wg.Go(func() {
@@ -261,6 +267,9 @@ func testCoalescedAcksOutOfOrder(t *testing.T, prefetch int) {
 				if err := d.Ack(); err != nil {
 					t.Error(err)
 				}
+				mu.Lock()
+				sent[d.MessageID] = true
+				mu.Unlock()
 			}
 		})
 	}
@@ -289,6 +298,82 @@ func testCoalescedAcksOutOfOrder(t *testing.T, prefetch int) {
 	if !slices.Equal(back, holdIDs) {
 		t.Fatalf("the queue held %v, want %v", back, holdIDs)
 	}
+}
+
+// Readers that each wait for a delivery while the others take theirs, as
+// the workers of a consumer with several of them do when deliveries come
+// one at a time, keep the subscription busy: their acks wait and go
+// together, one basic.ack covering the run, instead of one each.
+func TestCoalescedAcksBusyWithWaitingReaders(t *testing.T) {
+	slowAcks(t)
+	c := openTest(t, nil)
+	q := tempQueue(t, c, driver.Queue{Name: uniqueName("coalesce-waiting"), Durable: true})
+	sub, r, co := subscribe(t, c, q, 40)
+	const n = 4
+	got := make([]<-chan driver.Delivery, n)
+	for i := range got {
+		got[i] = receiveLater(r)
+	}
+	testenv.Eventually(t, "the readers waiting for a delivery", func() bool { return waitingReaders() == n })
+	publishIDs(t, c, q, ids("w", n))
+	ds := make([]driver.Delivery, 0, n)
+	for _, g := range got {
+		d, ok := <-g
+		if !ok {
+			t.Fatal("a reader got no delivery")
+		}
+		ds = append(ds, d)
+	}
+	rec := newRecorder()
+	co.mu.Lock()
+	send := co.send
+	co.send = func(tag uint64, multiple bool) error {
+		_ = rec.send(tag, multiple)
+		return send(tag, multiple)
+	}
+	co.mu.Unlock()
+	for _, d := range ds {
+		if err := d.Ack(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sent := rec.frames(); len(sent) != 0 || !co.pending.Load() {
+		t.Fatalf("the acks were sent at once (%v): the subscription was not busy", sent)
+	}
+	if err := co.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if sent := rec.frames(); !slices.Equal(sent, frames(ackFrame{n, true})) {
+		t.Fatalf("sent %v, want one ack of up to %d", sent, n)
+	}
+	drop(t, sub)
+	if k := ready(t, c, q); k != 0 {
+		t.Fatalf("after the drop the queue holds %d messages, want 0", k)
+	}
+}
+
+// waitingReaders is how many goroutines that receiveLater started from the
+// calling goroutine (not those of earlier tests) wait in
+// subscription.await for a delivery.
+func waitingReaders() int {
+	buf := make([]byte, 1<<20)
+	self := strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1] // "goroutine N [running]:"
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	k := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "[select") && strings.Contains(g, ".(*subscription).await(") &&
+			strings.Contains(g, ".receiveLater in goroutine "+self+"\n") {
+			k++
+		}
+	}
+	return k
 }
 
 // Cancel and Close send what waits: nothing acked comes back.

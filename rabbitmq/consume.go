@@ -260,28 +260,29 @@ func (sub *subscription) stopped() bool {
 // or refused to resubscribe. A lost channel or connection does not end it:
 // Receive waits while the subscription attaches again. Safe for concurrent
 // use.
-func (sub *subscription) Receive() (driver.Delivery, bool) {
+func (sub *subscription) Receive() (dd driver.Delivery, ok bool) {
 	att := sub.cur.Load()
 	for att != nil {
-		var (
-			d  amqp.Delivery
-			ok bool
-		)
+		var d amqp.Delivery
 		// A delivery already waiting is taken without a full select: in a
 		// steady stream amqp091's sender is usually there first.
 		select {
 		case d, ok = <-att.dels:
-			if co := att.ack.co; co != nil && !co.busy.Load() {
-				co.busy.Store(true)
+			if co := att.ack.co; co != nil {
+				co.handed.Add(1)
+				if !co.busy.Load() {
+					co.busy.Store(true)
+				}
 			}
 		default:
 			var quit bool
-			if d, ok, quit = sub.await(att); quit {
+			if ok, quit = sub.await(att, &d); quit {
 				return driver.Delivery{}, false
 			}
 		}
 		if ok {
-			return toDelivery(&d, att.ack, sub.spec.UnconvertedHeaders), true
+			fillDelivery(&dd, &d, att.ack, sub.spec.UnconvertedHeaders)
+			return dd, true
 		}
 		att.ack.flush() // after Cancel the channel is still open
 		att.over.Do(func() { sub.next(att) })
@@ -290,28 +291,47 @@ func (sub *subscription) Receive() (driver.Delivery, bool) {
 	return driver.Delivery{}, false
 }
 
-// await waits for the next delivery of att when none was waiting. When
-// acks wait, it first gives the goroutines that hand deliveries over
-// (amqp091's) a turn and looks again, so that a busy consumer sends its
-// acks in batches (with one CPU, amqp091's goroutine is ready but not yet
-// waiting when the worker comes back) while one with nothing more to do
-// sends them at once and is no longer busy. quit is true after Close.
-func (sub *subscription) await(att *attachment) (d amqp.Delivery, ok, quit bool) {
-	if co := att.ack.co; co != nil && co.pending.Load() {
+// await waits for the next delivery of att when none was waiting, and
+// writes it to d (a delivery is large: returning it would copy it once
+// more for every message). When acks wait, it first gives the goroutines
+// that hand deliveries over (amqp091's) a turn and looks again, so that a
+// busy consumer sends its acks in batches (with one CPU, amqp091's
+// goroutine is ready but not yet waiting when the worker comes back) while
+// one with nothing more to do sends them at once and is no longer busy. A
+// reader that then waited while other readers took deliveries (a consumer
+// with several workers, each waiting its turn) marks the subscription busy
+// again when its own delivery comes: deliveries keep arriving, only not to
+// it. quit is true after Close.
+func (sub *subscription) await(att *attachment, d *amqp.Delivery) (ok, quit bool) {
+	co := att.ack.co
+	if co == nil {
+		select {
+		case *d, ok = <-att.dels:
+			return ok, false
+		case <-sub.quit:
+			return false, true
+		}
+	}
+	if co.pending.Load() {
 		runtime.Gosched()
 		select {
-		case d, ok = <-att.dels:
-			return d, ok, false
+		case *d, ok = <-att.dels:
+			co.handed.Add(1)
+			return ok, false
 		default:
 		}
 		co.busy.Store(false)
 		_ = co.flush()
 	}
+	seen := co.handed.Load()
 	select {
-	case d, ok = <-att.dels:
-		return d, ok, false
+	case *d, ok = <-att.dels:
+		if ok && co.handed.Add(1) != seen+1 && !co.busy.Load() {
+			co.busy.Store(true) // others took deliveries while it waited
+		}
+		return ok, false
 	case <-sub.quit:
-		return d, false, true
+		return false, true
 	}
 }
 

@@ -128,27 +128,33 @@ func settleError(tag uint64, err error) error {
 // amqp091's table as it is, and the delivery's HeaderValue converts a value
 // of it (fromAMQPValue): no walk over the table here.
 func toDelivery(d *amqp.Delivery, a *acker, unconverted bool) driver.Delivery {
-	dd := driver.Delivery{
-		Exchange:      d.Exchange,
-		RoutingKey:    d.RoutingKey,
-		ContentType:   d.ContentType,
-		MessageID:     d.MessageId,
-		CorrelationID: d.CorrelationId,
-		ReplyTo:       d.ReplyTo,
-		Persistent:    d.DeliveryMode == amqp.Persistent,
-		Redelivered:   d.Redelivered,
-		Body:          d.Body,
-		Priority:      d.Priority,
-		ConsumerTag:   d.ConsumerTag,
-		DeliveryTag:   d.DeliveryTag,
-		Acknowledger:  a,
-	}
+	var dd driver.Delivery
+	fillDelivery(&dd, d, a, unconverted)
+	return dd
+}
+
+// fillDelivery sets the fields of dd, a zero delivery, to toDelivery(d, a,
+// unconverted), one by one: building the delivery aside and copying it in
+// would copy every delivery once more.
+func fillDelivery(dd *driver.Delivery, d *amqp.Delivery, a *acker, unconverted bool) {
+	dd.Exchange = d.Exchange
+	dd.RoutingKey = d.RoutingKey
+	dd.ContentType = d.ContentType
+	dd.MessageID = d.MessageId
+	dd.CorrelationID = d.CorrelationId
+	dd.ReplyTo = d.ReplyTo
+	dd.Persistent = d.DeliveryMode == amqp.Persistent
+	dd.Redelivered = d.Redelivered
+	dd.Body = d.Body
+	dd.Priority = d.Priority
+	dd.ConsumerTag = d.ConsumerTag
+	dd.DeliveryTag = d.DeliveryTag
+	dd.Acknowledger = a
 	if unconverted {
 		dd.Headers, dd.HeaderValue = driver.Table(d.Headers), fromAMQPValue
 	} else {
 		dd.Headers = fromAMQPTable(d.Headers)
 	}
-	return dd
 }
 
 // Get fetches one message with basic.get on the session's Get channel. The

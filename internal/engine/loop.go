@@ -298,9 +298,23 @@ func (k *Loop[E]) work() {
 		if g == nil {
 			break
 		}
-		receive := k.receiver(g)
+		// A driver.Receiver is called directly, not through a function
+		// value: the wrapper would copy every delivery once more.
+		rcv, direct := g.sub.(driver.Receiver)
+		var receive func() (driver.Delivery, bool)
+		if !direct || k.h.OrderKey != nil {
+			direct, receive = false, k.receiver(g)
+		}
+		var (
+			d  driver.Delivery
+			ok bool
+		)
 		for {
-			d, ok := receive()
+			if direct {
+				d, ok = rcv.Receive()
+			} else {
+				d, ok = receive()
+			}
 			if !ok {
 				break
 			}

@@ -36,14 +36,14 @@ func (k *Loop[E]) process(d *driver.Delivery, g *generation) {
 	if k.abandoned.Load() {
 		// The drain ran out while the handler ran: its delivery goes back
 		// when the subscription closes; republishing now could duplicate it.
-		k.strand(s)
+		k.strand(&s)
 		return
 	}
 	if k.brk.holdBack(failure{v.Fail, v.Retryable, v.Decision, v.Err}) {
 		// The circuit breaker is open (or this failure opened it): the
 		// downstream is failing, not the message (breaker.go).
 		k.putBack(d, &s, v.Err)
-		k.finish(s)
+		k.finish(&s)
 		return
 	}
 	switch v.Fail {
@@ -114,20 +114,21 @@ func (k *Loop[E]) process(d *driver.Delivery, g *generation) {
 			k.stream.Settled(off)
 		}
 	}
-	k.finish(s)
+	k.finish(&s)
 }
 
-// finish records a settled delivery.
-func (k *Loop[E]) finish(s Settlement[E]) {
+// finish records a settled delivery. s goes by pointer: a settlement is
+// large, and each copy of it costs every delivery.
+func (k *Loop[E]) finish(s *Settlement[E]) {
 	k.state.AddUnsettled(-1)
 	if s.gen != nil {
 		s.gen.settled()
 	}
-	k.h.Emit(s)
+	k.h.Emit(*s)
 }
 
 // strand records a delivery left unsettled because the drain ran out.
-func (k *Loop[E]) strand(s Settlement[E]) {
+func (k *Loop[E]) strand(s *Settlement[E]) {
 	s.Outcome = Requeued
 	s.Err = errors.Join(s.Err, errStranded)
 	k.finish(s)
@@ -213,11 +214,11 @@ func (k *Loop[E]) later(wait time.Duration, s Settlement[E], settle func(*Settle
 			}
 		}
 		if k.abandoned.Load() {
-			k.strand(s)
+			k.strand(&s)
 			return
 		}
 		settle(&s)
-		k.finish(s)
+		k.finish(&s)
 	}()
 }
 
