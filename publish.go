@@ -32,11 +32,12 @@ func messageBoxed(m *driver.Message, exchange, routingKey string, env *Envelope,
 	}
 }
 
-// publish sends m through the engine's one publish path. env is m's
+// publish sends m through the engine's one publish path. *env is m's
 // envelope when the caller has it (the span reads its identity from it),
-// else the zero Envelope (the identity is read from m's headers).
-func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) error {
-	return c.eng.PublishIdentified(ctx, m, func() engine.Identity { return identity(&env) })
+// else the zero Envelope (the identity is read from m's headers). It is
+// read only when the publish is observed, and not kept.
+func (c *Conn) publish(ctx context.Context, m driver.Message, env *Envelope) error {
+	return c.eng.PublishIdentified(ctx, m, func() engine.Identity { return identity(env) })
 }
 
 // identity is the identity a publish span names for env: none when env
