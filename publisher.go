@@ -55,27 +55,32 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 	if p.err != nil {
 		return Envelope{}, p.err
 	}
-	// The envelope is built and sent in place, in sc: an Envelope is
-	// large, and the publish path copies none until it returns.
+	// The envelope is built and sent in place, in env: an Envelope is
+	// large, and the publish path copies none but WithEnvelope's until it
+	// returns.
+	var env Envelope
 	var sc sendConfig
 	if len(opts) > 0 {
 		sendOptions(opts, &sc)
 		if err := sc.validate(); err != nil {
 			return Envelope{}, err
 		}
+		if sc.env != nil {
+			env = *sc.env
+		}
 	}
 	if err := p.gate.wait(ctx); err != nil {
 		return Envelope{}, err
 	}
 	var m driver.Message
-	if err := p.message(ctx, key, v, &sc.env, &m); err != nil {
+	if err := p.message(ctx, key, v, &env, &m); err != nil {
 		return Envelope{}, err
 	}
 	sc.apply(&m)
-	if err := p.c.publish(ctx, m, &sc.env); err != nil {
-		return sc.env, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", m.Exchange, m.RoutingKey, err)
+	if err := p.c.publish(ctx, m, &env); err != nil {
+		return env, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", m.Exchange, m.RoutingKey, err)
 	}
-	return sc.env, nil
+	return env, nil
 }
 
 // message encodes v, runs the publish interceptors and builds the driver
@@ -303,16 +308,16 @@ func (c *sendConfig) apply(m *driver.Message) {
 
 // sendOptions applies Send's options to *sc. The options of this package
 // are applied by their type rather than through the interface, which lets
-// the compiler keep them and the configuration off the heap, and copies
-// WithEnvelope's envelope once, straight into sc; any other SendOption
+// the compiler keep them and the configuration off the heap (WithEnvelope's
+// envelope is taken by pointer, not copied); any other SendOption
 // (applySend is unexported, so one this package adds later) is applied
 // through the interface by the default branch, so that no option can be
 // ignored.
 func sendOptions(opts []SendOption, sc *sendConfig) {
 	for _, o := range opts {
 		switch so := o.(type) {
-		case envelopeOption:
-			sc.env = o.(envelopeOption).env
+		case *envelopeOption:
+			so.applySend(sc)
 		case expirationOption:
 			so.applySend(sc)
 		case priorityOption:
