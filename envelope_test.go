@@ -126,6 +126,9 @@ func TestNewEnvelopeRoute(t *testing.T) {
 	if e.Fields().Route != nil || e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
 		t.Errorf("an empty route kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
 	}
+	if e := mustEnvelope(t, acemq.Fields{RoutePosition: 3, RouteID: "run"}); e.Fields().Route != nil || e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
+		t.Errorf("no route kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
+	}
 	if e := change(t, e, func(f *acemq.Fields) { f.Route, f.RoutePosition, f.RouteID = nil, 4, "x" }); e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
 		t.Errorf("Change to route nil, 4, x kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
 	}
