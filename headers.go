@@ -185,8 +185,7 @@ func (e *Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *he
 		ts.fail()
 	}
 	for _, h := range e.headers {
-		dst[h.name] = cloneValue(h.value)
-		ts.add(h.name, h.value)
+		dst[h.name] = ts.value(h.name, h.value)
 	}
 	for k, v := range e.reserved {
 		dst[k] = cloneValue(v)
