@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"reflect"
 	"strings"
@@ -450,5 +451,25 @@ func TestZeroEnvelope(t *testing.T) {
 	}
 	if e := change(t, z, func(f *acemq.Fields) { f.Type = "t" }); !uuidShape.MatchString(e.ID()) || e.Type() != "t" || e.Attempt() != 1 || e.CorrelationID() != e.ID() {
 		t.Errorf("Change on the zero envelope: %#v", e.Fields())
+	}
+}
+
+// The common header values (strings, int32, int64, bools) are kept as
+// they are, and a bad value beside them is still refused, naming its
+// header.
+func TestNewEnvelopeCommonHeaderValues(t *testing.T) {
+	common := map[string]any{"s": "text", "i32": int32(-7), "i64": int64(1) << 40, "flag": true}
+	e := mustEnvelope(t, acemq.Fields{Headers: common})
+	if got := e.Headers(); !reflect.DeepEqual(got, common) {
+		t.Errorf("Headers() = %#v, want %#v", got, common)
+	}
+	for _, bad := range []any{make(chan int), uint64(math.MaxUint64), struct{}{}} {
+		h := map[string]any{"bad": bad}
+		maps.Copy(h, common)
+		_, err := acemq.NewEnvelope(acemq.Fields{Headers: h})
+		var he *acemq.HeaderValueError
+		if !errors.As(err, &he) || he.Name != "bad" {
+			t.Errorf("with a %T beside the common values: %v, want a *HeaderValueError naming bad", bad, err)
+		}
 	}
 }
