@@ -14,22 +14,19 @@ import (
 // dead letters, replies, pipeline hops, replays — goes through it, with its
 // telemetry; the methods here give it the envelope a span names.
 
-// messageBoxed sets *m to the driver message for a publish of env's
-// message (env is built): the envelope written into the headers (its
-// repeating values boxed through boxes, a publisher's, header_boxes.go; nil
-// boxes each afresh), its id as the AMQP message-id.
+// messageBoxed fills *m, a zero driver.Message, with the driver message
+// for a publish of env's message (env is built): the envelope written into
+// the headers (its repeating values boxed through boxes, a publisher's,
+// header_boxes.go; nil boxes each afresh), its id as the AMQP message-id.
+// It sets the fields one by one, in place: a whole Message assigned
+// through m would be built on the stack and copied.
 func messageBoxed(m *driver.Message, exchange, routingKey string, env *Envelope, contentType string, body []byte, boxes *headerBoxes) {
-	headers, size := env.writeHeaders(nil, routingKey, boxes)
-	*m = driver.Message{
-		Exchange:    exchange,
-		RoutingKey:  routingKey,
-		Mandatory:   true,
-		ContentType: contentType,
-		MessageID:   env.id,
-		Headers:     headers,
-		HeaderSize:  size,
-		Body:        body,
-	}
+	m.Headers, m.HeaderSize = env.writeHeaders(nil, routingKey, boxes)
+	m.Exchange, m.RoutingKey = exchange, routingKey
+	m.Mandatory = true
+	m.ContentType = contentType
+	m.MessageID = env.id
+	m.Body = body
 }
 
 // publish sends m through the engine's one publish path. *env is m's

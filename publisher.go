@@ -84,7 +84,7 @@ func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOp
 }
 
 // message encodes v, runs the publish interceptors and builds the driver
-// message of one publish into m, completing *env, the message's envelope
+// message of one publish into m (a zero Message), completing *env, the message's envelope
 // as given, into the envelope as sent. Both are filled in place: an
 // Envelope and a driver.Message are large, and the publish path copies
 // neither.
