@@ -167,8 +167,9 @@ func counter(n, least int) int {
 func msTime(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
 
 // built reports whether e came from NewEnvelope or a reader (the zero
-// Envelope did not).
-func (e Envelope) built() bool { return e.id != "" }
+// Envelope did not). Through a pointer: a method of the value would copy
+// the whole Envelope to read its id.
+func (e *Envelope) built() bool { return e.id != "" }
 
 // orDefault returns e, or a freshly built envelope when e is the zero value.
 func (e Envelope) orDefault() Envelope {

@@ -43,7 +43,8 @@ func identity(env *Envelope) engine.Identity {
 	if !env.built() {
 		return engine.Identity{}
 	}
-	return engine.Identity{ID: env.ID(), Type: env.Type(), CorrelationID: env.CorrelationID()}
+	// The fields, not the methods of the value, which would copy *env.
+	return engine.Identity{ID: env.id, Type: env.typ, CorrelationID: env.correlationID}
 }
 
 // draft is one message of a sequence publish as its producer made it.
