@@ -51,14 +51,12 @@ func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Pub
 // broker's confirm. It returns the envelope as sent (its ID is the message
 // id). A message nothing routes fails with a *driver.ReturnError; a blocked
 // connection with an error wrapping ErrBlocked.
-func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOption) (Envelope, error) {
+func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOption) (env Envelope, err error) {
 	if p.err != nil {
 		return Envelope{}, p.err
 	}
-	// The envelope is built and sent in place, in env: an Envelope is
-	// large, and the publish path copies none but WithEnvelope's until it
-	// returns.
-	var env Envelope
+	// The envelope is built and sent in place, in the result: an Envelope
+	// is large, and the publish path copies none but WithEnvelope's.
 	var sc sendConfig
 	if len(opts) > 0 {
 		sendOptions(opts, &sc)
