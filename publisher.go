@@ -156,12 +156,11 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 		}
 		return results, batchError(results)
 	}
-	errs := p.c.publishEach(ctx, len(msgs), func(i int) (driver.Message, Envelope, error) {
+	// Each message and envelope is built in place, in the results.
+	errs := p.c.publishEach(ctx, len(msgs), func(i int) (dm driver.Message, env Envelope, err error) {
 		m := &msgs[i]
-		var dm driver.Message
-		env := m.Envelope
-		err := p.message(ctx, m.RoutingKey, m.Payload, &env, &dm)
-		if err != nil {
+		env = m.Envelope
+		if err = p.message(ctx, m.RoutingKey, m.Payload, &env, &dm); err != nil {
 			return dm, Envelope{}, err
 		}
 		results[i].Envelope = env
