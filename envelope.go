@@ -96,28 +96,26 @@ type Fields struct {
 // fails with a *ReservedHeaderError when f.Headers names a reserved header,
 // and with a *HeaderValueError when a header value cannot travel in an AMQP
 // field table.
-func NewEnvelope(f Fields) (Envelope, error) {
-	headers, err := checkHeaders(f.Headers)
-	if err != nil {
+func NewEnvelope(f Fields) (e Envelope, err error) {
+	// Built in place, in the result: an Envelope is large.
+	if e.headers, err = checkHeaders(f.Headers); err != nil {
 		return Envelope{}, err
 	}
-	e := Envelope{
-		id:            f.ID,
-		typ:           f.Type,
-		version:       f.Version,
-		correlationID: f.CorrelationID,
-		causationID:   f.CausationID,
-		attempt:       f.Attempt,
-		firstSeen:     f.FirstSeen,
-		origin:        f.Origin,
-		reason:        f.Reason,
-		claim:         f.Claim,
-		route:         cleanRoute(f.Route),
-		routePosition: f.RoutePosition,
-		routeID:       f.RouteID,
-		headers:       headers,
+	e.id = f.ID
+	e.typ, e.typed = f.Type, f.Type != ""
+	e.version = f.Version
+	e.correlationID = f.CorrelationID
+	e.causationID = f.CausationID
+	e.attempt = f.Attempt
+	e.firstSeen = f.FirstSeen
+	e.origin = f.Origin
+	e.reason = f.Reason
+	e.claim = f.Claim
+	if len(f.Route) > 0 {
+		e.route = cleanRoute(f.Route)
+		e.routePosition = f.RoutePosition
+		e.routeID = f.RouteID
 	}
-	e.typed = e.typ != ""
 	e.applyDefaults()
 	return e, nil
 }
@@ -169,8 +167,9 @@ func counter(n, least int) int {
 func msTime(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
 
 // built reports whether e came from NewEnvelope or a reader (the zero
-// Envelope did not).
-func (e Envelope) built() bool { return e.id != "" }
+// Envelope did not). Through a pointer: a method of the value would copy
+// the whole Envelope to read its id.
+func (e *Envelope) built() bool { return e.id != "" }
 
 // orDefault returns e, or a freshly built envelope when e is the zero value.
 func (e Envelope) orDefault() Envelope {

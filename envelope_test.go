@@ -2,6 +2,7 @@ package acemq_test
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"reflect"
 	"strings"
@@ -125,6 +126,9 @@ func TestNewEnvelopeRoute(t *testing.T) {
 	e = mustEnvelope(t, acemq.Fields{Route: []string{" ", ","}, RoutePosition: 2, RouteID: "run"})
 	if e.Fields().Route != nil || e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
 		t.Errorf("an empty route kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
+	}
+	if e := mustEnvelope(t, acemq.Fields{RoutePosition: 3, RouteID: "run"}); e.Fields().Route != nil || e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
+		t.Errorf("no route kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
 	}
 	if e := change(t, e, func(f *acemq.Fields) { f.Route, f.RoutePosition, f.RouteID = nil, 4, "x" }); e.Fields().RoutePosition != 0 || e.Fields().RouteID != "" {
 		t.Errorf("Change to route nil, 4, x kept position %d, id %q", e.Fields().RoutePosition, e.Fields().RouteID)
@@ -447,5 +451,25 @@ func TestZeroEnvelope(t *testing.T) {
 	}
 	if e := change(t, z, func(f *acemq.Fields) { f.Type = "t" }); !uuidShape.MatchString(e.ID()) || e.Type() != "t" || e.Attempt() != 1 || e.CorrelationID() != e.ID() {
 		t.Errorf("Change on the zero envelope: %#v", e.Fields())
+	}
+}
+
+// The common header values (strings, int32, int64, bools) are kept as
+// they are, and a bad value beside them is still refused, naming its
+// header.
+func TestNewEnvelopeCommonHeaderValues(t *testing.T) {
+	common := map[string]any{"s": "text", "i32": int32(-7), "i64": int64(1) << 40, "flag": true}
+	e := mustEnvelope(t, acemq.Fields{Headers: common})
+	if got := e.Headers(); !reflect.DeepEqual(got, common) {
+		t.Errorf("Headers() = %#v, want %#v", got, common)
+	}
+	for _, bad := range []any{make(chan int), uint64(math.MaxUint64), struct{}{}} {
+		h := map[string]any{"bad": bad}
+		maps.Copy(h, common)
+		_, err := acemq.NewEnvelope(acemq.Fields{Headers: h})
+		var he *acemq.HeaderValueError
+		if !errors.As(err, &he) || he.Name != "bad" {
+			t.Errorf("with a %T beside the common values: %v, want a *HeaderValueError naming bad", bad, err)
+		}
 	}
 }

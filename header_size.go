@@ -26,6 +26,32 @@ func (t *tableSize) add(name string, v any) {
 	t.n += 1 + len(name) + n
 }
 
+// value counts the entry name = v and returns v as a table written for
+// the wire holds it: a copy of a mutable value (cloneValue), v itself
+// otherwise. The immutable scalars an application header most often
+// holds are counted and kept in one type switch, without the walk
+// cloneValue and add each make.
+func (t *tableSize) value(name string, v any) any {
+	if len(name) <= 255 {
+		switch x := v.(type) {
+		case string:
+			t.n += 1 + len(name) + 5 + len(x)
+			return v
+		case int32:
+			t.n += 1 + len(name) + 5
+			return v
+		case int64:
+			t.n += 1 + len(name) + 9
+			return v
+		case bool:
+			t.n += 1 + len(name) + 2
+			return v
+		}
+	}
+	t.add(name, v)
+	return cloneValue(v)
+}
+
 // addString counts the entry name = s, a long string.
 func (t *tableSize) addString(name, s string) { t.n += 1 + len(name) + 5 + len(s) }
 

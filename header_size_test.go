@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,14 @@ func TestMessageHeaderSize(t *testing.T) {
 		env := MustEnvelope(Fields{Headers: map[string]any{"h": v}})
 		if m := testMessage("", "orders", env, "", nil, nil); m.HeaderSize != 0 {
 			t.Errorf("with %s: HeaderSize %d, want 0", name, m.HeaderSize)
+		}
+	}
+	// A name too long for a short string leaves the size to the driver,
+	// whatever its value.
+	for _, v := range []any{"v", int32(1), int64(1), true, 2.5} {
+		env := MustEnvelope(Fields{Headers: map[string]any{strings.Repeat("n", 256): v}})
+		if m := testMessage("", "orders", env, "", nil, nil); m.HeaderSize != 0 {
+			t.Errorf("with a 256-byte name holding a %T: HeaderSize %d, want 0", v, m.HeaderSize)
 		}
 	}
 	// Into a table that already has entries, the size is unknown.

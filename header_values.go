@@ -64,14 +64,21 @@ func checkHeaders(h map[string]any) (headerList, error) {
 			bad = append(bad, k)
 			continue
 		}
-		cv, err := headerValue(v, k, "")
-		if err != nil {
-			if first == nil || k < first.Name {
-				first = err
+		switch v.(type) {
+		case string, int32, int64, bool:
+			// Held as they are (field.Value): the common values, without
+			// the call.
+		default:
+			cv, err := headerValue(v, k, "")
+			if err != nil {
+				if first == nil || k < first.Name {
+					first = err
+				}
+				continue
 			}
-			continue
+			v = cv
 		}
-		out = append(out, header{k, cv})
+		out = append(out, header{k, v})
 	}
 	if bad != nil {
 		sort.Strings(bad)

@@ -185,12 +185,13 @@ func (e *Envelope) writeHeaders(dst map[string]any, routingKey string, boxes *he
 		ts.fail()
 	}
 	for _, h := range e.headers {
-		dst[h.name] = cloneValue(h.value)
-		ts.add(h.name, h.value)
+		dst[h.name] = ts.value(h.name, h.value)
 	}
-	for k, v := range e.reserved {
-		dst[k] = cloneValue(v)
-		ts.add(k, v)
+	if len(e.reserved) > 0 { // ranging over a nil map still sets up an iterator
+		for k, v := range e.reserved {
+			dst[k] = cloneValue(v)
+			ts.add(k, v)
+		}
 	}
 	typ := e.wireType(routingKey)
 	// One box for the id, shared by the correlation when it is the id (the

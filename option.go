@@ -317,7 +317,9 @@ func WithMandatory(on bool) PublisherOption {
 // Send's options.
 
 type sendConfig struct {
-	env         Envelope
+	// env is WithEnvelope's envelope, nil without one. Send copies it
+	// once, onto its own stack, and sends the copy.
+	env         *Envelope
 	ttl         time.Duration
 	ttlSet      bool
 	priority    uint8
@@ -332,12 +334,14 @@ func (c *sendConfig) validate() error {
 	return nil
 }
 
-// envelopeOption is WithEnvelope's option. Send applies it, like the
-// others, with a type switch and no call through a function value, so that
-// the send's configuration stays on its stack.
+// envelopeOption is WithEnvelope's option, a pointer to its own copy of
+// the envelope: Send applies it, like the others, with a type switch and no
+// call through a function value, and reads the envelope through the
+// pointer, so that neither the option nor the send copies the large
+// Envelope more than once.
 type envelopeOption struct{ env Envelope }
 
-func (o envelopeOption) applySend(c *sendConfig) { c.env = o.env }
+func (o *envelopeOption) applySend(c *sendConfig) { c.env = &o.env }
 
 // WithEnvelope sends with env (built with NewEnvelope, or a delivered
 // message's envelope changed with Envelope.Change) instead of a fresh
@@ -345,7 +349,7 @@ func (o envelopeOption) applySend(c *sendConfig) { c.env = o.env }
 // x-acemq-* headers a delivered envelope carries are not sent: they belong
 // to republishes of that delivery, not to a message the application
 // publishes.
-func WithEnvelope(env Envelope) SendOption { return envelopeOption{env} }
+func WithEnvelope(env Envelope) SendOption { return &envelopeOption{env} }
 
 // expirationOption and priorityOption are applied by Send with a type
 // switch, like envelopeOption, so they stay off the heap.

@@ -14,12 +14,14 @@ func (laterOption) applySend(c *sendConfig) { c.priority, c.prioritySet = 9, tru
 // Send applies every SendOption: one without a case in sendOptions' type
 // switch is applied through the interface rather than ignored.
 func TestSendOptionsApplyEveryOption(t *testing.T) {
-	sc := sendOptions([]SendOption{laterOption{}})
+	var sc sendConfig
+	sendOptions([]SendOption{laterOption{}}, &sc)
 	if !sc.prioritySet || sc.priority != 9 {
 		t.Fatalf("an option without a case was ignored: %+v", sc)
 	}
 	env := MustEnvelope(Fields{Type: "t"})
-	sc = sendOptions([]SendOption{WithEnvelope(env), WithExpiration(time.Second), WithPriority(3), laterOption{}})
+	sc = sendConfig{}
+	sendOptions([]SendOption{WithEnvelope(env), WithExpiration(time.Second), WithPriority(3), laterOption{}}, &sc)
 	switch {
 	case sc.env.ID() != env.ID():
 		t.Errorf("WithEnvelope was not applied")
@@ -36,7 +38,10 @@ func TestSendOptionsApplyEveryOption(t *testing.T) {
 func TestSendOptionsDoNotAllocate(t *testing.T) {
 	env := MustEnvelope(Fields{Type: "t"})
 	opts := []SendOption{WithEnvelope(env), WithExpiration(time.Second), WithPriority(3)}
-	if n := testing.AllocsPerRun(100, func() { _ = sendOptions(opts) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() {
+		var sc sendConfig
+		sendOptions(opts, &sc)
+	}); n != 0 {
 		t.Errorf("sendOptions allocated %v times, want 0", n)
 	}
 }

@@ -14,29 +14,27 @@ import (
 // dead letters, replies, pipeline hops, replays — goes through it, with its
 // telemetry; the methods here give it the envelope a span names.
 
-// messageBoxed sets *m to the driver message for a publish of env's
-// message (env is built): the envelope written into the headers (its
-// repeating values boxed through boxes, a publisher's, header_boxes.go; nil
-// boxes each afresh), its id as the AMQP message-id.
+// messageBoxed fills *m, a zero driver.Message, with the driver message
+// for a publish of env's message (env is built): the envelope written into
+// the headers (its repeating values boxed through boxes, a publisher's,
+// header_boxes.go; nil boxes each afresh), its id as the AMQP message-id.
+// It sets the fields one by one, in place: a whole Message assigned
+// through m would be built on the stack and copied.
 func messageBoxed(m *driver.Message, exchange, routingKey string, env *Envelope, contentType string, body []byte, boxes *headerBoxes) {
-	headers, size := env.writeHeaders(nil, routingKey, boxes)
-	*m = driver.Message{
-		Exchange:    exchange,
-		RoutingKey:  routingKey,
-		Mandatory:   true,
-		ContentType: contentType,
-		MessageID:   env.id,
-		Headers:     headers,
-		HeaderSize:  size,
-		Body:        body,
-	}
+	m.Headers, m.HeaderSize = env.writeHeaders(nil, routingKey, boxes)
+	m.Exchange, m.RoutingKey = exchange, routingKey
+	m.Mandatory = true
+	m.ContentType = contentType
+	m.MessageID = env.id
+	m.Body = body
 }
 
-// publish sends m through the engine's one publish path. env is m's
+// publish sends m through the engine's one publish path. *env is m's
 // envelope when the caller has it (the span reads its identity from it),
-// else the zero Envelope (the identity is read from m's headers).
-func (c *Conn) publish(ctx context.Context, m driver.Message, env Envelope) error {
-	return c.eng.PublishIdentified(ctx, m, func() engine.Identity { return identity(&env) })
+// else the zero Envelope (the identity is read from m's headers). It is
+// read only when the publish is observed, and not kept.
+func (c *Conn) publish(ctx context.Context, m driver.Message, env *Envelope) error {
+	return c.eng.PublishIdentified(ctx, m, func() engine.Identity { return identity(env) })
 }
 
 // identity is the identity a publish span names for env: none when env
@@ -45,7 +43,8 @@ func identity(env *Envelope) engine.Identity {
 	if !env.built() {
 		return engine.Identity{}
 	}
-	return engine.Identity{ID: env.ID(), Type: env.Type(), CorrelationID: env.CorrelationID()}
+	// The fields, not the methods of the value, which would copy *env.
+	return engine.Identity{ID: env.id, Type: env.typ, CorrelationID: env.correlationID}
 }
 
 // draft is one message of a sequence publish as its producer made it.

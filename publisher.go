@@ -51,31 +51,38 @@ func NewPublisher[T any](c *Conn, exchange string, opts ...PublisherOption) *Pub
 // broker's confirm. It returns the envelope as sent (its ID is the message
 // id). A message nothing routes fails with a *driver.ReturnError; a blocked
 // connection with an error wrapping ErrBlocked.
-func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOption) (Envelope, error) {
+func (p *Publisher[T]) Send(ctx context.Context, key string, v T, opts ...SendOption) (env Envelope, err error) {
 	if p.err != nil {
 		return Envelope{}, p.err
 	}
-	sc := sendOptions(opts)
-	if err := sc.validate(); err != nil {
-		return Envelope{}, err
+	// The envelope is built and sent in place, in the result: an Envelope
+	// is large, and the publish path copies none but WithEnvelope's.
+	var sc sendConfig
+	if len(opts) > 0 {
+		sendOptions(opts, &sc)
+		if err := sc.validate(); err != nil {
+			return Envelope{}, err
+		}
+		if sc.env != nil {
+			env = *sc.env
+		}
 	}
 	if err := p.gate.wait(ctx); err != nil {
 		return Envelope{}, err
 	}
 	var m driver.Message
-	env := sc.env
 	if err := p.message(ctx, key, v, &env, &m); err != nil {
 		return Envelope{}, err
 	}
 	sc.apply(&m)
-	if err := p.c.publish(ctx, m, env); err != nil {
+	if err := p.c.publish(ctx, m, &env); err != nil {
 		return env, fmt.Errorf("acemq: publishing to exchange %q with routing key %q: %w", m.Exchange, m.RoutingKey, err)
 	}
 	return env, nil
 }
 
 // message encodes v, runs the publish interceptors and builds the driver
-// message of one publish into m, completing *env, the message's envelope
+// message of one publish into m (a zero Message), completing *env, the message's envelope
 // as given, into the envelope as sent. Both are filled in place: an
 // Envelope and a driver.Message are large, and the publish path copies
 // neither.
@@ -149,12 +156,11 @@ func (p *Publisher[T]) SendAll(ctx context.Context, msgs []Outgoing[T]) ([]SendR
 		}
 		return results, batchError(results)
 	}
-	errs := p.c.publishEach(ctx, len(msgs), func(i int) (driver.Message, Envelope, error) {
+	// Each message and envelope is built in place, in the results.
+	errs := p.c.publishEach(ctx, len(msgs), func(i int) (dm driver.Message, env Envelope, err error) {
 		m := &msgs[i]
-		var dm driver.Message
-		env := m.Envelope
-		err := p.message(ctx, m.RoutingKey, m.Payload, &env, &dm)
-		if err != nil {
+		env = m.Envelope
+		if err = p.message(ctx, m.RoutingKey, m.Payload, &env, &dm); err != nil {
 			return dm, Envelope{}, err
 		}
 		results[i].Envelope = env
@@ -297,30 +303,29 @@ func (c *sendConfig) apply(m *driver.Message) {
 	}
 }
 
-// sendOptions applies Send's options. The options of this package are
-// applied by their type rather than through the interface, which lets the
-// compiler keep them and the configuration off the heap; any other
-// SendOption (applySend is unexported, so one this package adds later) is
-// applied through the interface by the default branch, so that no option
-// can be ignored.
-func sendOptions(opts []SendOption) sendConfig {
-	var sc sendConfig
+// sendOptions applies Send's options to *sc. The options of this package
+// are applied by their type rather than through the interface, which lets
+// the compiler keep them and the configuration off the heap (WithEnvelope's
+// envelope is taken by pointer, not copied); any other SendOption
+// (applySend is unexported, so one this package adds later) is applied
+// through the interface by the default branch, so that no option can be
+// ignored.
+func sendOptions(opts []SendOption, sc *sendConfig) {
 	for _, o := range opts {
 		switch so := o.(type) {
-		case envelopeOption:
-			sc.env = so.env
+		case *envelopeOption:
+			so.applySend(sc)
 		case expirationOption:
-			so.applySend(&sc)
+			so.applySend(sc)
 		case priorityOption:
-			so.applySend(&sc)
+			so.applySend(sc)
 		default:
 			// Through a copy, so that only such an option costs an
-			// allocation: &sc given to an interface method would escape.
+			// allocation: sc given to an interface method would escape.
 			c := new(sendConfig)
-			*c = sc
+			*c = *sc
 			o.applySend(c)
-			sc = *c
+			*sc = *c
 		}
 	}
-	return sc
 }

@@ -412,3 +412,35 @@ func TestSendAllMixedBatch(t *testing.T) {
 		}
 	})
 }
+
+// One WithEnvelope option sent through two connections: each send stamps
+// its own connection's origin on its copy of the envelope, never on the
+// option's, which sends the same envelope every time.
+func TestPublisherSendReusedEnvelopeOption(t *testing.T) {
+	ctx := context.Background()
+	opt := acemq.WithEnvelope(mustEnvelope(t, acemq.Fields{ID: "reused", Type: "t"}))
+	first := memConn(t, "q")
+	second, err := acemq.Connect(ctx, brokertest.MemoryURL(t), acemq.WithOrigin("second@test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close(ctx)
+	if _, err := brokertest.Driver(second).DeclareQueue(ctx, driver.Queue{Name: "q", Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c      *acemq.Conn
+		origin string
+	}{{first, "orders@test"}, {second, "second@test"}, {first, "orders@test"}} {
+		env, err := acemq.NewPublisher[string](tc.c, "").Send(ctx, "q", "hi", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.ID() != "reused" || env.Origin() != tc.origin {
+			t.Errorf("sent id %q origin %q, want reused and %q", env.ID(), env.Origin(), tc.origin)
+		}
+		if d := getOne(t, tc.c, "q"); d.Headers["x-acemq-origin"] != tc.origin {
+			t.Errorf("x-acemq-origin = %v, want %q", d.Headers["x-acemq-origin"], tc.origin)
+		}
+	}
+}
