@@ -210,6 +210,9 @@ func (k *consumerCore) hooks() engine.Hooks[delivered] {
 		DrainError: func(stranded int, took time.Duration) error {
 			return &DrainError{Queue: k.queue, Stranded: stranded, Timeout: took}
 		},
+		ClosingError: func(cause error) error {
+			return fmt.Errorf("acemq: the consumer of %q was still closing its subscription when the context ended (closing the connection ends it): %w", k.queue, cause)
+		},
 	}
 	if k.cfg.orderKey != nil {
 		h.OrderKey = k.orderKeyOf

@@ -161,6 +161,10 @@ type Hooks[E any] struct {
 	// DrainError is the error Close returns when the drain ran out with
 	// stranded deliveries unsettled after took.
 	DrainError func(stranded int, took time.Duration) error
+	// ClosingError is the error Close returns when ctx ended (cause is
+	// ctx's error) while the subscription was still closing; nil gives the
+	// engine's own, unprefixed.
+	ClosingError func(cause error) error
 }
 
 // Config is a consumer's configuration, converted from acemq's options.
@@ -398,13 +402,22 @@ func (k *Loop[E]) Close(ctx context.Context) error {
 		select {
 		case <-closed:
 		case <-ctx.Done():
-			k.closeErr = errors.Join(k.closeErr, fmt.Errorf("acemq: the consumer of %q was still closing its subscription when the context ended (closing the connection ends it): %w", k.queue, ctx.Err()))
+			k.closeErr = errors.Join(k.closeErr, k.closingError(ctx.Err()))
 			k.conn.log.Warn("acemq: a consumer's subscription was still closing when the context ended; closing the connection ends it", slog.String("queue", k.queue))
 		}
 	}
 	k.h.Unregister()
 	close(k.done)
 	return k.closeErr
+}
+
+// closingError is the error of a Close whose ctx ended with cause while
+// the subscription was still closing.
+func (k *Loop[E]) closingError(cause error) error {
+	if k.h.ClosingError != nil {
+		return k.h.ClosingError(cause)
+	}
+	return fmt.Errorf("the consumer of %q was still closing its subscription when the context ended (closing the connection ends it): %w", k.queue, cause)
 }
 
 // errStranded is the Err of the settlement recorded for a delivery whose
