@@ -102,9 +102,12 @@ func noopPublishDone(error, time.Duration) {}
 // observingPublishes reports whether publishes are recorded now: spans are
 // on or a publish metric is enabled. When it is false and the context
 // carries no trace (carriesTrace), publishStart has nothing to do.
-func (o *observer) observingPublishes() bool {
+func (o *observer) observingPublishes() bool { return o.tracing() || o.publishMetrics() }
+
+// publishMetrics reports whether a publish metric is enabled.
+func (o *observer) publishMetrics() bool {
 	bg := context.Background()
-	return o.tracing() || o.publishTotal.Enabled(bg) || o.publishDuration.Enabled(bg)
+	return o.publishTotal.Enabled(bg) || o.publishDuration.Enabled(bg)
 }
 
 // carriesTrace reports whether ctx carries a trace context, which a
@@ -117,8 +120,7 @@ func carriesTrace(ctx context.Context) bool {
 // out (its headers may be amended, e.g. with trace context); the returned
 // function is called with the result.
 func (o *observer) publishStart(ctx context.Context, m *driver.Message, id engine.Identity) (context.Context, func(error, time.Duration)) {
-	bg := context.Background()
-	metrics := o.publishTotal.Enabled(bg) || o.publishDuration.Enabled(bg)
+	metrics := o.publishMetrics()
 	ex, rk := m.Exchange, m.RoutingKey
 	confirmed := !o.noConfirms || m.AlwaysConfirm
 	if !o.tracing() {

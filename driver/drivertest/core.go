@@ -18,8 +18,9 @@
 // limit counting requeued rejects, dead-lettering on reject and on TTL with
 // x-death, the retry rung shape, per-message expiration (acted on at the head of
 // the queue), priority queues, prefetch, exclusive
-// and auto-delete queues, Cancel and Close semantics, closing the
-// connection, round-robin between subscriptions, single active consumer
+// and auto-delete queues, Cancel and Close semantics (a Close after a
+// Cancel whose context ended returns, and closing the connection ends a
+// Close in progress), closing the connection, round-robin between subscriptions, single active consumer
 // and, on a broker that reports Capabilities.Streams, streams: offsets on
 // every delivery, every start (first, last, next, an offset, a
 // timestamp), non-destructive reads, the required prefetch and retention
